@@ -1,0 +1,106 @@
+"""pragma: make compute kernels faster with a closed loop of agents and hardware profilers.
+
+The pieces, each importable alone:
+
+- tasks: :func:`load_task`, :func:`load_tasks` read PyTorch reference programs (KernelBench format);
+- records (:mod:`pragma_core.records`): the frozen data passed between the parts and written to
+  disk, with :func:`write_record` / :func:`read_record`;
+- plugins: :func:`get_registry` gives the backends, profilers, LLM providers and metric selectors
+  that built-in and installed plugins registered; a plugin implements the hooks of
+  :mod:`pragma_core.hookspecs` with :data:`hookimpl`.
+"""
+
+from __future__ import annotations
+
+__version__ = "0.1.0"
+
+from .categories import infer_category
+from .components import (
+    Availability,
+    Backend,
+    LLMProvider,
+    MetricSelector,
+    Profiler,
+    ProfileTarget,
+)
+from .errors import PluginError, PragmaError, RecordError, SizeOverrideError, TaskError
+from .hookspecs import hookimpl
+from .plugins import PluginRegistry, get_registry, reset_registry
+from .records import (
+    AgentRole,
+    Attempt,
+    BoundClass,
+    Candidate,
+    Category,
+    ChatMessage,
+    Completion,
+    CompletionRequest,
+    Diagnosis,
+    Guidance,
+    Metric,
+    Profile,
+    RunResult,
+    Speedup,
+    Task,
+    TaskAnalysis,
+    TensorSpec,
+    Timing,
+    TokenUsage,
+    Verdict,
+    VerdictStatus,
+)
+from .serialization import from_dict, read_record, to_dict, write_record
+from .tasks import load_task, load_tasks, parse_size_assignments, task_program
+
+__all__ = [
+    "__version__",
+    # tasks
+    "load_task",
+    "load_tasks",
+    "parse_size_assignments",
+    "task_program",
+    "infer_category",
+    # records
+    "AgentRole",
+    "Attempt",
+    "BoundClass",
+    "Candidate",
+    "Category",
+    "ChatMessage",
+    "Completion",
+    "CompletionRequest",
+    "Diagnosis",
+    "Guidance",
+    "Metric",
+    "Profile",
+    "RunResult",
+    "Speedup",
+    "Task",
+    "TaskAnalysis",
+    "TensorSpec",
+    "Timing",
+    "TokenUsage",
+    "Verdict",
+    "VerdictStatus",
+    "to_dict",
+    "from_dict",
+    "write_record",
+    "read_record",
+    # plugins
+    "hookimpl",
+    "Availability",
+    "Backend",
+    "LLMProvider",
+    "MetricSelector",
+    "Profiler",
+    "ProfileTarget",
+    "PluginRegistry",
+    "get_registry",
+    "reset_registry",
+    # errors
+    "PragmaError",
+    "TaskError",
+    "SizeOverrideError",
+    "PluginError",
+    "RecordError",
+]

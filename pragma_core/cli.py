@@ -1,0 +1,206 @@
+"""The ``pragma`` command line.
+
+Bad input (a task file, a ``--set`` value, a plugin in strict mode) prints one line on standard
+error and exits with code 2; ``--debug`` (or ``PRAGMA_DEBUG=1``) shows the traceback instead.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+import attrs
+import click
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from . import __version__
+from .errors import PragmaError, TaskError
+from .plugins import get_registry
+from .records import Task
+from .serialization import to_dict
+from .tasks import find_task_files, load_task, parse_size_assignments, sizes_per_file
+
+EXIT_BAD_INPUT = 2
+
+_debug = False
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+@click.version_option(__version__, prog_name="pragma")
+@click.option("--debug", is_flag=True, envvar="PRAGMA_DEBUG", help="Show tracebacks for errors.")
+def cli(debug: bool) -> None:
+    """Make compute kernels faster with a closed loop of agents and hardware profilers.
+
+    A task is a PyTorch reference program in KernelBench format; see `pragma tasks`.
+    """
+    global _debug
+    _debug = debug
+
+
+@cli.command("plugins")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
+def plugins_command(as_json: bool) -> None:
+    """List plugins: distribution, version, hooks, what each registers, and load failures.
+
+    Environment: PRAGMA_LOAD_PLUGINS=a,b loads only those installed plugins;
+    PRAGMA_DISABLE_PLUGINS=a,b skips plugins; PRAGMA_STRICT_PLUGINS=1 makes a failure an error.
+    """
+    registry = get_registry()
+    plugins, failures = registry.plugins(), registry.failures()
+    if as_json:
+        payload = {
+            "plugins": [attrs.asdict(plugin) for plugin in plugins],
+            "failures": [attrs.asdict(failure) for failure in failures],
+        }
+        click.echo(json.dumps(payload, indent=2))
+        return
+    table = Table(title="pragma plugins", title_justify="left")
+    for column in ("plugin", "distribution", "version", "registers", "hooks"):
+        table.add_column(column, overflow="fold")
+    for plugin in plugins:
+        registers = "\n".join(f"{kind}: {', '.join(names)}" for kind, names in plugin.registers.items())
+        table.add_row(
+            plugin.name + (" (built-in)" if plugin.builtin else ""),
+            plugin.distribution or "-",
+            plugin.version or "-",
+            registers or "-",
+            "\n".join(plugin.hooks) or "-",
+        )
+    console = _stdout()
+    console.print(table)
+    if failures:
+        failed = Table(title="failed to load", title_justify="left", title_style="bold red")
+        for column in ("plugin", "distribution", "version", "stage", "error"):
+            failed.add_column(column, overflow="fold")
+        for failure in failures:
+            failed.add_row(
+                failure.name, failure.distribution or "-", failure.version or "-", failure.stage, failure.error
+            )
+        console.print(failed)
+
+
+@cli.command("tasks")
+@click.argument("path", type=click.Path(path_type=Path))
+@click.option(
+    "--set",
+    "assignments",
+    multiple=True,
+    metavar="NAME=VALUE",
+    help="Override a module-level size constant of the tasks, e.g. --set batch_size=16. Repeatable.",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
+def tasks_command(path: Path, assignments: tuple[str, ...], as_json: bool) -> None:
+    """List the tasks in PATH (a KernelBench tree or one file).
+
+    For each: category, input and output tensors, reference FLOPs (torch.utils.flop_counter: matrix
+    products, convolutions, attention) and the minimal bytes moved (inputs, parameters and outputs
+    once). Files that fail are reported one line each; the exit code is then 2.
+    """
+    sizes = parse_size_assignments(assignments)
+    files = [path] if path.is_file() else find_task_files(path)
+    plan = sizes_per_file(files, sizes, where=path) if path.is_dir() else {path: sizes}
+    tasks: list[Task] = []
+    errors: list[TaskError] = []
+    console = Console(stderr=True)
+    with Progress(
+        TextColumn("[progress.description]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=console,
+        transient=True,
+        disable=not console.is_terminal,
+    ) as progress:
+        bar = progress.add_task("tracing tasks", total=len(files))
+        for file in files:
+            progress.update(bar, description=f"tracing {file.name}")
+            try:
+                tasks.append(load_task(file, plan[file]))
+            except TaskError as error:
+                errors.append(error)
+            progress.advance(bar)
+    if as_json:
+        click.echo(json.dumps([_task_summary(task) for task in tasks], indent=2))
+    elif tasks:
+        _stdout().print(_tasks_table(tasks))
+    for error in errors:
+        click.echo(f"pragma: error: {error}", err=True)
+    if errors:
+        raise SystemExit(EXIT_BAD_INPUT)
+
+
+def _task_summary(task: Task) -> dict[str, Any]:
+    summary = {key: value for key, value in to_dict(task).items() if key not in ("source", "analysis")}
+    analysis = task.analysis
+    assert analysis is not None  # load_task always analyzes
+    summary.update(key=task.key, **to_dict(analysis), min_bytes=analysis.min_bytes)
+    return summary
+
+
+def _tasks_table(tasks: list[Task]) -> Table:
+    table = Table(title=f"{len(tasks)} tasks", title_justify="left")
+    table.add_column("task", no_wrap=True)
+    table.add_column("category", no_wrap=True)
+    table.add_column("inputs")
+    table.add_column("output")
+    table.add_column("FLOPs", justify="right")
+    table.add_column("min bytes", justify="right")
+    for task in tasks:
+        analysis = task.analysis
+        assert analysis is not None
+        table.add_row(
+            task.key,
+            task.category.value,
+            ", ".join(_tensor_text(spec) for spec in analysis.inputs),
+            ", ".join(_tensor_text(spec) for spec in analysis.outputs),
+            _si(analysis.flops, "FLOP") if analysis.flops else "-",
+            _si(analysis.min_bytes, "B"),
+        )
+    counts: dict[str, int] = {}
+    for task in tasks:
+        counts[task.category.value] = counts.get(task.category.value, 0) + 1
+    table.caption = "categories: " + ", ".join(f"{name} {count}" for name, count in sorted(counts.items()))
+    return table
+
+
+def _tensor_text(spec: Any) -> str:
+    """``1024x8192 float32``; a scalar is ``scalar float32``."""
+    shape = "x".join(str(d) for d in spec.shape) or "scalar"
+    return f"{shape} {spec.dtype}"
+
+
+def _stdout() -> Console:
+    """Tables keep their columns when piped: a wide console unless a terminal says otherwise."""
+    probe = Console()
+    return probe if probe.is_terminal else Console(width=160)
+
+
+def _si(value: float, unit: str) -> str:
+    for factor, prefix in ((1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if value >= factor:
+            return f"{value / factor:.2f} {prefix}{unit}"
+    return f"{value:.0f} {unit}"
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Entry point of the ``pragma`` script."""
+    try:
+        cli.main(args=argv, prog_name="pragma", standalone_mode=False)
+    except PragmaError as error:
+        if _debug or os.environ.get("PRAGMA_DEBUG"):
+            raise
+        click.echo(f"pragma: error: {error}", err=True)
+        sys.exit(EXIT_BAD_INPUT)
+    except click.exceptions.Exit as done:
+        sys.exit(done.exit_code)
+    except click.ClickException as error:
+        error.show()
+        sys.exit(error.exit_code)
+    except click.Abort:
+        click.echo("Aborted.", err=True)
+        sys.exit(1)

@@ -1,0 +1,169 @@
+"""The four kinds of component a plugin registers: backends, profilers, LLM providers, selectors.
+
+Each is a frozen record: data (a unique ``name``, the devices it serves, a description) plus its
+behaviour as small callables whose shapes are the protocols below. A plugin builds the record and
+hands it to the ``register`` callback of the matching hook (:mod:`pragma_core.hookspecs`)::
+
+    Profiler(
+        name="valgrind",
+        devices=("cpu",),
+        description="cachegrind: simulated caches and branches",
+        probe=probe,               # () -> Availability
+        default_metrics=("D1 miss rate", "LL miss rate"),
+        collect=collect,           # (target, metrics) -> Profile
+        parse=parse,               # (raw) -> list[Metric]
+        doc_sources=("https://valgrind.org/docs/manual/cg-manual.html",),
+    )
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, Protocol
+
+import attrs
+from attrs import validators as v
+
+from .records import Candidate, Completion, CompletionRequest, Metric, Profile, Task
+
+__all__ = [
+    "DEVICE_KINDS",
+    "Availability",
+    "ProfileTarget",
+    "Probe",
+    "LoadCandidate",
+    "CollectProfile",
+    "ParseOutput",
+    "Complete",
+    "SelectMetrics",
+    "DefaultMetrics",
+    "Backend",
+    "Profiler",
+    "LLMProvider",
+    "MetricSelector",
+]
+
+DEVICE_KINDS = ("cpu", "cuda", "rocm")
+"""The device kinds pragma knows: host CPU, NVIDIA GPU, AMD GPU."""
+
+
+@attrs.frozen(kw_only=True)
+class Availability:
+    """Whether a component can run here; when it cannot, precisely why and what still works."""
+
+    available: bool
+    reason: str = ""
+    still_works: str = ""
+
+    def __attrs_post_init__(self) -> None:
+        if not self.available and not self.reason:
+            raise ValueError("an unavailable component must say why")
+
+
+@attrs.frozen(kw_only=True)
+class ProfileTarget:
+    """What a profiler is asked to measure: the task, a candidate (None: the reference), and the
+    folder where it keeps its raw output."""
+
+    task: Task
+    candidate: Candidate | None
+    out_dir: Path = attrs.field(converter=Path)
+    device: str = attrs.field(default="cpu", validator=v.in_(DEVICE_KINDS))
+
+
+class Probe(Protocol):
+    """Says whether the component can run on this machine; fast and side-effect free."""
+
+    def __call__(self) -> Availability: ...
+
+
+class LoadCandidate(Protocol):
+    """Builds a candidate in ``workdir`` (inside the sandbox child) and returns its ModelNew class."""
+
+    def __call__(self, candidate: Candidate, workdir: Path) -> type: ...
+
+
+class CollectProfile(Protocol):
+    """Runs the profiler on a target and returns the requested metrics (or why each is missing)."""
+
+    def __call__(self, target: ProfileTarget, metrics: Sequence[str]) -> Profile: ...
+
+
+class ParseOutput(Protocol):
+    """Turns the tool's raw output into metrics; pure, so it is tested on recorded output."""
+
+    def __call__(self, raw: str) -> list[Metric]: ...
+
+
+class Complete(Protocol):
+    """Answers one request of an agent."""
+
+    def __call__(self, request: CompletionRequest) -> Completion: ...
+
+
+class SelectMetrics(Protocol):
+    """Chooses which metrics of a profile reach the Conductor's prompt."""
+
+    def __call__(self, profile: Profile) -> tuple[Metric, ...]: ...
+
+
+class DefaultMetrics(Protocol):
+    """The metric names to collect by default for a profiler on a device kind."""
+
+    def __call__(self, profiler: Profiler, device: str) -> tuple[str, ...]: ...
+
+
+_name = [v.instance_of(str), v.matches_re(r"[a-z0-9][a-z0-9_.-]*")]
+
+
+def _devices(_instance: Any, attribute: attrs.Attribute, value: tuple[str, ...]) -> None:
+    unknown = [device for device in value if device not in DEVICE_KINDS]
+    if not value or unknown:
+        raise ValueError(f"{attribute.name} must be some of {DEVICE_KINDS}, got {value!r}")
+
+
+@attrs.frozen(kw_only=True)
+class Backend:
+    """A way to write and run kernels: language, device, the Coder's guide, how to load one."""
+
+    name: str = attrs.field(validator=_name)
+    device: str = attrs.field(validator=v.in_(DEVICE_KINDS))
+    language: str = attrs.field(validator=v.min_len(1))
+    description: str = ""
+    guide: str = attrs.field(validator=v.min_len(1))
+    probe: Probe
+    load: LoadCandidate
+
+
+@attrs.frozen(kw_only=True)
+class Profiler:
+    """A hardware or simulation profiler: what it measures by default and how to run and parse it."""
+
+    name: str = attrs.field(validator=_name)
+    devices: tuple[str, ...] = attrs.field(converter=tuple, validator=_devices)
+    description: str = ""
+    probe: Probe
+    default_metrics: tuple[str, ...] = attrs.field(converter=tuple)
+    collect: CollectProfile
+    parse: ParseOutput
+    doc_sources: tuple[str, ...] = attrs.field(default=(), converter=tuple)
+
+
+@attrs.frozen(kw_only=True)
+class LLMProvider:
+    """Answers the agents' requests: a language model, or pragma's offline rules."""
+
+    name: str = attrs.field(validator=_name)
+    description: str = ""
+    complete: Complete
+
+
+@attrs.frozen(kw_only=True)
+class MetricSelector:
+    """Decides which metrics reach the Conductor and which a profiler collects by default."""
+
+    name: str = attrs.field(validator=_name)
+    description: str = ""
+    select: SelectMetrics
+    defaults: DefaultMetrics

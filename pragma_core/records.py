@@ -1,0 +1,402 @@
+"""The records pragma passes between its parts and writes to disk.
+
+Every record is a frozen attrs class built with keywords only, checked by validators when it is
+made, so a record that exists is a record that makes sense. Change one with :func:`attrs.evolve`.
+:mod:`pragma_core.serialization` turns them into plain dicts and JSON and back.
+
+The names follow the design (``../shared/DESIGN.md``): a :class:`Task` is a PyTorch reference
+program; the Coder writes a :class:`Candidate`; the Verifier returns a :class:`Verdict` with
+:class:`Timing` and a :class:`Speedup`; a Profiler returns a :class:`Profile` of :class:`Metric`;
+the Conductor's rules give a :class:`Diagnosis` and its advice is :class:`Guidance`; one iteration
+of the loop is an :class:`Attempt` and a whole run a :class:`RunResult`. Language-model traffic is
+a :class:`CompletionRequest` answered by a :class:`Completion`.
+"""
+
+from __future__ import annotations
+
+import enum
+import math
+from pathlib import Path
+from typing import Any
+
+import attrs
+from attrs import validators as v
+
+__all__ = [
+    "Category",
+    "VerdictStatus",
+    "BoundClass",
+    "AgentRole",
+    "TensorSpec",
+    "TaskAnalysis",
+    "Task",
+    "Candidate",
+    "Timing",
+    "Speedup",
+    "Verdict",
+    "Metric",
+    "Profile",
+    "Diagnosis",
+    "Guidance",
+    "TokenUsage",
+    "ChatMessage",
+    "CompletionRequest",
+    "Completion",
+    "Attempt",
+    "RunResult",
+]
+
+
+class Category(str, enum.Enum):
+    """The six task categories of the PRAGMA paper (KernelBench level 1 groups its problems so)."""
+
+    MATMUL = "matmul"
+    ACTIVATION = "activation"
+    NORMALIZATION = "normalization"
+    POOLING_REDUCTION = "pooling_reduction"
+    CONV = "conv"
+    OTHER = "other"
+
+
+class VerdictStatus(str, enum.Enum):
+    """What the Verifier concluded about a candidate; only ``correct`` candidates are timed."""
+
+    COMPILE_ERROR = "compile_error"
+    RUNTIME_ERROR = "runtime_error"
+    TIMEOUT = "timeout"
+    CRASHED = "crashed"
+    WRONG_OUTPUT = "wrong_output"
+    REJECTED = "rejected"
+    CORRECT = "correct"
+
+
+class BoundClass(str, enum.Enum):
+    """What limits a kernel, as the Conductor's rules classify it."""
+
+    MEMORY = "memory"
+    COMPUTE = "compute"
+    LATENCY = "latency"
+    FRONTEND = "frontend"
+    BAD_SPECULATION = "bad_speculation"
+    OVERHEAD = "overhead"
+    UNKNOWN = "unknown"
+
+
+class AgentRole(str, enum.Enum):
+    """Which agent a model request is for."""
+
+    CODER = "coder"
+    CONDUCTOR = "conductor"
+
+
+# -- validators ---------------------------------------------------------------------------------
+
+_non_empty_str = [v.instance_of(str), v.min_len(1)]
+
+
+def _non_negative(_instance: Any, attribute: attrs.Attribute, value: float | None) -> None:
+    if value is not None and not (value >= 0):  # also rejects NaN
+        raise ValueError(f"{attribute.name} must be >= 0, got {value!r}")
+
+
+def _finite(_instance: Any, attribute: attrs.Attribute, value: float) -> None:
+    if not isinstance(value, (int, float)) or isinstance(value, bool) or not math.isfinite(value):
+        raise ValueError(f"{attribute.name} must be a finite number, got {value!r}")
+
+
+def _str_tuple(value: Any) -> tuple[str, ...]:
+    if isinstance(value, str):
+        raise TypeError(f"expected a sequence of strings, got the single string {value!r}")
+    return tuple(value)
+
+
+def _optional_path(value: Any) -> Path | None:
+    return None if value is None else Path(value)
+
+
+# -- tasks --------------------------------------------------------------------------------------
+
+
+@attrs.frozen(kw_only=True)
+class TensorSpec:
+    """Shape, dtype and size in bytes of one tensor a task takes or returns."""
+
+    shape: tuple[int, ...] = attrs.field(converter=tuple)
+    dtype: str = attrs.field(validator=_non_empty_str)
+    nbytes: int = attrs.field(validator=[v.instance_of(int), v.ge(0)])
+
+
+@attrs.frozen(kw_only=True)
+class TaskAnalysis:
+    """What one forward of the reference does: tensors in and out, operators, FLOPs and bytes.
+
+    ``flops`` is what :mod:`torch.utils.flop_counter` counts: matrix products, convolutions and
+    attention. Elementwise work counts zero there; such tasks are bound by ``min_bytes``.
+    """
+
+    inputs: tuple[TensorSpec, ...] = attrs.field(converter=tuple)
+    outputs: tuple[TensorSpec, ...] = attrs.field(converter=tuple)
+    parameter_bytes: int = attrs.field(validator=[v.instance_of(int), v.ge(0)])
+    flops: int = attrs.field(validator=[v.instance_of(int), v.ge(0)])
+    ops: dict[str, int] = attrs.field(factory=dict)
+    traced_on: str = attrs.field(validator=v.in_(("meta", "cpu")))
+
+    @property
+    def min_bytes(self) -> int:
+        """Bytes any implementation must move: read inputs and parameters once, write outputs."""
+        tensors = self.inputs + self.outputs
+        return sum(t.nbytes for t in tensors) + self.parameter_bytes
+
+
+@attrs.frozen(kw_only=True)
+class Task:
+    """A PyTorch reference program in KernelBench format, with the size overrides applied."""
+
+    name: str = attrs.field(validator=_non_empty_str)
+    source: str = attrs.field(validator=v.instance_of(str))
+    path: Path | None = attrs.field(default=None, converter=_optional_path)
+    category: Category = attrs.field(converter=Category)
+    sizes: dict[str, int | float] = attrs.field(factory=dict)
+    level: int | None = attrs.field(default=None, validator=v.optional(v.ge(1)))
+    problem_id: int | None = attrs.field(default=None, validator=v.optional(v.ge(0)))
+    analysis: TaskAnalysis | None = None
+
+    @property
+    def key(self) -> str:
+        """``level1/19_ReLU`` for a task in a KernelBench tree, else the name."""
+        return f"level{self.level}/{self.name}" if self.level is not None else self.name
+
+
+# -- candidates and verdicts --------------------------------------------------------------------
+
+
+@attrs.frozen(kw_only=True)
+class Candidate:
+    """Source of a Python module defining ``class ModelNew``, for one backend.
+
+    ``attempt`` is the loop iteration that wrote it; 0 means it came from outside the loop.
+    """
+
+    source: str = attrs.field(validator=_non_empty_str)
+    backend: str = attrs.field(validator=_non_empty_str)
+    attempt: int = attrs.field(default=0, validator=[v.instance_of(int), v.ge(0)])
+
+
+@attrs.frozen(kw_only=True)
+class Timing:
+    """Repeated measurements of one program, in milliseconds: median and interquartile range."""
+
+    median_ms: float = attrs.field(validator=_non_negative)
+    iqr_ms: float = attrs.field(validator=_non_negative)
+    samples_ms: tuple[float, ...] = attrs.field(converter=tuple, default=())
+
+    @samples_ms.validator
+    def _check_samples(self, attribute: attrs.Attribute, value: tuple[float, ...]) -> None:
+        for sample in value:
+            _non_negative(self, attribute, sample)
+
+
+@attrs.frozen(kw_only=True)
+class Speedup:
+    """Reference time over candidate time, with a confidence interval (bootstrap by default)."""
+
+    value: float = attrs.field(validator=[_finite, v.gt(0)])
+    low: float = attrs.field(validator=_finite)
+    high: float = attrs.field(validator=_finite)
+    confidence: float = attrs.field(default=0.95, validator=[v.gt(0), v.lt(1)])
+
+    def __attrs_post_init__(self) -> None:
+        if not self.low <= self.value <= self.high:
+            raise ValueError(
+                f"speedup {self.value} lies outside its interval [{self.low}, {self.high}]"
+            )
+
+
+@attrs.frozen(kw_only=True)
+class Verdict:
+    """The Verifier's finding on one candidate.
+
+    ``message`` is short and fit for a prompt. ``failed_check`` names the integrity check behind a
+    ``rejected`` status. Errors are the worst over all trials; ``error_index`` says where.
+    """
+
+    status: VerdictStatus = attrs.field(converter=VerdictStatus)
+    message: str = attrs.field(validator=_non_empty_str)
+    failed_check: str | None = None
+    max_abs_error: float | None = attrs.field(default=None, validator=_non_negative)
+    max_rel_error: float | None = attrs.field(default=None, validator=_non_negative)
+    error_index: tuple[int, ...] | None = attrs.field(
+        default=None, converter=attrs.converters.optional(tuple)
+    )
+    failing_trial: int | None = attrs.field(default=None, validator=v.optional(v.ge(0)))
+    diagnostics: tuple[str, ...] = attrs.field(default=(), converter=_str_tuple)
+    reference: Timing | None = None
+    candidate: Timing | None = None
+    speedup: Speedup | None = None
+    notes: tuple[str, ...] = attrs.field(default=(), converter=_str_tuple)
+
+    def __attrs_post_init__(self) -> None:
+        if self.status is VerdictStatus.REJECTED and not self.failed_check:
+            raise ValueError("a rejected verdict must name the integrity check that failed")
+        if self.speedup is not None and self.status is not VerdictStatus.CORRECT:
+            raise ValueError(f"only a correct candidate has a speedup, not a {self.status.value} one")
+
+    @property
+    def ok(self) -> bool:
+        """True when the candidate is correct."""
+        return self.status is VerdictStatus.CORRECT
+
+
+# -- profiles and the Conductor -----------------------------------------------------------------
+
+
+@attrs.frozen(kw_only=True)
+class Metric:
+    """One named measurement from a profiler, attributed to a kernel where the tool says which."""
+
+    name: str = attrs.field(validator=_non_empty_str)
+    value: float = attrs.field(validator=_finite)
+    unit: str = ""
+    kernel: str = ""
+    profiler: str = attrs.field(validator=_non_empty_str)
+    meaning: str = ""
+
+
+@attrs.frozen(kw_only=True)
+class Profile:
+    """What one profiler run returned: metrics, where its raw output lies, and what it could not do.
+
+    ``not_collected`` maps each requested metric that is absent to the reason, so nothing a caller
+    asked for disappears silently.
+    """
+
+    profiler: str = attrs.field(validator=_non_empty_str)
+    metrics: tuple[Metric, ...] = attrs.field(default=(), converter=tuple)
+    raw_paths: tuple[str, ...] = attrs.field(default=(), converter=_str_tuple)
+    notes: tuple[str, ...] = attrs.field(default=(), converter=_str_tuple)
+    not_collected: dict[str, str] = attrs.field(factory=dict)
+
+    def get(self, name: str, kernel: str | None = None) -> Metric | None:
+        """The first metric of that name (and kernel, when given), or None."""
+        for metric in self.metrics:
+            if metric.name == name and (kernel is None or metric.kernel == kernel):
+                return metric
+        return None
+
+
+@attrs.frozen(kw_only=True)
+class Diagnosis:
+    """The rule-based reading of a profile: what bounds the kernel and what to look at next."""
+
+    bound: BoundClass = attrs.field(converter=BoundClass)
+    roofline_attainment: float | None = attrs.field(default=None, validator=_non_negative)
+    deltas: dict[str, float] = attrs.field(factory=dict)
+    hints: tuple[str, ...] = attrs.field(default=(), converter=_str_tuple)
+    request_metrics: tuple[str, ...] = attrs.field(default=(), converter=_str_tuple)
+
+
+@attrs.frozen(kw_only=True)
+class Guidance:
+    """The Conductor's advice to the Coder after one attempt."""
+
+    analysis: str = attrs.field(validator=v.instance_of(str))
+    actions: tuple[str, ...] = attrs.field(default=(), converter=_str_tuple)
+    extra_metrics: tuple[str, ...] = attrs.field(default=(), converter=_str_tuple)
+    new_best: bool = attrs.field(default=False, validator=v.instance_of(bool))
+
+
+# -- model traffic ------------------------------------------------------------------------------
+
+
+@attrs.frozen(kw_only=True)
+class TokenUsage:
+    """Tokens a model call (or a sum of calls) consumed."""
+
+    prompt: int = attrs.field(default=0, validator=[v.instance_of(int), v.ge(0)])
+    completion: int = attrs.field(default=0, validator=[v.instance_of(int), v.ge(0)])
+
+    @property
+    def total(self) -> int:
+        return self.prompt + self.completion
+
+    def __add__(self, other: TokenUsage) -> TokenUsage:
+        return TokenUsage(prompt=self.prompt + other.prompt, completion=self.completion + other.completion)
+
+
+@attrs.frozen(kw_only=True)
+class ChatMessage:
+    """One chat message."""
+
+    role: str = attrs.field(validator=v.in_(("system", "user", "assistant")))
+    content: str = attrs.field(validator=v.instance_of(str))
+
+
+@attrs.frozen(kw_only=True)
+class CompletionRequest:
+    """What an agent asks of an LLM provider: chat messages plus the structured context.
+
+    The structured fields carry the same facts as the messages, so a provider that is not a
+    language model (the offline rule-based one) can answer from them directly.
+    """
+
+    role: AgentRole = attrs.field(converter=AgentRole)
+    messages: tuple[ChatMessage, ...] = attrs.field(converter=tuple, validator=v.min_len(1))
+    model: str | None = None
+    task: Task | None = None
+    verdict: Verdict | None = None
+    profile: Profile | None = None
+    diagnosis: Diagnosis | None = None
+    best: Attempt | None = None
+
+
+@attrs.frozen(kw_only=True)
+class Completion:
+    """A provider's answer: text, token usage, cost in US dollars (None when unknown), latency."""
+
+    text: str = attrs.field(validator=v.instance_of(str))
+    model: str = attrs.field(validator=_non_empty_str)
+    usage: TokenUsage = attrs.field(factory=TokenUsage)
+    cost_usd: float | None = attrs.field(default=None, validator=_non_negative)
+    latency_s: float = attrs.field(default=0.0, validator=_non_negative)
+
+
+# -- the loop -----------------------------------------------------------------------------------
+
+
+@attrs.frozen(kw_only=True)
+class Attempt:
+    """Everything of one iteration of the loop. Parts stay None where the iteration stopped early."""
+
+    number: int = attrs.field(validator=[v.instance_of(int), v.ge(1)])
+    candidate: Candidate | None = None
+    verdict: Verdict | None = None
+    profile: Profile | None = None
+    diagnosis: Diagnosis | None = None
+    guidance: Guidance | None = None
+    usage: TokenUsage = attrs.field(factory=TokenUsage)
+    elapsed_s: float = attrs.field(default=0.0, validator=_non_negative)
+
+
+@attrs.frozen(kw_only=True)
+class RunResult:
+    """One task's whole run: the baseline, every attempt, which one is best and why it stopped."""
+
+    run_id: str = attrs.field(validator=_non_empty_str)
+    task: Task
+    baseline: Verdict | None = None
+    attempts: tuple[Attempt, ...] = attrs.field(default=(), converter=tuple)
+    best_attempt: int | None = None
+    stop_reason: str = ""
+
+    def __attrs_post_init__(self) -> None:
+        numbers = [attempt.number for attempt in self.attempts]
+        if self.best_attempt is not None and self.best_attempt not in numbers:
+            raise ValueError(f"best_attempt {self.best_attempt} is not among attempts {numbers}")
+
+    @property
+    def best(self) -> Attempt | None:
+        """The best correct attempt, or None when no attempt was correct."""
+        for attempt in self.attempts:
+            if attempt.number == self.best_attempt:
+                return attempt
+        return None
