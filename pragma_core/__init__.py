@@ -50,7 +50,7 @@ from .records import (
     VerdictStatus,
 )
 from .serialization import from_dict, read_record, to_dict, write_record
-from .tasks import load_task, load_tasks, parse_size_assignments, task_program
+from .tasks import load_task, load_tasks, parse_size_assignments, task_namespace, task_program
 
 __all__ = [
     "__version__",
@@ -59,6 +59,7 @@ __all__ = [
     "load_tasks",
     "parse_size_assignments",
     "task_program",
+    "task_namespace",
     "infer_category",
     # records
     "AgentRole",

@@ -39,6 +39,7 @@ __all__ = [
     "apply_sizes",
     "parse_size_assignments",
     "task_program",
+    "task_namespace",
 ]
 
 _FORMAT_HINT = "a KernelBench task defines class Model(nn.Module), get_inputs() and get_init_inputs()"
@@ -131,6 +132,11 @@ def sizes_per_file(
 def task_program(task: Task) -> str:
     """The task's source with its size overrides applied: what the reference really runs."""
     return apply_sizes(task.source, task.sizes, path=task.path)
+
+
+def task_namespace(task: Task) -> dict[str, Any]:
+    """Run the task's program and return its namespace (``Model``, ``get_inputs``, ...)."""
+    return _execute(task.path or Path(f"{task.name}.py"), task_program(task))
 
 
 # -- size constants -----------------------------------------------------------------------------

@@ -1,0 +1,65 @@
+"""Shared fixtures: the bundled example tasks, a clean plugin registry, fake installed plugins."""
+
+from __future__ import annotations
+
+import importlib
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from pragma_core.plugins import reset_registry
+
+REPO = Path(__file__).resolve().parents[1]
+EXAMPLES = REPO / "examples" / "tasks"
+
+
+@pytest.fixture(autouse=True)
+def _fresh_registry(monkeypatch):
+    """Each test sees plugins loaded anew, with no plugin switches from the caller's shell."""
+    for variable in ("PRAGMA_STRICT_PLUGINS", "PRAGMA_LOAD_PLUGINS", "PRAGMA_DISABLE_PLUGINS", "PRAGMA_DEBUG"):
+        monkeypatch.delenv(variable, raising=False)
+    reset_registry()
+    yield
+    reset_registry()
+
+
+@pytest.fixture
+def examples() -> Path:
+    return EXAMPLES
+
+
+class PluginSite:
+    """A folder on sys.path holding plugin modules and their ``.dist-info`` metadata.
+
+    importlib.metadata finds these exactly as it finds pip-installed distributions, so the registry
+    is tested against real entry points, not mocks.
+    """
+
+    def __init__(self, root: Path):
+        self.root = root
+
+    def add(self, module: str, source: str, *, entry_point: str | None = None,
+            distribution: str | None = None, version: str = "1.0") -> None:
+        (self.root / f"{module}.py").write_text(textwrap.dedent(source))
+        distribution = distribution or module.replace("_", "-")
+        info = self.root / f"{distribution.replace('-', '_')}-{version}.dist-info"
+        info.mkdir()
+        (info / "METADATA").write_text(
+            f"Metadata-Version: 2.1\nName: {distribution}\nVersion: {version}\n"
+        )
+        (info / "entry_points.txt").write_text(f"[pragma]\n{entry_point or module} = {module}\n")
+
+
+@pytest.fixture
+def plugin_site(tmp_path, monkeypatch) -> PluginSite:
+    root = tmp_path / "site"
+    root.mkdir()
+    monkeypatch.syspath_prepend(str(root))
+    importlib.invalidate_caches()
+    site = PluginSite(root)
+    yield site
+    for name in [name for name, module in sys.modules.items()
+                 if getattr(module, "__file__", None) and str(root) in str(module.__file__)]:
+        del sys.modules[name]
