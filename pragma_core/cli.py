@@ -102,6 +102,8 @@ def tasks_command(path: Path, assignments: tuple[str, ...], as_json: bool) -> No
     once). Files that fail are reported one line each; the exit code is then 2.
     """
     sizes = parse_size_assignments(assignments)
+    if not path.exists():
+        raise TaskError(f"{path}: no such task file or directory")
     files = [path] if path.is_file() else find_task_files(path)
     plan = sizes_per_file(files, sizes, where=path) if path.is_dir() else {path: sizes}
     tasks: list[Task] = []

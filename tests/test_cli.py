@@ -1,0 +1,155 @@
+"""The `pragma` command line: listings, JSON, and one clear line with exit code 2 for bad input."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from pragma_core.cli import main
+
+from .test_tasks import GOOD, write
+
+BROKEN_PLUGIN = "raise ImportError('built against pragma 9')\n"
+
+
+def run(capsys, *args: str) -> tuple[int, str, str]:
+    try:
+        main(list(args))
+        code = 0
+    except SystemExit as done:
+        code = done.code if isinstance(done.code, int) else 1
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def test_help_lists_the_commands(capsys):
+    code, out, _ = run(capsys, "--help")
+    assert code == 0 and "plugins" in out and "tasks" in out
+
+
+def test_tasks_table_shows_every_example_and_all_categories(capsys, examples):
+    code, out, err = run(capsys, "tasks", str(examples))
+    assert code == 0, err
+    assert "18 tasks" in out and "level1/10_Matmul" in out and "2.15 GFLOP" in out
+    for category in ("matmul", "activation", "normalization", "pooling_reduction", "conv", "other"):
+        assert category in out
+
+
+def test_tasks_json_has_sizes_flops_and_bytes(capsys, examples):
+    code, out, _ = run(capsys, "tasks", str(examples / "level1" / "10_Matmul.py"),
+                       "--set", "M=32", "--set", "N=8", "--set", "K=4", "--json")
+    assert code == 0
+    (task,) = json.loads(out)
+    assert task["key"] == "level1/10_Matmul" and task["category"] == "matmul"
+    assert task["sizes"] == {"M": 32, "N": 8, "K": 4}
+    assert task["inputs"][0]["shape"] == [32, 4] and task["outputs"][0]["shape"] == [32, 8]
+    assert task["flops"] == 2 * 32 * 8 * 4
+    assert task["min_bytes"] == 4 * (32 * 4 + 4 * 8 + 32 * 8)
+
+
+def test_plugins_json_lists_builtins(capsys):
+    code, out, _ = run(capsys, "plugins", "--json")
+    payload = json.loads(out)
+    assert code == 0 and payload["failures"] == []
+    (builtin,) = [p for p in payload["plugins"] if p["builtin"]]
+    assert builtin["registers"] == {"metric_selectors": ["default"]}
+
+
+@pytest.mark.parametrize(
+    "make_args, expected",
+    [
+        (lambda tmp: ["tasks", str(tmp / "nope.py")], "nope.py: no such task file or directory"),
+        (lambda tmp: ["tasks", str(write(tmp, "def f(:\n"))], "1_Task.py:1: syntax error"),
+        (lambda tmp: ["tasks", str(write(tmp, "x = 1\n"))], "no Model, get_inputs, get_init_inputs defined"),
+        (lambda tmp: ["tasks", str(write(tmp, GOOD.replace("return [torch.rand(batch_size, dim)]",
+                                                             "return [1.0]")))],
+         "get_inputs() item 0 is a float"),
+        (lambda tmp: ["tasks", str(write(tmp, GOOD.replace("return [torch.rand(batch_size, dim)]",
+                                                             "raise KeyError('x')")))],
+         "get_inputs() raised KeyError"),
+        (lambda tmp: ["tasks", str(write(tmp, GOOD)), "--set", "width=3"],
+         "--set width: the task has no module-level int or float constant named 'width'"),
+        (lambda tmp: ["tasks", str(write(tmp, GOOD)), "--set", "width"], "--set width: expected NAME=VALUE"),
+    ],
+)
+def test_bad_input_prints_one_line_and_exits_2(capsys, tmp_path, make_args, expected):
+    code, out, err = run(capsys, *make_args(tmp_path))
+    assert code == 2
+    assert out == ""
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("pragma: error: ")
+    assert expected in lines[0]
+    assert "Traceback" not in err
+
+
+def test_a_bad_file_in_a_tree_does_not_hide_the_good_ones(capsys, tmp_path):
+    write(tmp_path, GOOD, "level1/1_Good.py")
+    write(tmp_path, "x = (\n", "level1/2_Bad.py")
+    code, out, err = run(capsys, "tasks", str(tmp_path))
+    assert code == 2
+    assert "level1/1_Good" in out
+    assert err.strip().splitlines() == [f"pragma: error: {tmp_path / 'level1' / '2_Bad.py'}:1: syntax error: "
+                                        "'(' was never closed; fix the task file"]
+
+
+def test_debug_shows_the_traceback(capsys, tmp_path):
+    from pragma_core.errors import TaskError
+    with pytest.raises(TaskError):
+        main(["--debug", "tasks", str(tmp_path / "nope.py"), "--set", "x"])
+
+
+# -- as a user runs it: the installed script, a broken plugin package next to it ------------------
+
+
+def pragma(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    script = Path(sys.executable).with_name("pragma")
+    command = [str(script)] if script.exists() else [sys.executable, "-m", "pragma_core"]
+    full_env = {k: v for k, v in os.environ.items() if not k.startswith("PRAGMA_")} | (env or {})
+    return subprocess.run(command + list(args), capture_output=True, text=True, env=full_env,
+                          timeout=120)
+
+
+@pytest.fixture
+def broken_plugin_path(tmp_path) -> str:
+    """A folder holding an installed-looking distribution whose plugin fails to import."""
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "pragma_broken.py").write_text(BROKEN_PLUGIN)
+    info = site / "pragma_broken-0.3.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: pragma-broken\nVersion: 0.3\n")
+    (info / "entry_points.txt").write_text("[pragma]\nbroken = pragma_broken\n")
+    return str(site)
+
+
+def test_broken_plugin_is_listed_as_failed_and_commands_still_work(broken_plugin_path, examples):
+    listing = pragma("plugins", env={"PYTHONPATH": broken_plugin_path})
+    assert listing.returncode == 0, listing.stderr
+    assert "failed to load" in listing.stdout and "broken" in listing.stdout
+    assert "built against pragma 9" in listing.stdout
+    as_json = json.loads(pragma("plugins", "--json", env={"PYTHONPATH": broken_plugin_path}).stdout)
+    (failure,) = as_json["failures"]
+    assert failure["name"] == "broken" and failure["distribution"] == "pragma-broken"
+    assert failure["version"] == "0.3" and failure["stage"] == "import"
+    tasks = pragma("tasks", str(examples / "level1" / "1_GELUTanh.py"),
+                   env={"PYTHONPATH": broken_plugin_path})
+    assert tasks.returncode == 0 and "level1/1_GELUTanh" in tasks.stdout
+
+
+def test_broken_plugin_in_strict_mode_is_one_line_and_exit_2(broken_plugin_path):
+    result = pragma("plugins", env={"PYTHONPATH": broken_plugin_path, "PRAGMA_STRICT_PLUGINS": "1"})
+    assert result.returncode == 2
+    assert result.stderr.strip().splitlines() == [
+        "pragma: error: plugin 'broken' (pragma-broken 0.3) failed to load at import: "
+        "ImportError: built against pragma 9 (PRAGMA_STRICT_PLUGINS is set)"
+    ]
+
+
+def test_version():
+    result = pragma("--version")
+    assert result.returncode == 0 and result.stdout.startswith("pragma, version ")

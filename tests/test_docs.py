@@ -1,0 +1,57 @@
+"""Docs stay true: they build strictly, and every hook is documented with its exact signature and
+tested (the meta-tests datasette keeps for its plugin hooks)."""
+
+from __future__ import annotations
+
+import inspect
+import os
+import subprocess
+import sys
+
+import pytest
+
+from pragma_core import hookspecs
+
+from .conftest import REPO
+
+HOOKS = sorted(name for name in dir(hookspecs) if name.startswith("pragma_register_"))
+
+
+def signature_text(name: str) -> str:
+    """``pragma_register_backends(register: Callable[[Backend], None]) -> None``, as in the docs."""
+    signature = inspect.signature(getattr(hookspecs, name))
+    params = ", ".join(f"{p.name}: {p.annotation}" for p in signature.parameters.values())
+    return f"{name}({params}) -> {signature.return_annotation}"
+
+
+def test_there_are_four_hooks():
+    assert HOOKS == [
+        "pragma_register_backends", "pragma_register_llm_providers",
+        "pragma_register_metric_selectors", "pragma_register_profilers",
+    ]
+
+
+@pytest.mark.parametrize("hook", HOOKS)
+def test_hook_is_documented_with_its_exact_signature(hook):
+    assert signature_text(hook) in (REPO / "docs" / "plugins.md").read_text()
+
+
+@pytest.mark.parametrize("hook", HOOKS)
+def test_hook_has_a_test(hook):
+    assert f'"{hook}"' in (REPO / "tests" / "test_plugins.py").read_text()
+
+
+@pytest.mark.parametrize("hook", HOOKS)
+def test_hook_docstring_documents_register_with_an_example(hook):
+    doc = getattr(hookspecs, hook).__doc__
+    assert ":param register:" in doc and "for example" in doc
+
+
+def test_mkdocs_builds_strictly(tmp_path):
+    result = subprocess.run(
+        [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(tmp_path / "site")],
+        cwd=REPO, capture_output=True, text=True, timeout=300,
+        env=os.environ | {"NO_MKDOCS_2_WARNING": "1"},
+    )
+    assert result.returncode == 0, result.stderr
+    assert (tmp_path / "site" / "plugins" / "index.html").exists()
