@@ -7,7 +7,6 @@ error and exits with code 2; ``--debug`` (or ``PRAGMA_DEBUG=1``) shows the trace
 from __future__ import annotations
 
 import json
-import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -123,8 +122,8 @@ def tasks_command(path: Path, assignments: tuple[str, ...], as_json: bool) -> No
             progress.update(bar, description=f"tracing {file.name}")
             try:
                 tasks.append(load_task(file, plan[file]))
-            except TaskError as error:
-                errors.append(error)
+            except TaskError as failure:
+                errors.append(failure)
             progress.advance(bar)
     if as_json:
         click.echo(json.dumps([_task_summary(task) for task in tasks], indent=2))
@@ -194,7 +193,7 @@ def main(argv: list[str] | None = None) -> None:
     try:
         cli.main(args=argv, prog_name="pragma", standalone_mode=False)
     except PragmaError as error:
-        if _debug or os.environ.get("PRAGMA_DEBUG"):
+        if _debug:
             raise
         click.echo(f"pragma: error: {error}", err=True)
         sys.exit(EXIT_BAD_INPUT)

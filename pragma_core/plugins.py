@@ -19,6 +19,7 @@ Loading is lazy and happens once per process: call :func:`get_registry`; tests c
 
 from __future__ import annotations
 
+import functools
 import importlib
 import importlib.metadata as metadata
 import os
@@ -192,7 +193,7 @@ class PluginRegistry:
             if module_name in disabled:
                 continue
             origin = _Origin(module_name, "pragma-core", core_version, builtin=True)
-            self._load_plugin(origin, lambda name=module_name: importlib.import_module(name))
+            self._load_plugin(origin, functools.partial(importlib.import_module, module_name))
 
         seen: set[str] = set()
         for entry_point in sorted(self._entry_points(), key=lambda ep: ep.name):
@@ -258,7 +259,7 @@ class PluginRegistry:
                 for component in registered:
                     self._add(origin, kind, record_type, component)
 
-    def _add(self, origin: _Origin, kind: str, record_type: type, component: Any) -> None:
+    def _add(self, origin: _Origin, kind: str, record_type: type[Any], component: Any) -> None:
         singular = kind[:-1].replace("_", " ")
         if not isinstance(component, record_type):
             self._fail(

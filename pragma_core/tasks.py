@@ -204,8 +204,9 @@ def _number(node: ast.expr) -> int | float | None:
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
         sign = -1 if isinstance(node.op, ast.USub) else 1
         node = node.operand
-    if isinstance(node, ast.Constant) and type(node.value) in (int, float):
-        return sign * node.value
+    value = node.value if isinstance(node, ast.Constant) else None
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return sign * value
     return None
 
 
