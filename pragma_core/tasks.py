@@ -28,7 +28,6 @@ from typing import Any
 from .categories import infer_category
 from .errors import SizeOverrideError, TaskError, describe_exception
 from .records import Task
-from .task_analysis import analyze_task_module
 
 __all__ = [
     "load_task",
@@ -61,6 +60,8 @@ def load_task(path: str | Path, sizes: Mapping[str, Any] | None = None) -> Task:
         raise TaskError(f"{path}: cannot read the file ({error})") from None
     typed_sizes = _typed_sizes(path, source, sizes or {})
     namespace = _execute(path, apply_sizes(source, typed_sizes, path=path))
+    from .task_analysis import analyze_task_module  # imports torch: only when a task is loaded
+
     analysis = analyze_task_module(namespace, path)
     level, problem_id = _level_and_problem(path)
     return Task(
