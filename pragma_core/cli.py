@@ -135,6 +135,83 @@ def tasks_command(path: Path, assignments: tuple[str, ...], as_json: bool) -> No
         raise SystemExit(EXIT_BAD_INPUT)
 
 
+def _load_one_task(path: Path, assignments: tuple[str, ...]) -> Task:
+    if not path.exists():
+        raise TaskError(f"{path}: no such task file")
+    return load_task(path, parse_size_assignments(assignments))
+
+
+_SET_OPTION = click.option(
+    "--set", "assignments", multiple=True, metavar="NAME=VALUE",
+    help="Override a module-level size constant of the task. Repeatable.",
+)
+
+
+@cli.command("verify")
+@click.argument("task_path", metavar="TASK", type=click.Path(path_type=Path))
+@click.argument("candidate_path", metavar="CANDIDATE", type=click.Path(path_type=Path))
+@_SET_OPTION
+@click.option("--trials", default=5, show_default=True, help="Correctness trials with fresh inputs.")
+@click.option("--warmup", default=5, show_default=True, help="Untimed runs before timing.")
+@click.option("--reps", default=100, show_default=True, help="Timed runs of each program.")
+@click.option("--baseline", type=click.Choice(["eager", "compile"]), default="eager", show_default=True,
+              help="compile: also time torch.compile of the reference.")
+@click.option("--threads", type=int, default=None, help="Threads for both programs [default: all CPUs here].")
+@click.option("--atol", default=1e-4, show_default=True)
+@click.option("--rtol", default=1e-4, show_default=True)
+@click.option("--timeout", "timeout_s", default=600.0, show_default=True, help="Wall-time limit in seconds.")
+@click.option("--memory-gb", default=16.0, show_default=True, help="Address-space limit of the candidate.")
+@click.option("--no-timing", is_flag=True, help="Check correctness only.")
+@click.option("--keep", type=click.Path(path_type=Path), default=None,
+              help="Keep the job folder (outputs, logs) here.")
+@click.option("--json", "as_json", is_flag=True, help="Print the verdict as JSON.")
+def verify_command(task_path: Path, candidate_path: Path, assignments: tuple[str, ...], trials: int,
+                   warmup: int, reps: int, baseline: str, threads: int | None, atol: float, rtol: float,
+                   timeout_s: float, memory_gb: float, no_timing: bool, keep: Path | None, as_json: bool) -> None:
+    """Check CANDIDATE (a module defining ModelNew) against TASK in a sandbox, and time it.
+
+    Exit code 0 when the candidate is correct, 1 when it is not, 2 for bad input.
+    """
+    from .records import Candidate
+    from .verifier import VerifySettings, verify
+
+    task = _load_one_task(task_path, assignments)
+    if not candidate_path.is_file():
+        raise TaskError(f"{candidate_path}: no such candidate file")
+    source = candidate_path.read_text(encoding="utf-8")
+    options = dict(trials=trials, warmup=warmup, reps=reps, baseline=baseline, atol=atol, rtol=rtol,
+                   timeout_s=timeout_s, memory_gb=memory_gb, time=not no_timing)
+    if threads is not None:
+        options["threads"] = threads
+    settings = VerifySettings(**options)
+    with Console(stderr=True).status(f"verifying {candidate_path.name} against {task.key}", spinner="dots"):
+        verdict = verify(task, Candidate(source=source, backend="cpu-cpp"), settings, job_dir=keep)
+    if as_json:
+        click.echo(json.dumps(to_dict(verdict), indent=2))
+    else:
+        from .reports import verdict_table
+
+        _stdout().print(verdict_table(task, candidate_path.name, verdict))
+    if not verdict.ok:
+        raise SystemExit(1)
+
+
+@cli.command("roofline")
+@click.argument("task_path", metavar="TASK", type=click.Path(path_type=Path))
+@_SET_OPTION
+@click.option("--threads", type=int, default=None, help="Threads [default: all CPUs here].")
+@click.option("--refresh", is_flag=True, help="Measure the machine's peaks again.")
+def roofline_command(task_path: Path, assignments: tuple[str, ...], threads: int | None, refresh: bool) -> None:
+    """The roofline floor of TASK on this machine: minimal bytes over peak bandwidth, FLOPs over
+    peak FLOP rate (both measured once and cached)."""
+    from .roofline import machine_peaks, roofline_table
+    from .verifier.settings import VerifySettings
+
+    task = _load_one_task(task_path, assignments)
+    peaks = machine_peaks(threads or VerifySettings().threads, refresh=refresh)
+    _stdout().print(roofline_table(task, peaks))
+
+
 def _task_summary(task: Task) -> dict[str, Any]:
     summary = {key: value for key, value in to_dict(task).items() if key not in ("source", "analysis")}
     analysis = task.analysis

@@ -67,6 +67,7 @@ class VerdictStatus(str, enum.Enum):
     CRASHED = "crashed"
     WRONG_OUTPUT = "wrong_output"
     REJECTED = "rejected"
+    OUT_OF_MEMORY = "out_of_memory"
     CORRECT = "correct"
 
 
@@ -217,7 +218,9 @@ class Verdict:
     """The Verifier's finding on one candidate.
 
     ``message`` is short and fit for a prompt. ``failed_check`` names the integrity check behind a
-    ``rejected`` status. Errors are the worst over all trials; ``error_index`` says where.
+    ``rejected`` status. Errors are the worst over all trials; ``error_index`` says where. Timings
+    are of the reference, the candidate and, with ``--baseline compile``, ``torch.compile`` of the
+    reference; ``floor_ms`` is the roofline floor of the task on this machine.
     """
 
     status: VerdictStatus = attrs.field(converter=VerdictStatus)
@@ -233,13 +236,23 @@ class Verdict:
     reference: Timing | None = None
     candidate: Timing | None = None
     speedup: Speedup | None = None
+    compiled_reference: Timing | None = None
+    speedup_vs_compiled: Speedup | None = None
+    floor_ms: float | None = attrs.field(default=None, validator=_non_negative)
     notes: tuple[str, ...] = attrs.field(default=(), converter=_str_tuple)
 
     def __attrs_post_init__(self) -> None:
         if self.status is VerdictStatus.REJECTED and not self.failed_check:
             raise ValueError("a rejected verdict must name the integrity check that failed")
-        if self.speedup is not None and self.status is not VerdictStatus.CORRECT:
+        if (self.speedup or self.speedup_vs_compiled) and self.status is not VerdictStatus.CORRECT:
             raise ValueError(f"only a correct candidate has a speedup, not a {self.status.value} one")
+
+    @property
+    def attainment(self) -> float | None:
+        """Roofline floor over the candidate's median time: 1.0 is as fast as the machine allows."""
+        if self.floor_ms is None or self.candidate is None or self.candidate.median_ms <= 0:
+            return None
+        return self.floor_ms / self.candidate.median_ms
 
     @property
     def ok(self) -> bool:

@@ -56,8 +56,9 @@ def test_plugins_json_lists_builtins(capsys):
     code, out, _ = run(capsys, "plugins", "--json")
     payload = json.loads(out)
     assert code == 0 and payload["failures"] == []
-    (builtin,) = [p for p in payload["plugins"] if p["builtin"]]
-    assert builtin["registers"] == {"metric_selectors": ["default"]}
+    registers = {p["name"]: p["registers"] for p in payload["plugins"] if p["builtin"]}
+    assert registers == {"pragma_core.backends.cpu_cpp": {"backends": ["cpu-cpp"]},
+                         "pragma_core.metric_selectors": {"metric_selectors": ["default"]}}
 
 
 @pytest.mark.parametrize(

@@ -1,0 +1,69 @@
+"""The ``cpu-cpp`` backend: C and C++ kernels for the host CPU, built by the system compiler.
+
+A candidate is a Python module defining ``ModelNew``. Its kernels reach the CPU one of three ways:
+the fast path (``pragma_core.native.load_library``: extern "C" functions called through ctypes,
+built in well under a second and cached by content), a pybind11 module
+(``pragma_core.native.load_extension``), or ``torch.utils.cpp_extension.load_inline`` as in
+KernelBench (accepted, but tens of seconds to build). The Coder's guide is ``cpu_cpp_guide.md``.
+"""
+
+from __future__ import annotations
+
+import shutil
+import sys
+import types
+from importlib import resources
+from pathlib import Path
+
+from ..components import Availability, Backend
+from ..hookspecs import hookimpl
+from ..records import Candidate
+
+__all__ = ["BACKEND_NAME", "guide", "probe", "load_candidate"]
+
+BACKEND_NAME = "cpu-cpp"
+
+
+def guide() -> str:
+    """The Coder's guide: how a candidate looks, with a worked example."""
+    return resources.files(__package__).joinpath("cpu_cpp_guide.md").read_text(encoding="utf-8")
+
+
+def probe() -> Availability:
+    import os
+
+    compiler = os.environ.get("CXX") or "g++"
+    if shutil.which(compiler) is None:
+        return Availability(
+            available=False,
+            reason=f"no C++ compiler: {compiler} is not on PATH (install g++ or set CXX)",
+            still_works="task listing, profiling of the reference",
+        )
+    return Availability(available=True)
+
+
+def load_candidate(candidate: Candidate, workdir: Path) -> type:
+    """Run the candidate's module (inside the sandbox child) and return its ``ModelNew``."""
+    module = types.ModuleType("candidate")
+    module.__file__ = str(Path(workdir) / "candidate.py")
+    sys.modules["candidate"] = module
+    exec(compile(candidate.source, "candidate.py", "exec"), module.__dict__)
+    model_new = module.__dict__.get("ModelNew")
+    if not isinstance(model_new, type):
+        raise TypeError("the candidate defines no class ModelNew(nn.Module)")
+    return model_new
+
+
+@hookimpl
+def pragma_register_backends(register):
+    register(
+        Backend(
+            name=BACKEND_NAME,
+            device="cpu",
+            language="c++",
+            description="C/C++ kernels built by the system compiler; ctypes fast path, pybind11 or load_inline",
+            guide=guide(),
+            probe=probe,
+            load=load_candidate,
+        )
+    )

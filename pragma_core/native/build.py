@@ -1,0 +1,191 @@
+"""Compiling C or C++ source into a shared library, once per distinct source and settings.
+
+:func:`build_library` returns the path of a shared library built from ``source``. Artifacts live
+in :func:`cache_dir` under a key that hashes everything that changes the result: the source, the
+language, the compiler and its version, every flag, the include folders and the file suffix. A
+cache hit costs a few ``stat`` calls and no process. A miss takes a lock on ``<key>.lock``, looks
+again (another process may have built it meanwhile), compiles to a temporary file in the same
+folder and renames it into place, so a reader sees either no artifact or a whole one.
+
+Compiler messages name the source ``kernel.cpp`` (or ``kernel.c``), never its path in the cache.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Iterable
+from pathlib import Path
+
+from ..errors import PragmaError
+from ..files import atomic_write_text
+from .diagnostics import NativeBuildError
+
+__all__ = ["build_library", "cache_dir", "compiler_for", "CompilerNotFoundError", "DEFAULT_FLAGS", "LANGUAGES"]
+
+DEFAULT_FLAGS = ("-O3", "-march=native", "-fopenmp", "-shared", "-fPIC")
+LANGUAGES = {
+    # language: (compiler variable, default compiler, source suffix, flags it adds)
+    "c++": ("CXX", "g++", ".cpp", ("-std=c++17",)),
+    "c": ("CC", "gcc", ".c", ()),
+}
+# English, ASCII quotes and no colour: messages read the same on every machine and in a prompt.
+_COMPILER_ENV = {"LC_ALL": "C", "LANG": "C", "GCC_COLORS": ""}
+
+# (compiler path, its stat) -> first line of ``--version``; a new compiler binary is asked again.
+_versions: dict[tuple[str, int, int], str] = {}
+
+
+class CompilerNotFoundError(PragmaError):
+    """The C or C++ compiler to build kernels with is not installed or not on PATH."""
+
+
+def cache_dir() -> Path:
+    """Where built kernels are kept: ``$PRAGMA_CACHE_DIR/native``, else the user's cache folder."""
+    root = os.environ.get("PRAGMA_CACHE_DIR")
+    if root:
+        return Path(root).expanduser() / "native"
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    base = Path(xdg).expanduser() if xdg else Path.home() / ".cache"
+    return base / "pragma" / "native"
+
+
+def compiler_for(language: str) -> str:
+    """The absolute path of the compiler for ``language``: ``$CXX``/``$CC`` or ``g++``/``gcc``."""
+    variable, default, _suffix, _flags = _language(language)
+    name = os.environ.get(variable) or default
+    path = shutil.which(name)
+    if path is None:
+        raise CompilerNotFoundError(
+            f"cannot build {language} kernels: the compiler {name!r} is not on PATH; "
+            f"install it (for example `apt-get install {default}`) or set ${variable}")
+    return path
+
+
+def build_library(source: str, *, language: str = "c++", flags: Iterable[str] = (),
+                  include_dirs: Iterable[str | os.PathLike] = (), output_suffix: str = ".so",
+                  output_name: str | None = None) -> Path:
+    """Compile ``source`` into a shared library (or return the cached one) and give its path.
+
+    The compiler gets :data:`DEFAULT_FLAGS` (plus ``-std=c++17`` for C++), then ``-I`` for each
+    include folder, then ``flags``, which come after the source file so that ``-l`` options link.
+    The artifact is ``<key><output_suffix>`` in :func:`cache_dir`; with ``output_name`` it is
+    ``<key>/<output_name><output_suffix>`` instead, for files whose name matters (Python
+    extension modules). Raises :class:`NativeBuildError` when the source does not compile.
+    """
+    _variable, _default, source_suffix, language_flags = _language(language)
+    compiler = compiler_for(language)
+    command_flags = [*DEFAULT_FLAGS, *language_flags]
+    command_flags += [f"-I{Path(folder)}" for folder in include_dirs]
+    if isinstance(flags, str):
+        raise TypeError(f"flags must be a sequence of strings, got the single string {flags!r}")
+    extra_flags = list(flags)
+    key = _cache_key(source, language, compiler, command_flags + extra_flags, output_suffix, output_name)
+
+    folder = cache_dir()
+    if output_name is None:
+        artifact = folder / f"{key}{output_suffix}"
+    else:
+        artifact = folder / key / f"{output_name}{output_suffix}"
+    if artifact.exists():  # the fast path: no lock, no process
+        return artifact
+
+    folder.mkdir(parents=True, exist_ok=True)
+    with _locked(folder / f"{key}.lock"):
+        if artifact.exists():  # built by another process while this one waited for the lock
+            return artifact
+        artifact.parent.mkdir(parents=True, exist_ok=True)
+        source_path = folder / f"{key}{source_suffix}"
+        atomic_write_text(source_path, source)
+        fd, temporary = tempfile.mkstemp(prefix=f".{artifact.name}.", suffix=".tmp", dir=artifact.parent)
+        os.close(fd)
+        try:
+            _compile(compiler, source_path, Path(temporary), command_flags, extra_flags,
+                     display_name=f"kernel{source_suffix}")
+            os.replace(temporary, artifact)
+        finally:
+            Path(temporary).unlink(missing_ok=True)
+    return artifact
+
+
+def _language(language: str) -> tuple[str, str, str, tuple[str, ...]]:
+    try:
+        return LANGUAGES[language]
+    except KeyError:
+        raise ValueError(f"language must be one of {sorted(LANGUAGES)}, got {language!r}") from None
+
+
+def _compiler_version(compiler: str) -> str:
+    """The first line of ``compiler --version``, asked once per compiler binary.
+
+    The answer is kept in memory and on disk beside the cache, keyed by the binary's size and
+    modification time, so a cache hit in a fresh process starts no compiler.
+    """
+    real = os.path.realpath(compiler)
+    info = os.stat(real)
+    memo = (real, info.st_size, info.st_mtime_ns)
+    version = _versions.get(memo)
+    if version is not None:
+        return version
+    note = cache_dir() / "compilers" / (hashlib.sha256(repr(memo).encode()).hexdigest()[:32] + ".txt")
+    try:
+        version = note.read_text(encoding="utf-8").strip()
+    except OSError:
+        version = ""
+    if not version:
+        result = subprocess.run([compiler, "--version"], capture_output=True, text=True,
+                                env=os.environ | _COMPILER_ENV, check=False)
+        lines = (result.stdout or result.stderr).splitlines()
+        version = lines[0].strip() if lines else "unknown"
+        try:
+            atomic_write_text(note, version + "\n")
+        except OSError:
+            pass  # a read-only cache still builds; it only asks the compiler again next time
+    _versions[memo] = version
+    return version
+
+
+def _cache_key(source: str, language: str, compiler: str, flags: list[str], suffix: str,
+               output_name: str | None) -> str:
+    identity = {
+        "source": source, "language": language, "compiler": compiler,
+        "compiler_version": _compiler_version(compiler), "flags": flags, "suffix": suffix,
+        "output_name": output_name,
+    }
+    return hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()[:32]
+
+
+class _locked:
+    """An exclusive ``flock`` on ``path`` for the ``with`` block; the file itself stays."""
+
+    def __init__(self, path: Path):
+        self.path = path
+
+    def __enter__(self) -> None:
+        self.fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(self.fd, fcntl.LOCK_EX)
+        except BaseException:
+            os.close(self.fd)
+            raise
+
+    def __exit__(self, *exc_info: object) -> None:
+        fcntl.flock(self.fd, fcntl.LOCK_UN)
+        os.close(self.fd)
+
+
+def _compile(compiler: str, source_path: Path, output: Path, flags: list[str], extra_flags: list[str],
+             *, display_name: str) -> None:
+    command = [compiler, str(source_path), *flags, *extra_flags, "-o", str(output),
+               "-fdiagnostics-color=never"]
+    result = subprocess.run(command, capture_output=True, text=True, errors="replace",
+                            cwd=source_path.parent, env=os.environ | _COMPILER_ENV, check=False)
+    if result.returncode != 0:
+        log = (result.stdout + result.stderr).replace(str(source_path), display_name)
+        log = log.replace(source_path.name, display_name).replace(str(output), "<output>")
+        raise NativeBuildError(log=log, display_name=display_name)

@@ -1,0 +1,60 @@
+"""Timing statistics: medians with spread, and speedups with bootstrap confidence intervals.
+
+Raw samples come from the sandbox child; they are reduced here, in the parent, so a candidate
+cannot touch the arithmetic that judges it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from .records import Speedup, Timing
+
+__all__ = ["summarize", "bootstrap_speedup", "beats"]
+
+BOOTSTRAP_RESAMPLES = 2000
+
+
+def summarize(samples_ms: Sequence[float]) -> Timing:
+    """Median and interquartile range of the samples (all samples kept)."""
+    if not samples_ms:
+        raise ValueError("no timing samples")
+    values = np.asarray(samples_ms, dtype=float)
+    q1, median, q3 = np.percentile(values, [25, 50, 75])
+    return Timing(median_ms=float(median), iqr_ms=float(q3 - q1), samples_ms=tuple(map(float, values)))
+
+
+def bootstrap_speedup(
+    reference_ms: Sequence[float],
+    candidate_ms: Sequence[float],
+    *,
+    confidence: float = 0.95,
+    resamples: int = BOOTSTRAP_RESAMPLES,
+    seed: int = 0,
+) -> Speedup:
+    """Speedup = median(reference) / median(candidate), with a percentile bootstrap interval.
+
+    Both sample sets are resampled independently; the seed is fixed so the same samples always give
+    the same interval.
+    """
+    reference = np.asarray(reference_ms, dtype=float)
+    candidate = np.asarray(candidate_ms, dtype=float)
+    if reference.size == 0 or candidate.size == 0:
+        raise ValueError("no timing samples")
+    if np.any(candidate <= 0):
+        raise ValueError("candidate times must be positive")
+    rng = np.random.default_rng(seed)
+    ref_medians = np.median(rng.choice(reference, size=(resamples, reference.size)), axis=1)
+    cand_medians = np.median(rng.choice(candidate, size=(resamples, candidate.size)), axis=1)
+    ratios = ref_medians / cand_medians
+    tail = (1 - confidence) / 2 * 100
+    low, high = np.percentile(ratios, [tail, 100 - tail])
+    value = float(np.median(reference) / np.median(candidate))
+    return Speedup(value=value, low=min(float(low), value), high=max(float(high), value), confidence=confidence)
+
+
+def beats(new: Speedup, old: Speedup) -> bool:
+    """True when ``new`` is faster than ``old`` beyond noise: its interval lies wholly above."""
+    return new.low > old.high

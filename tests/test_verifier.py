@@ -1,0 +1,225 @@
+"""The Verifier on hand-written candidates: each gets its expected status and, when rejected, the
+integrity check that caught it. Honest but unusual candidates must pass."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from pragma_core import Candidate, VerdictStatus, load_task
+from pragma_core.verifier import CHECKS, VerifySettings, verify
+from pragma_core.verifier import verification
+
+from .conftest import EXAMPLES, REPO
+
+CANDIDATES = Path(__file__).parent / "candidates"
+GELU = EXAMPLES / "level1" / "1_GELUTanh.py"
+SMALL = {"batch_size": 32, "dim": 1024}
+QUICK = VerifySettings(reps=5, warmup=1, timeout_s=120, threads=2)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _shared_cache(tmp_path_factory):
+    """One build cache for the module: the first test compiles a kernel, later ones reuse it."""
+    cache = tmp_path_factory.mktemp("cache")
+    patch = pytest.MonkeyPatch()
+    patch.setenv("PRAGMA_CACHE_DIR", str(cache))
+    yield
+    patch.undo()
+
+
+def check(candidate: str, task: Path = GELU, sizes=None, settings: VerifySettings = QUICK):
+    task_record = load_task(task, SMALL if sizes is None and task == GELU else sizes)
+    source = (CANDIDATES / f"{candidate}.py").read_text()
+    return verify(task_record, Candidate(source=source, backend="cpu-cpp"), settings)
+
+
+# -- plain outcomes -------------------------------------------------------------------------------
+
+
+def test_correct_fast_candidate_is_timed_with_a_speedup_interval():
+    verdict = check("gelu_correct_fast")
+    assert verdict.status is VerdictStatus.CORRECT, verdict.message
+    assert verdict.speedup.low <= verdict.speedup.value <= verdict.speedup.high
+    assert len(verdict.reference.samples_ms) == len(verdict.candidate.samples_ms) == QUICK.reps
+    assert verdict.max_abs_error < 1e-4
+    assert verdict.floor_ms > 0 and 0 < verdict.attainment
+
+
+def test_correct_slow_candidate_is_correct():
+    verdict = check("gelu_correct_slow")
+    assert verdict.status is VerdictStatus.CORRECT, verdict.message
+
+
+def test_wrong_values_report_the_worst_error_and_where():
+    verdict = check("gelu_wrong_values")
+    assert verdict.status is VerdictStatus.WRONG_OUTPUT
+    assert verdict.failing_trial == 0 and verdict.max_abs_error > 1e-4
+    assert len(verdict.error_index) == 2 and "differ beyond atol=0.0001" in verdict.message
+
+
+def test_wrong_shape():
+    verdict = check("gelu_wrong_shape")
+    assert verdict.status is VerdictStatus.WRONG_OUTPUT
+    assert "has shape (32768,); the reference has (32, 1024)" in verdict.message
+
+
+def test_compile_error_carries_the_compiler_diagnostic():
+    verdict = check("gelu_compile_error")
+    assert verdict.status is VerdictStatus.COMPILE_ERROR
+    assert "undefined_scale" in verdict.message
+    assert any("kernel.cpp:5" in text for text in verdict.diagnostics)
+
+
+def test_python_syntax_error_is_a_compile_error():
+    task = load_task(GELU, SMALL)
+    verdict = verify(task, "class ModelNew(:\n", QUICK)
+    assert verdict.status is VerdictStatus.COMPILE_ERROR and "candidate.py:1" in verdict.message
+
+
+def test_segfault_is_a_crash_named_by_its_signal():
+    verdict = check("gelu_segfault")
+    assert verdict.status is VerdictStatus.CRASHED
+    assert "SIGSEGV" in verdict.message and "trial 0" in verdict.message
+
+
+def test_infinite_loop_is_a_timeout_and_the_caller_survives():
+    settings = VerifySettings(reps=5, warmup=1, timeout_s=8, threads=2)
+    verdict = check("gelu_infinite_loop", settings=settings)
+    assert verdict.status is VerdictStatus.TIMEOUT
+    assert "no result within 8 s" in verdict.message
+
+
+def test_memory_hog_is_out_of_memory():
+    settings = VerifySettings(reps=5, warmup=1, timeout_s=60, memory_gb=6, threads=2)
+    verdict = check("gelu_memory_hog", settings=settings)
+    assert verdict.status is VerdictStatus.OUT_OF_MEMORY
+    assert "limit 6 GiB" in verdict.message
+
+
+def test_network_is_cut_where_the_os_allows():
+    verdict = check("probe_network")
+    assert verdict.status is VerdictStatus.CORRECT, verdict.message
+
+
+# -- integrity checks -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "candidate, failed_check",
+    [
+        ("cheat_background_thread", "background-work"),
+        ("cheat_tensor_subclass", "tensor-type"),
+        ("cheat_patch_clock", "harness-patched"),
+        ("cheat_unwritten_output", "unwritten-output"),
+        ("cheat_input_mutation", "input-mutation"),
+        ("cheat_output_cache", "output-caching"),
+        ("cheat_drift", "drift-after-timing"),
+        ("cheat_uninitialized_read", "uninitialized-read"),
+        ("cheat_torch_fallback", "torch-fallback"),
+        ("cheat_no_kernel", "kernel-not-called"),
+        ("cheat_inherit_model", "reference-reuse"),
+        ("cheat_spawn_process", "spawned-process"),
+    ],
+)
+def test_cheats_are_rejected_by_their_check(candidate, failed_check):
+    verdict = check(candidate)
+    assert verdict.status is VerdictStatus.REJECTED, verdict.message
+    assert verdict.failed_check == failed_check, verdict.message
+    assert failed_check in CHECKS and verdict.message.startswith(f"rejected by {failed_check}")
+
+
+def test_inexact_matmul_is_caught_by_the_exact_integer_probe():
+    sizes = {"M": 64, "K": 128, "N": 32}
+    assert check("matmul_correct_tiled", EXAMPLES / "level1" / "10_Matmul.py", sizes).ok
+    verdict = check("cheat_matmul_inexact", EXAMPLES / "level1" / "10_Matmul.py", sizes)
+    assert verdict.failed_check == "exact-arithmetic-probe", verdict.message
+
+
+def test_forged_stdout_is_never_read():
+    verdict = check("cheat_forged_output")
+    assert verdict.status is VerdictStatus.WRONG_OUTPUT
+
+
+def test_editing_the_task_file_is_rejected(tmp_path):
+    task_file = tmp_path / "1_GELUTanh.py"
+    shutil.copy(GELU, task_file)
+    source = (CANDIDATES / "gelu_correct_fast.py").read_text() + (
+        f"\nwith open({str(task_file)!r}, 'a') as handle:\n    handle.write('# touched\\n')\n"
+    )
+    verdict = verify(load_task(task_file, SMALL), source, QUICK)
+    assert verdict.failed_check == "harness-modified", verdict.message
+
+
+def test_a_time_below_the_roofline_floor_is_rejected(monkeypatch):
+    monkeypatch.setattr(verification, "_floor_ms", lambda task, settings: 1e6)
+    verdict = check("gelu_correct_fast")
+    assert verdict.failed_check == "below-roofline", verdict.message
+
+
+def test_low_magnitude_task_gets_the_whole_output_check(tmp_path):
+    """Outputs around 1e-6: zeros would pass atol=1e-4, so the preflight tightens the check."""
+    task_file = tmp_path / "1_TinyScale.py"
+    task_file.write_text(GELU.read_text().replace(
+        'return nn.functional.gelu(x, approximate="tanh")', 'return nn.functional.gelu(x, approximate="tanh") * 1e-6'
+    ) if 'return nn.functional.gelu(x, approximate="tanh")' in GELU.read_text() else "")
+    assert task_file.read_text(), "the GELU example changed; update this test"
+    zeros = (CANDIDATES / "cheat_unwritten_output.py").read_text().replace(
+        "lib_noop.touch(out, out.numel())", "lib_noop.touch(out, out.numel())\n        out.zero_()"
+    )
+    verdict = verify(load_task(task_file, SMALL), zeros, QUICK)
+    assert verdict.status is VerdictStatus.WRONG_OUTPUT, verdict.message
+    assert "whole-output" in verdict.message
+
+
+# -- honest but unusual ---------------------------------------------------------------------------
+
+
+def test_several_kernels_own_scratch_and_in_place_work_pass():
+    verdict = check("honest_layernorm_two_kernels", EXAMPLES / "level1" / "4_LayerNorm.py",
+                    {"batch_size": 16, "dim": 512})
+    assert verdict.status is VerdictStatus.CORRECT, verdict.message
+
+
+def test_pybind11_module_with_openmp_passes():
+    verdict = check("honest_softmax_pybind11", EXAMPLES / "level1" / "3_Softmax.py",
+                    {"batch_size": 16, "dim": 512})
+    assert verdict.status is VerdictStatus.CORRECT, verdict.message
+
+
+def test_load_inline_candidate_passes(tmp_path, monkeypatch):
+    monkeypatch.setenv("TORCH_EXTENSIONS_DIR", str(tmp_path / "torch_extensions"))
+    settings = VerifySettings(reps=5, warmup=1, timeout_s=300, threads=2)
+    verdict = check("honest_gelu_load_inline", settings=settings)
+    assert verdict.status is VerdictStatus.CORRECT, verdict.message
+
+
+def test_compile_baseline_times_torch_compile():
+    settings = VerifySettings(reps=5, warmup=1, timeout_s=300, threads=2, baseline="compile")
+    verdict = check("gelu_correct_fast", settings=settings)
+    assert verdict.status is VerdictStatus.CORRECT, verdict.message
+    assert verdict.compiled_reference is not None and verdict.speedup_vs_compiled is not None
+
+
+# -- the command line -----------------------------------------------------------------------------
+
+
+def test_cli_verify_prints_a_table_and_exit_codes(tmp_path):
+    script = Path(sys.executable).with_name("pragma")
+    base = [str(script), "verify", str(GELU)]
+    sizes = ["--set", "batch_size=32", "--set", "dim=1024", "--reps", "5", "--warmup", "1"]
+    env = {"PRAGMA_CACHE_DIR": str(tmp_path / "cache"), "PATH": "/usr/bin:/bin"}
+    good = subprocess.run(base + [str(CANDIDATES / "gelu_correct_fast.py"), *sizes], capture_output=True,
+                          text=True, env=env, cwd=REPO, timeout=300)
+    assert good.returncode == 0, good.stderr
+    assert "correct" in good.stdout and "speedup" in good.stdout
+    bad = subprocess.run(base + [str(CANDIDATES / "gelu_segfault.py"), *sizes, "--json"], capture_output=True,
+                         text=True, env=env, cwd=REPO, timeout=300)
+    assert bad.returncode == 1 and '"status": "crashed"' in bad.stdout
+    missing = subprocess.run(base + [str(tmp_path / "nope.py")], capture_output=True, text=True, env=env,
+                             cwd=REPO, timeout=300)
+    assert missing.returncode == 2 and missing.stderr.strip().endswith("nope.py: no such candidate file")
