@@ -5,6 +5,7 @@ The pieces, each importable alone:
 - tasks: :func:`load_task`, :func:`load_tasks` read PyTorch reference programs (KernelBench format);
 - records (:mod:`pragma_core.records`): the frozen data passed between the parts and written to
   disk, with :func:`write_record` / :func:`read_record`;
+- verification: :func:`verify` checks a candidate against a task in a sandbox and times it;
 - plugins: :func:`get_registry` gives the backends, profilers, LLM providers and metric selectors
   that built-in and installed plugins registered; a plugin implements the hooks of
   :mod:`pragma_core.hookspecs` with :data:`hookimpl`.
@@ -54,6 +55,9 @@ from .tasks import load_task, load_tasks, parse_size_assignments, task_namespace
 
 __all__ = [
     "__version__",
+    # verification (imported on first use: it brings torch)
+    "verify",
+    "VerifySettings",
     # tasks
     "load_task",
     "load_tasks",
@@ -105,3 +109,11 @@ __all__ = [
     "PluginError",
     "RecordError",
 ]
+
+
+def __getattr__(name: str):  # noqa: ANN202 - PEP 562 lazy attributes
+    if name in ("verify", "VerifySettings"):
+        from . import verifier
+
+        return getattr(verifier, name)
+    raise AttributeError(f"module 'pragma_core' has no attribute {name!r}")

@@ -55,3 +55,19 @@ def test_mkdocs_builds_strictly(tmp_path):
     )
     assert result.returncode == 0, result.stderr
     assert (tmp_path / "site" / "plugins" / "index.html").exists()
+
+
+def test_every_integrity_check_is_documented():
+    from pragma_core.verifier import CHECKS
+
+    text = (REPO / "docs" / "verifier.md").read_text()
+    for name, (number, _meaning) in CHECKS.items():
+        assert f"| `{name}` | {number} |" in text, name
+
+
+def test_every_verdict_status_is_documented():
+    from pragma_core import VerdictStatus
+
+    text = (REPO / "docs" / "verifier.md").read_text()
+    for status in VerdictStatus:
+        assert f"| `{status.value}` |" in text, status

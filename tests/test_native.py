@@ -330,6 +330,18 @@ def test_the_documented_relu_candidate_runs():
         lib.gelu
 
 
+class _Lazy(torch.Tensor):
+    pass
+
+
+def test_a_models_parameters_pass_as_they_are():
+    lib = load_library(RELU)
+    weight = nn.Parameter(torch.randn(5))
+    out = torch.empty(5)
+    lib.relu(weight, out, 5)
+    assert torch.equal(out, torch.relu(weight.detach()))
+
+
 def test_scalars_return_values_and_void_pointers():
     lib = load_library(KERNELS)
     x = torch.arange(6, dtype=torch.float32)
@@ -359,8 +371,8 @@ def test_c_library_loads_and_runs():
     (lambda: (torch.randn(8, 4).t(), torch.empty(32), 32),
      "relu(): argument 1 'x' (const float*) needs a contiguous float32 CPU tensor; "
      "got a non-contiguous float32 tensor of shape (4, 8)"),
-    (lambda: (nn.Parameter(torch.randn(4)), torch.empty(4), 4),
-     "got a Parameter (a torch.Tensor subclass) of shape (4,); pass a plain tensor, for example x.detach()"),
+    (lambda: (torch.randn(4).as_subclass(_Lazy), torch.empty(4), 4),
+     "got a _Lazy (a torch.Tensor subclass) of shape (4,); pass a plain tensor, for example x.detach()"),
     (lambda: (torch.randn(4), torch.empty(4, device="meta"), 4),
      "argument 2 'out' (float*) needs a contiguous float32 CPU tensor; got a float32 tensor on meta of shape (4,)"),
     (lambda: ([1.0, 2.0], torch.empty(2), 2), "got list [1.0, 2.0]"),

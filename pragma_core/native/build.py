@@ -13,8 +13,10 @@ Compiler messages name the source ``kernel.cpp`` (or ``kernel.c``), never its pa
 from __future__ import annotations
 
 import fcntl
+import functools
 import hashlib
 import json
+import platform
 import os
 import shutil
 import subprocess
@@ -156,8 +158,22 @@ def _cache_key(source: str, language: str, compiler: str, flags: list[str], suff
         "source": source, "language": language, "compiler": compiler,
         "compiler_version": _compiler_version(compiler), "flags": flags, "suffix": suffix,
         "output_name": output_name,
+        # -march=native code is only valid on CPUs with the same instruction set.
+        "host": _host_cpu() if "-march=native" in flags else "",
     }
     return hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()[:32]
+
+
+@functools.cache
+def _host_cpu() -> str:
+    """This CPU's model and feature flags, from /proc/cpuinfo (the machine type where absent)."""
+    try:
+        lines = Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace").splitlines()
+    except OSError:
+        return platform.machine()
+    wanted = ("model name", "flags", "Features", "CPU part")
+    found = [line for line in lines if line.split(":")[0].strip() in wanted]
+    return hashlib.sha256("\n".join(dict.fromkeys(found)).encode()).hexdigest()[:16] or platform.machine()
 
 
 class _locked:

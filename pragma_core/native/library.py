@@ -161,7 +161,7 @@ def _make_caller(signature: FunctionSignature, cfunc: Any, counts: list[int],
     cfunc.argtypes = [ctypes.c_void_p if p.pointer else CTYPES[p.ctype] for p in params]
     cfunc.restype = None if signature.returns == "void" else CTYPES[signature.returns]
     namespace: dict[str, Any] = {
-        "Tensor": torch.Tensor, "cfunc": cfunc, "counts": counts, "total": _total_calls,
+        "Tensor": torch.Tensor, "Parameter": torch.nn.Parameter, "cfunc": cfunc, "counts": counts, "total": _total_calls,
         "recording": _recording, "wrong_count": _wrong_count, "bad_pointer": _bad_pointer,
         "to_scalar": _to_scalar, "signature": signature, "library": library,
     }
@@ -176,7 +176,7 @@ def _make_caller(signature: FunctionSignature, cfunc: Any, counts: list[int],
     passed = []
     for index, (param, arg) in enumerate(zip(params, names)):
         if param.pointer:
-            test = f"type({arg}) is not Tensor"
+            test = f"(type({arg}) is not Tensor and type({arg}) is not Parameter)"
             if param.dtype is not None:
                 namespace[f"dtype{index}"] = getattr(torch, param.dtype)
                 test += f" or {arg}.dtype is not dtype{index}"
@@ -243,7 +243,7 @@ def _bad_pointer(signature: FunctionSignature, index: int, value: Any) -> Native
 def _describe_value(value: Any) -> str:
     """``a non-contiguous float32 tensor of shape (4, 8)``, ``int 3``, ``a Parameter ...``."""
     if isinstance(value, torch.Tensor):
-        if type(value) is not torch.Tensor:
+        if type(value) not in (torch.Tensor, torch.nn.Parameter):
             kind = type(value).__name__
             return (f"a {kind} (a torch.Tensor subclass) of shape {tuple(value.shape)}; pass a plain "
                     "tensor, for example x.detach() or x.data")
@@ -281,7 +281,7 @@ def _to_scalar(signature: FunctionSignature, index: int, value: Any) -> Any:
         except TypeError:
             pass
         else:
-            if low <= number <= high:
+            if low is not None and high is not None and low <= number <= high:
                 return number
             raise NativeCallError(f"{_describe(param, index, signature)} needs an int in "
                                   f"[{low}, {high}]; got {number}, which does not fit")

@@ -300,7 +300,9 @@ def _matching_backwards(header: str) -> int | None:
 
 
 def _split_params(text: str) -> list[str]:
-    parts, depth, current = [], 0, []
+    parts: list[str] = []
+    current: list[str] = []
+    depth = 0
     for c in text:
         if c in "(<[":
             depth += 1

@@ -17,6 +17,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+import attrs
 import torch
 
 from ..records import Candidate, Task, Verdict, VerdictStatus
@@ -117,10 +118,9 @@ def _run_child(
         problem = _judge_correctness(files, phase1, references, settings, relative_norm)
         if problem is not None or not settings.time:
             child.send("stop")
-            outcome = child.finish()
-            notes += list(outcome.notes)
+            notes += list(child.finish().notes)
             if problem is not None:
-                return attrs_evolve_notes(problem, notes)
+                return attrs.evolve(problem, notes=(*notes, *problem.notes))
             return Verdict(status=VerdictStatus.CORRECT, message=_correct_message(settings, None), notes=notes,
                            **_errors_of(files, references, settings, relative_norm))
         child.send("go")
@@ -356,12 +356,6 @@ def _mismatch(result: Comparison, trial: int) -> Verdict:
 def _rejected(check: str, message: str, *, notes: list[str] | tuple[str, ...] = ()) -> Verdict:
     return Verdict(status=VerdictStatus.REJECTED, failed_check=check,
                    message=f"rejected by {check}: {message}", notes=(*notes, describe_check(check)))
-
-
-def attrs_evolve_notes(verdict: Verdict, notes: list[str]) -> Verdict:
-    import attrs
-
-    return attrs.evolve(verdict, notes=(*notes, *verdict.notes))
 
 
 def _correct_message(settings: VerifySettings, speedup, speedup_vs_compiled=None) -> str:  # noqa: ANN001
