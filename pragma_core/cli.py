@@ -14,12 +14,12 @@ from typing import Any
 import attrs
 import click
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from . import __version__
 from .errors import PragmaError, TaskError
 from .plugins import get_registry
+from .progress import progress_bar
 from .records import Task
 from .serialization import to_dict
 from .tasks import find_task_files, load_task, parse_size_assignments, sizes_per_file
@@ -107,16 +107,7 @@ def tasks_command(path: Path, assignments: tuple[str, ...], as_json: bool) -> No
     plan = sizes_per_file(files, sizes, where=path) if path.is_dir() else {path: sizes}
     tasks: list[Task] = []
     errors: list[TaskError] = []
-    console = Console(stderr=True)
-    with Progress(
-        TextColumn("[progress.description]{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        console=console,
-        transient=True,
-        disable=not console.is_terminal,
-    ) as progress:
+    with progress_bar() as progress:
         bar = progress.add_task("tracing tasks", total=len(files))
         for file in files:
             progress.update(bar, description=f"tracing {file.name}")

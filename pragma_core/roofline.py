@@ -27,13 +27,12 @@ from typing import Any
 
 import attrs
 from attrs import validators as v
-from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from .errors import RecordError, TaskError
 from .hardware import HardwareDescription, describe_cpu
 from .paths import cache_dir
+from .progress import progress_bar
 from .records import BoundClass, Task, TaskAnalysis
 from .serialization import read_record, write_record
 
@@ -173,16 +172,7 @@ def measure_peaks(
     elements = max(1, copy_bytes // _FLOAT32_BYTES)
     started = time.perf_counter()
     previous_threads = torch.get_num_threads()
-    console = Console(stderr=True)
-    progress = Progress(
-        TextColumn("[progress.description]{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        console=console,
-        transient=True,
-        disable=not console.is_terminal,
-    )
+    progress = progress_bar()
     label = f"{threads} thread{'s' if threads > 1 else ''}"
     try:
         torch.set_num_threads(threads)

@@ -1,5 +1,4 @@
 """GELU (tanh) in KernelBench style, through torch.utils.cpp_extension.load_inline."""
-import torch
 import torch.nn as nn
 from torch.utils.cpp_extension import load_inline
 

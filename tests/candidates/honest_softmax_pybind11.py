@@ -1,5 +1,4 @@
 """Softmax over rows as a pybind11 module taking torch tensors."""
-import torch
 import torch.nn as nn
 from pragma_core.native import load_extension
 
