@@ -1,29 +1,46 @@
 # The README's two set-up commands: `make demo` (install, then run pragma on a bundled example)
 # and `make test` (install, then every test). Both create .venv on first use.
 
-PYTHON ?= python3
-VENV   := .venv
-BIN    := $(VENV)/bin
-# Every pip package of the repository, installed editable. Plugins and the knowledge builder join
-# this list as they arrive.
-PACKAGES := .[test,docs]
-STAMP  := $(VENV)/.installed
+PYTHON  ?= python3
+VENV    := .venv
+BIN     := $(VENV)/bin
+PIP     := -m pip install --quiet --disable-pip-version-check -c constraints.txt
+# Every pip package of the repository: core with its test and docs tools, each profiler plugin.
+PLUGINS := $(patsubst plugins/%/pyproject.toml,%,$(wildcard plugins/*/pyproject.toml))
+STAMP   := $(VENV)/.installed
+# One more environment per plugin, holding only core and that plugin: a plugin must not lean on
+# another being installed.
+PLUGIN_STAMPS := $(foreach p,$(PLUGINS),.venvs/$(p)/.installed)
 
-.PHONY: demo test install clean
+.PHONY: demo test test-core test-plugins install clean
 
 install: $(STAMP)
 
-$(STAMP): pyproject.toml constraints.txt Makefile
+$(STAMP): pyproject.toml constraints.txt Makefile $(wildcard plugins/*/pyproject.toml)
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check -c constraints.txt $(foreach p,$(PACKAGES),-e "$(p)")
+	$(BIN)/python $(PIP) -e ".[test,docs]" $(foreach p,$(PLUGINS),-e plugins/$(p))
+	touch $@
+
+.venvs/%/.installed: plugins/%/pyproject.toml pyproject.toml constraints.txt
+	$(PYTHON) -m venv .venvs/$*
+	.venvs/$*/bin/python $(PIP) -e ".[test]" -e plugins/$*
 	touch $@
 
 demo: $(STAMP)
 	$(BIN)/pragma plugins
 	$(BIN)/pragma tasks examples/tasks
 
-test: $(STAMP)
+test: test-plugins test-core
+
+test-core: $(STAMP)
 	$(BIN)/python -m pytest
 
+# Each plugin's tests twice: alone with core, then beside every other plugin (in .venv).
+test-plugins: $(STAMP) $(PLUGIN_STAMPS)
+	@set -e; for p in $(PLUGINS); do \
+	  echo "== pragma-$$p alone with core"; .venvs/$$p/bin/python -m pytest -q -p no:cacheprovider plugins/$$p/tests; \
+	  echo "== pragma-$$p with every plugin"; $(BIN)/python -m pytest -q -p no:cacheprovider plugins/$$p/tests; \
+	done
+
 clean:
-	rm -rf $(VENV) site .pytest_cache
+	rm -rf $(VENV) .venvs site .pytest_cache

@@ -203,6 +203,45 @@ def roofline_command(task_path: Path, assignments: tuple[str, ...], threads: int
     _stdout().print(roofline_table(task, peaks))
 
 
+@cli.command("profile")
+@click.argument("task_path", metavar="TASK", type=click.Path(path_type=Path))
+@click.argument("candidate_path", metavar="[CANDIDATE]", required=False, type=click.Path(path_type=Path))
+@click.option("--profiler", "profiler_name", required=True, help="A profiler from `pragma plugins`, e.g. valgrind or perf.")
+@click.option("--metrics", default="", help="Extra metrics to collect, comma-separated.")
+@_SET_OPTION
+@click.option("--repetitions", default=3, show_default=True, help="Forwards (or replays) the profiler watches.")
+@click.option("--threads", type=int, default=None, help="Threads [default: all CPUs here].")
+@click.option("--keep", type=click.Path(path_type=Path), default=None, help="Folder for the job and raw tool output.")
+@click.option("--json", "as_json", is_flag=True, help="Print the profile as JSON.")
+def profile_command(task_path: Path, candidate_path: Path | None, profiler_name: str, metrics: str,
+                    assignments: tuple[str, ...], repetitions: int, threads: int | None, keep: Path | None,
+                    as_json: bool) -> None:
+    """Profile CANDIDATE (or, without one, the reference of TASK) and list its metrics.
+
+    Fast-path CPU candidates are recorded once in the sandbox and replayed natively under the
+    profiler, so the numbers are the kernels' own.
+    """
+    from .profiling import profile
+    from .records import Candidate
+    from .reports import profile_table
+
+    task = _load_one_task(task_path, assignments)
+    candidate = None
+    if candidate_path is not None:
+        if not candidate_path.is_file():
+            raise TaskError(f"{candidate_path}: no such candidate file")
+        candidate = Candidate(source=candidate_path.read_text(encoding="utf-8"), backend="cpu-cpp")
+    extra = [name.strip() for name in metrics.split(",") if name.strip()]
+    subject = candidate_path.name if candidate_path else "the reference"
+    with Console(stderr=True).status(f"profiling {subject} of {task.key} with {profiler_name}", spinner="dots"):
+        result = profile(task, candidate, profiler=profiler_name, metrics=extra, out_dir=keep,
+                         repetitions=repetitions, threads=threads)
+    if as_json:
+        click.echo(json.dumps(to_dict(result), indent=2))
+    else:
+        _stdout().print(profile_table(f"{subject} on {task.key}", result))
+
+
 def _task_summary(task: Task) -> dict[str, Any]:
     summary = {key: value for key, value in to_dict(task).items() if key not in ("source", "analysis")}
     analysis = task.analysis

@@ -63,13 +63,28 @@ class Availability:
 
 @attrs.frozen(kw_only=True)
 class ProfileTarget:
-    """What a profiler is asked to measure: the task, a candidate (None: the reference), and the
-    folder where it keeps its raw output."""
+    """What a profiler is asked to measure, prepared by pragma so that plugins only run tools.
+
+    ``python_argv`` runs ``repetitions`` forwards of the candidate (the reference when ``candidate``
+    is None) after a warm-up, in a fresh Python process; GPU forwards are wrapped in the NVTX range
+    ``pragma_forward``. ``replay_argv`` is set for CPU candidates on the native fast path: a small C
+    program that replays the kernel calls of one recorded forward ``repetitions`` times, with no
+    Python around it. ``kernel_functions``, ``kernel_sources`` and ``kernel_libraries`` name the
+    candidate's kernels, their source files as compiled and the built libraries, so metrics can be
+    attributed to them and not to the harness. Raw tool output goes into ``out_dir``.
+    """
 
     task: Task
     candidate: Candidate | None
     out_dir: Path = attrs.field(converter=Path)
     device: str = attrs.field(default="cpu", validator=v.in_(DEVICE_KINDS))
+    python_argv: tuple[str, ...] = attrs.field(default=(), converter=tuple)
+    replay_argv: tuple[str, ...] | None = attrs.field(default=None, converter=attrs.converters.optional(tuple))
+    kernel_functions: tuple[str, ...] = attrs.field(default=(), converter=tuple)
+    kernel_sources: tuple[str, ...] = attrs.field(default=(), converter=tuple)
+    kernel_libraries: tuple[str, ...] = attrs.field(default=(), converter=tuple)
+    repetitions: int = attrs.field(default=1, validator=v.ge(1))
+    env: dict[str, str] = attrs.field(factory=dict)
 
 
 class Probe(Protocol):
@@ -91,7 +106,9 @@ class CollectProfile(Protocol):
 
 
 class ParseOutput(Protocol):
-    """Turns the tool's raw output into metrics; pure, so it is tested on recorded output."""
+    """Turns the tool's raw output into metrics; pure, so it is tested on recorded output.
+
+    Output it cannot read raises :class:`~pragma_core.errors.ProfileParseError`."""
 
     def __call__(self, raw: str) -> list[Metric]: ...
 

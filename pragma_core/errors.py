@@ -13,7 +13,14 @@ from pathlib import Path
 
 __all__ = [
     "describe_exception",
-    "PragmaError", "TaskError", "SizeOverrideError", "PluginError", "RecordError"]
+    "PragmaError",
+    "TaskError",
+    "SizeOverrideError",
+    "PluginError",
+    "RecordError",
+    "ProfileParseError",
+    "ProfilerUnavailable",
+]
 
 
 class PragmaError(Exception):
@@ -30,6 +37,14 @@ class SizeOverrideError(TaskError):
 
 class PluginError(PragmaError):
     """A plugin failed to load or conflicts with another (raised in strict mode or on lookup)."""
+
+
+class ProfileParseError(PragmaError):
+    """A profiler's output is not in a format its parser knows; the message says what was seen."""
+
+
+class ProfilerUnavailable(PragmaError):
+    """A profiler cannot run here; the message is the probe's reason."""
 
 
 class RecordError(PragmaError):

@@ -1,9 +1,14 @@
-"""Built-in metric selector ``default``: the profiler's own defaults, and a bounded prompt.
+"""Built-in metric selector ``default``: the paper's metric sets, and a short summary for prompts.
 
-Which metrics to collect is the profiler's call (it knows its device; the paper's selection lives
-in each profiler's ``default_metrics``). Which reach the Conductor: every collected metric once per
-(name, kernel), in the profiler's order, at most :data:`MAX_METRICS_IN_PROMPT`, so a profile with
-hundreds of raw counters does not crowd out the code in the prompt.
+What to collect: the profiler's own default set for the device (each profiler carries the PRAGMA
+paper's selection for its vendor: top-down level 1, IPC, cache and branch misses on CPUs; duration,
+occupancy and its limiters, registers, shared memory, tensor-core activity, memory throughput and
+hit rates on GPUs). The Conductor's extra requests are added by the caller.
+
+What reaches the Conductor: the candidate's kernel metrics before whole-program ones, each (name,
+kernel) once, at most :data:`MAX_METRICS_IN_PROMPT`, so a profile with hundreds of raw counters
+does not crowd out the code in the prompt. :func:`summary_lines` renders them one per line with
+value, unit and meaning.
 """
 
 from __future__ import annotations
@@ -12,13 +17,16 @@ from .components import MetricSelector, Profiler
 from .hookspecs import hookimpl
 from .records import Metric, Profile
 
-MAX_METRICS_IN_PROMPT = 40
+__all__ = ["MAX_METRICS_IN_PROMPT", "select", "defaults", "summary_lines"]
+
+MAX_METRICS_IN_PROMPT = 24
 
 
 def select(profile: Profile) -> tuple[Metric, ...]:
-    """Each (name, kernel) once, first occurrence kept, at most MAX_METRICS_IN_PROMPT."""
+    """Kernel-attributed metrics first, then the rest; each (name, kernel) once; bounded."""
     chosen: dict[tuple[str, str], Metric] = {}
-    for metric in profile.metrics:
+    ordered = [m for m in profile.metrics if m.kernel] + [m for m in profile.metrics if not m.kernel]
+    for metric in ordered:
         chosen.setdefault((metric.name, metric.kernel), metric)
         if len(chosen) == MAX_METRICS_IN_PROMPT:
             break
@@ -30,13 +38,24 @@ def defaults(profiler: Profiler, device: str) -> tuple[str, ...]:
     return profiler.default_metrics if device in profiler.devices else ()
 
 
+def summary_lines(metrics: tuple[Metric, ...]) -> list[str]:
+    """``D1 miss rate [relu] = 3.1 %: share of L1 data accesses that miss``, one per metric."""
+    lines = []
+    for metric in metrics:
+        where = f" [{metric.kernel}]" if metric.kernel else ""
+        unit = f" {metric.unit}" if metric.unit else ""
+        meaning = f": {metric.meaning}" if metric.meaning else ""
+        lines.append(f"{metric.name}{where} = {metric.value:.4g}{unit}{meaning}")
+    return lines
+
+
 @hookimpl
 def pragma_register_metric_selectors(register):
     register(
         MetricSelector(
             name="default",
-            description="the profiler's default metrics; each collected metric once, at most "
-            f"{MAX_METRICS_IN_PROMPT} in the prompt",
+            description="the profiler's default (paper) metric set; kernel metrics first in the prompt, "
+            f"at most {MAX_METRICS_IN_PROMPT}",
             select=select,
             defaults=defaults,
         )

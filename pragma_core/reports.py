@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from rich.table import Table
 
-from .records import Task, Timing, Verdict, VerdictStatus
+from .records import Profile, Task, Timing, Verdict, VerdictStatus
 
-__all__ = ["verdict_table"]
+__all__ = ["verdict_table", "profile_table"]
 
 _STATUS_STYLE = {VerdictStatus.CORRECT: "bold green", VerdictStatus.REJECTED: "bold red"}
 
@@ -52,3 +52,19 @@ def verdict_table(task: Task, candidate_name: str, verdict: Verdict) -> Table:
 
 def _timing(timing: Timing) -> str:
     return f"{timing.median_ms:.4g} ms median, IQR {timing.iqr_ms:.3g} ms, {len(timing.samples_ms)} runs"
+
+
+def profile_table(subject: str, profile: Profile) -> Table:
+    """Metrics with kernel, value, unit and meaning; then what could not be collected, and notes."""
+    table = Table(title=f"{profile.profiler}: {subject}", title_justify="left")
+    for column in ("metric", "kernel", "value", "unit", "meaning"):
+        table.add_column(column, justify="right" if column == "value" else "left",
+                         overflow="fold", no_wrap=column in ("metric", "value"))
+    for metric in profile.metrics:
+        table.add_row(metric.name, metric.kernel or "-", f"{metric.value:.6g}", metric.unit, metric.meaning)
+    for name, reason in profile.not_collected.items():
+        table.add_row(name, "-", "[yellow]not collected[/]", "", reason)
+    captions = [*profile.notes, *(f"raw: {path}" for path in profile.raw_paths)]
+    table.caption = "\n".join(captions) if captions else None
+    table.caption_justify = "left"
+    return table

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import hashlib
 import math
-import os
 import shutil
 import sys
 import tempfile
@@ -21,7 +20,7 @@ import attrs
 import torch
 
 from ..records import Candidate, Task, Verdict, VerdictStatus
-from ..sandbox import SandboxedProcess, SandboxLimits, SandboxOutcome
+from ..sandbox import SandboxedProcess, SandboxLimits, SandboxOutcome, child_environment
 from ..statistics import bootstrap_speedup, summarize
 from ..tasks import task_program
 from .checks import describe_check
@@ -35,12 +34,6 @@ from .static_checks import read_candidate
 __all__ = ["verify"]
 
 _PACKAGE_ROOT = Path(__file__).resolve().parents[1]
-
-KEEP_FREED_MEMORY = "glibc.malloc.mmap_max=0:glibc.malloc.trim_threshold=1099511627776"
-"""glibc settings for the child: freed memory stays with the process. Otherwise every fresh output
-buffer of a few MB is mapped anew and page-faulted in, which on this project's CI machine made
-LeakyReLU on 32 MB take 12 ms instead of 1.7 ms: allocator cost, not kernel cost, paid by both
-programs and drowning the difference between them."""
 
 ROOFLINE_MARGIN = 0.5
 """A median under this share of the roofline floor is rejected. Peaks are measured (best of ten
@@ -111,7 +104,7 @@ def _run_child(
         isolate_network=settings.isolate_network,
     )
     argv = [sys.executable, "-m", "pragma_core.verifier.worker", str(files.root)]
-    with SandboxedProcess(argv, cwd=files.workdir, log_dir=files.logs, limits=limits, env=_child_env(settings)) as child:
+    with SandboxedProcess(argv, cwd=files.workdir, log_dir=files.logs, limits=limits, env=child_environment(settings.threads)) as child:
         if not child.wait_for(files.phase1):
             return _ended_early(files, child.finish(), settings, notes)
         phase1 = files.read_json(files.phase1) or {}
@@ -271,17 +264,6 @@ def _prepare_job(root: Path, task: Task, candidate: Candidate, settings: VerifyS
         "baseline": settings.baseline,
     })
     return files
-
-
-def _child_env(settings: VerifySettings) -> dict[str, str]:
-    threads = str(settings.threads)
-    env = {key: value for key, value in os.environ.items() if not key.startswith(("PRAGMA_STRICT", "PYTHONSTARTUP"))}
-    env.update(OMP_NUM_THREADS=threads, MKL_NUM_THREADS=threads, OPENBLAS_NUM_THREADS=threads,
-               PYTHONDONTWRITEBYTECODE="1", PYTHONHASHSEED="0")
-    env["GLIBC_TUNABLES"] = ":".join(filter(None, [os.environ.get("GLIBC_TUNABLES"), KEEP_FREED_MEMORY]))
-    # The child imports pragma_core from wherever this process did.
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(_PACKAGE_ROOT.parent), os.environ.get("PYTHONPATH")]))
-    return env
 
 
 def _harness_hashes(task: Task) -> dict[str, str]:

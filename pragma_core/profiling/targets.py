@@ -1,0 +1,88 @@
+"""Preparing what a profiler runs: a :class:`~pragma_core.components.ProfileTarget`.
+
+For a candidate, the parent records the native calls of one forward in a sandboxed child; when the
+candidate is on the native fast path, it compiles a replay driver for them, so CPU profilers can
+watch the kernels with no Python around them. Every target also gets a command that runs the
+forward in Python (the reference, or a candidate outside the fast path), for profilers that can
+afford the interpreter.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from ..components import ProfileTarget
+from ..native.recording import CallRecording
+from ..native.replay import build_replay
+from ..records import Candidate, Task
+from ..sandbox import SandboxedProcess, SandboxLimits, child_environment
+from ..tasks import task_program
+
+__all__ = ["prepare_target"]
+
+
+def prepare_target(
+    task: Task,
+    candidate: Candidate | None,
+    out_dir: Path,
+    *,
+    device: str = "cpu",
+    repetitions: int = 3,
+    threads: int | None = None,
+    timeout_s: float = 600.0,
+) -> ProfileTarget:
+    """Write the job into ``out_dir``, record and build the replay where it applies."""
+    from ..verifier.settings import VerifySettings
+
+    threads = threads or VerifySettings().threads
+    out_dir = Path(out_dir)
+    job_dir = out_dir / "job"
+    job_dir.mkdir(parents=True, exist_ok=True)
+    (job_dir / "task.py").write_text(task_program(task))
+    (job_dir / "job.json").write_text(json.dumps({
+        "threads": threads, "device": device, "backend": candidate.backend if candidate else None,
+    }))
+    env = child_environment(threads)
+    python_argv = (sys.executable, "-m", "pragma_core.profiling.worker", "run", str(job_dir), str(repetitions))
+    if candidate is None:
+        return ProfileTarget(task=task, candidate=None, out_dir=out_dir, device=device,
+                             python_argv=python_argv, repetitions=repetitions, env=env)
+
+    (job_dir / "candidate.py").write_text(candidate.source)
+    recording = _record(job_dir, env, timeout_s) if device == "cpu" else None
+    if recording is None or not recording.calls:
+        return ProfileTarget(task=task, candidate=candidate, out_dir=out_dir, device=device,
+                             python_argv=python_argv, repetitions=repetitions, env=env)
+    libraries = tuple(dict.fromkeys(call.library for call in recording.calls))
+    sources = tuple(str(source) for library in libraries for source in _sources_of(Path(library)))
+    program = build_replay(job_dir / "recording")
+    return ProfileTarget(
+        task=task, candidate=candidate, out_dir=out_dir, device=device,
+        python_argv=python_argv, replay_argv=(str(program), str(repetitions)),
+        kernel_functions=tuple(dict.fromkeys(call.function for call in recording.calls)),
+        kernel_sources=sources, kernel_libraries=libraries, repetitions=repetitions, env=env,
+    )
+
+
+def _record(job_dir: Path, env: dict[str, str], timeout_s: float) -> CallRecording | None:
+    """Record one forward's native calls in the sandbox; None when the candidate made none."""
+    from ..errors import PragmaError
+
+    argv = [sys.executable, "-m", "pragma_core.profiling.worker", "record", str(job_dir)]
+    limits = SandboxLimits(wall_s=timeout_s)
+    with SandboxedProcess(argv, cwd=job_dir, log_dir=job_dir / "logs", limits=limits, env=env) as child:
+        outcome = child.finish()
+    if outcome.timed_out or outcome.signal or outcome.returncode:
+        reason = "timed out" if outcome.timed_out else (outcome.signal or f"exit code {outcome.returncode}")
+        tail = outcome.stderr.strip().splitlines()[-1:] or [""]
+        raise PragmaError(f"recording the candidate's kernel calls failed ({reason}): {tail[0]}; "
+                          "run `pragma verify` on it first")
+    recording_dir = job_dir / "recording"
+    return CallRecording.load(recording_dir) if (recording_dir / "calls.json").exists() else None
+
+
+def _sources_of(library: Path) -> list[Path]:
+    """The source file the native build cache keeps next to each library."""
+    return [path for path in (library.with_suffix(".cpp"), library.with_suffix(".c")) if path.exists()]

@@ -1,0 +1,78 @@
+"""Profiling targets: the candidate's calls recorded in the sandbox, replayed natively."""
+
+from __future__ import annotations
+
+import subprocess
+
+import pytest
+
+from pragma_core import Candidate, load_task
+from pragma_core.errors import PluginError, ProfilerUnavailable
+from pragma_core.native.recording import CallRecording
+from pragma_core.profiling import prepare_target, profile
+
+from .conftest import EXAMPLES
+from .test_verifier import CANDIDATES
+
+LAYERNORM = EXAMPLES / "level1" / "4_LayerNorm.py"
+
+
+@pytest.fixture(autouse=True)
+def _cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("PRAGMA_CACHE_DIR", str(tmp_path / "cache"))
+
+
+def test_fast_path_candidate_gets_a_replay_of_its_kernel_calls(tmp_path):
+    task = load_task(LAYERNORM, {"batch_size": 8, "dim": 256})
+    candidate = Candidate(source=(CANDIDATES / "honest_layernorm_two_kernels.py").read_text(), backend="cpu-cpp")
+    target = prepare_target(task, candidate, tmp_path / "run", repetitions=4, threads=1)
+    assert target.kernel_functions == ("row_stats", "normalize", "affine_inplace")
+    assert len(target.kernel_libraries) == 1 and target.kernel_sources[0].endswith(".cpp")
+    assert target.replay_argv[-1] == "4" and target.env["OMP_NUM_THREADS"] == "1"
+    recording = CallRecording.load(tmp_path / "run" / "job" / "recording")
+    assert [call.function for call in recording.calls] == ["row_stats", "normalize", "affine_inplace"]
+    replay = subprocess.run(list(target.replay_argv), capture_output=True, text=True, env=target.env, timeout=60)
+    assert replay.returncode == 0, replay.stderr
+    run = subprocess.run(list(target.python_argv), capture_output=True, text=True, env=target.env, timeout=120)
+    assert run.returncode == 0, run.stderr
+
+
+def test_the_reference_and_non_fast_path_candidates_run_through_python(tmp_path):
+    task = load_task(LAYERNORM, {"batch_size": 8, "dim": 256})
+    target = prepare_target(task, None, tmp_path / "ref", repetitions=2, threads=1)
+    assert target.replay_argv is None and target.kernel_functions == ()
+    run = subprocess.run(list(target.python_argv), capture_output=True, text=True, env=target.env, timeout=120)
+    assert run.returncode == 0, run.stderr
+    numpy_candidate = Candidate(source=(CANDIDATES / "cheat_no_kernel.py").read_text(), backend="cpu-cpp")
+    gelu = load_task(EXAMPLES / "level1" / "1_GELUTanh.py", {"batch_size": 4, "dim": 64})
+    assert prepare_target(gelu, numpy_candidate, tmp_path / "np").replay_argv is None
+
+
+def test_a_crashing_candidate_fails_recording_with_one_line(tmp_path):
+    gelu = load_task(EXAMPLES / "level1" / "1_GELUTanh.py", {"batch_size": 4, "dim": 64})
+    crashing = Candidate(source=(CANDIDATES / "gelu_segfault.py").read_text(), backend="cpu-cpp")
+    with pytest.raises(Exception, match=r"recording the candidate's kernel calls failed \(SIGSEGV\)"):
+        prepare_target(gelu, crashing, tmp_path / "crash")
+
+
+def test_unknown_profiler_is_a_clear_error():
+    task = load_task(LAYERNORM, {"batch_size": 8, "dim": 256})
+    with pytest.raises(PluginError, match="no profiler named 'nope'"):
+        profile(task, profiler="nope")
+
+
+def test_unavailable_profiler_says_why(monkeypatch):
+    from pragma_core import Availability, Profile, Profiler
+    from pragma_core.plugins import get_registry
+
+    missing = Profiler(name="missing", devices=("cpu",), default_metrics=("x",), description="d",
+                       probe=lambda: Availability(available=False, reason="missing-tool is not installed",
+                                                  still_works="perf"),
+                       collect=lambda target, metrics: Profile(profiler="missing"), parse=lambda raw: [])
+    registry = get_registry()
+    registry.profilers()
+    monkeypatch.setitem(registry._components["profilers"], "missing", missing)
+    task = load_task(LAYERNORM, {"batch_size": 8, "dim": 256})
+    with pytest.raises(ProfilerUnavailable, match="profiler 'missing' cannot run here: missing-tool is not "
+                                                  "installed; still works: perf"):
+        profile(task, profiler="missing")
