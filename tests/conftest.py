@@ -40,6 +40,13 @@ class PluginSite:
     def __init__(self, root: Path):
         self.root = root
 
+    def entry_points(self) -> list:
+        """The pragma entry points of the distributions in this folder only (not the installed ones)."""
+        from importlib import metadata
+
+        return [ep for dist in metadata.distributions(path=[str(self.root)])
+                for ep in dist.entry_points if ep.group == "pragma"]
+
     def add(self, module: str, source: str, *, entry_point: str | None = None,
             distribution: str | None = None, version: str = "1.0") -> None:
         (self.root / f"{module}.py").write_text(textwrap.dedent(source))

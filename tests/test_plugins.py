@@ -66,7 +66,7 @@ def test_each_hook_registers_components_from_an_installed_plugin(plugin_site, ho
     kind, _factory, record_type = HOOKS[hook]
     plugin_site.add("pragma_fake", plugin_source(hook, "alpha", "beta"), distribution="pragma-fake",
                     version="2.5")
-    registry = PluginRegistry()
+    registry = PluginRegistry(entry_points=plugin_site.entry_points)
     components = getattr(registry, kind)()
     assert {"alpha", "beta"} <= set(components)
     assert all(isinstance(components[name], record_type) for name in ("alpha", "beta"))
@@ -79,7 +79,7 @@ def test_each_hook_registers_components_from_an_installed_plugin(plugin_site, ho
 def test_a_plugin_that_raises_on_import_is_recorded_and_the_rest_still_load(plugin_site):
     plugin_site.add("pragma_broken", "import no_such_module_anywhere\n", distribution="pragma-broken")
     plugin_site.add("pragma_good", plugin_source("pragma_register_profilers", "goodprof"))
-    registry = PluginRegistry()
+    registry = PluginRegistry(entry_points=plugin_site.entry_points)
     assert "goodprof" in registry.profilers()
     (failure,) = registry.failures()
     assert failure.name == "pragma_broken" and failure.distribution == "pragma-broken"
@@ -93,7 +93,7 @@ def test_a_plugin_implementing_an_unknown_hook_is_rejected_by_check_pending(plug
         "\n@hookimpl\ndef pragma_register_widgets(register):\n    pass\n"
     )
     plugin_site.add("pragma_typo", source)
-    registry = PluginRegistry()
+    registry = PluginRegistry(entry_points=plugin_site.entry_points)
     (failure,) = registry.failures()
     assert failure.stage == "validate" and "pragma_register_widgets" in failure.error
     # Nothing of a rejected plugin is half-registered.
@@ -106,7 +106,7 @@ def test_an_implementation_with_unknown_arguments_is_rejected(plugin_site):
         "pragma_badargs",
         COMPONENTS + "\n@hookimpl\ndef pragma_register_profilers(register, device):\n    pass\n",
     )
-    (failure,) = PluginRegistry().failures()
+    (failure,) = PluginRegistry(entry_points=plugin_site.entry_points).failures()
     assert failure.name == "pragma_badargs" and failure.stage == "validate"
     assert "device" in failure.error
 
@@ -116,7 +116,7 @@ def test_duplicate_component_names_are_rejected_naming_both_plugins(plugin_site)
                     distribution="pragma-first", version="1.0")
     plugin_site.add("pragma_second", plugin_source("pragma_register_profilers", "perf"),
                     distribution="pragma-second", version="3.0")
-    registry = PluginRegistry()
+    registry = PluginRegistry(entry_points=plugin_site.entry_points)
     (failure,) = registry.failures()
     assert failure.stage == "conflict"
     assert "'pragma_first' (pragma-first 1.0)" in failure.error
@@ -129,7 +129,7 @@ def test_duplicate_component_names_are_rejected_naming_both_plugins(plugin_site)
 
 def test_a_plugin_cannot_take_a_builtin_name(plugin_site):
     plugin_site.add("pragma_shadow", plugin_source("pragma_register_metric_selectors", "default"))
-    (failure,) = PluginRegistry().failures()
+    (failure,) = PluginRegistry(entry_points=plugin_site.entry_points).failures()
     assert "pragma_core.metric_selectors" in failure.error and "pragma_shadow" in failure.error
 
 
@@ -138,7 +138,7 @@ def test_two_distributions_with_the_same_entry_point_name_conflict(plugin_site):
                     entry_point="same", distribution="dist-one")
     plugin_site.add("pragma_two", plugin_source("pragma_register_backends", "two"),
                     entry_point="same", distribution="dist-two")
-    registry = PluginRegistry()
+    registry = PluginRegistry(entry_points=plugin_site.entry_points)
     (failure,) = registry.failures()
     assert failure.stage == "conflict" and "dist-one" in failure.error + failure.distribution
     assert "dist-two" in failure.error + failure.distribution
@@ -151,7 +151,7 @@ def test_a_hook_that_raises_is_recorded(plugin_site):
         COMPONENTS + "\n@hookimpl\ndef pragma_register_backends(register):\n"
         "    raise RuntimeError('no compiler configured')\n",
     )
-    registry = PluginRegistry()
+    registry = PluginRegistry(entry_points=plugin_site.entry_points)
     (failure,) = registry.failures()
     assert failure.stage == "register" and "no compiler configured" in failure.error
     assert "pragma_register_backends" in failure.error
@@ -163,7 +163,7 @@ def test_registering_the_wrong_record_type_is_recorded(plugin_site):
         COMPONENTS + "\n@hookimpl\ndef pragma_register_backends(register):\n"
         "    register(make_profiler('notabackend'))\n",
     )
-    registry = PluginRegistry()
+    registry = PluginRegistry(entry_points=plugin_site.entry_points)
     (failure,) = registry.failures()
     assert "Profiler where a Backend belongs" in failure.error
     assert "notabackend" not in registry.backends()
@@ -173,14 +173,19 @@ def test_strict_mode_raises_at_the_first_failure(plugin_site, monkeypatch):
     plugin_site.add("pragma_broken", "raise ImportError('wheel built for another python')\n")
     monkeypatch.setenv("PRAGMA_STRICT_PLUGINS", "1")
     with pytest.raises(PluginError, match="pragma_broken.*wheel built for another python"):
-        PluginRegistry().plugins()
+        PluginRegistry(entry_points=plugin_site.entry_points).plugins()
+
+
+def test_installed_distributions_are_found_through_importlib_metadata(plugin_site):
+    plugin_site.add("pragma_found", plugin_source("pragma_register_profilers", "foundprof"))
+    assert "foundprof" in PluginRegistry().profilers()
 
 
 def test_allow_list_loads_only_named_plugins_and_reports_missing_names(plugin_site, monkeypatch):
     plugin_site.add("pragma_a", plugin_source("pragma_register_profilers", "aprof"))
     plugin_site.add("pragma_b", plugin_source("pragma_register_profilers", "bprof"))
     monkeypatch.setenv("PRAGMA_LOAD_PLUGINS", "pragma_a, pragma_nowhere")
-    registry = PluginRegistry()
+    registry = PluginRegistry(entry_points=plugin_site.entry_points)
     assert set(registry.profilers()) == {"aprof"}
     assert "default" in registry.metric_selectors()  # built-ins always load
     (failure,) = registry.failures()
@@ -190,7 +195,7 @@ def test_allow_list_loads_only_named_plugins_and_reports_missing_names(plugin_si
 def test_empty_allow_list_loads_no_installed_plugin(plugin_site, monkeypatch):
     plugin_site.add("pragma_a", plugin_source("pragma_register_profilers", "aprof"))
     monkeypatch.setenv("PRAGMA_LOAD_PLUGINS", "")
-    registry = PluginRegistry()
+    registry = PluginRegistry(entry_points=plugin_site.entry_points)
     assert registry.profilers() == {} and registry.failures() == ()
 
 
@@ -198,7 +203,7 @@ def test_disable_list_skips_installed_and_builtin_plugins(plugin_site, monkeypat
     plugin_site.add("pragma_a", plugin_source("pragma_register_profilers", "aprof"))
     plugin_site.add("pragma_b", plugin_source("pragma_register_profilers", "bprof"))
     monkeypatch.setenv("PRAGMA_DISABLE_PLUGINS", "pragma_b,pragma_core.metric_selectors")
-    registry = PluginRegistry()
+    registry = PluginRegistry(entry_points=plugin_site.entry_points)
     assert set(registry.profilers()) == {"aprof"}
     assert registry.metric_selectors() == {}
 
@@ -206,7 +211,7 @@ def test_disable_list_skips_installed_and_builtin_plugins(plugin_site, monkeypat
 def test_disabling_one_side_of_a_conflict_resolves_it(plugin_site, monkeypatch):
     plugin_site.add("pragma_shadow", plugin_source("pragma_register_metric_selectors", "default"))
     monkeypatch.setenv("PRAGMA_DISABLE_PLUGINS", "pragma_core.metric_selectors")
-    registry = PluginRegistry()
+    registry = PluginRegistry(entry_points=plugin_site.entry_points)
     assert registry.failures() == ()
     assert registry.metric_selectors()["default"].select.__module__ == "pragma_shadow"
 

@@ -42,7 +42,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from .build import CompilerNotFoundError, build_library, cache_dir
+from .build import CompilerNotFoundError, build_library, cache_dir, rebuild
 from .diagnostics import BuildDiagnostic, NativeBuildError, parse_diagnostics
 from .signatures import FunctionSignature, Parameter, SignatureError, parse_signatures
 
@@ -64,6 +64,7 @@ _LAZY = {
 __all__ = [
     # building
     "build_library",
+    "rebuild",
     "cache_dir",
     "CompilerNotFoundError",
     "NativeBuildError",

@@ -28,7 +28,7 @@ from ..errors import PragmaError
 from ..files import atomic_write_text
 from .diagnostics import NativeBuildError
 
-__all__ = ["build_library", "cache_dir", "compiler_for", "CompilerNotFoundError", "DEFAULT_FLAGS", "LANGUAGES"]
+__all__ = ["build_library", "rebuild", "cache_dir", "compiler_for", "CompilerNotFoundError", "DEFAULT_FLAGS", "LANGUAGES"]
 
 DEFAULT_FLAGS = ("-O3", "-march=native", "-fopenmp", "-shared", "-fPIC", "-g")
 """``-g`` adds debug information only (the code is the same): profilers use it to attribute counts
@@ -106,6 +106,9 @@ def build_library(source: str, *, language: str = "c++", flags: Iterable[str] = 
         artifact.parent.mkdir(parents=True, exist_ok=True)
         source_path = folder / f"{key}{source_suffix}"
         atomic_write_text(source_path, source)
+        manifest = {"language": language, "flags": extra_flags, "include_dirs": [str(Path(d)) for d in include_dirs],
+                    "output_suffix": output_suffix, "output_name": output_name, "source": source_path.name}
+        atomic_write_text(folder / f"{key}.build.json", json.dumps(manifest, indent=1) + "\n")
         fd, temporary = tempfile.mkstemp(prefix=f".{artifact.name}.", suffix=".tmp", dir=artifact.parent)
         os.close(fd)
         try:
@@ -115,6 +118,23 @@ def build_library(source: str, *, language: str = "c++", flags: Iterable[str] = 
         finally:
             Path(temporary).unlink(missing_ok=True)
     return artifact
+
+
+def rebuild(library: str | os.PathLike, *, extra_flags: Iterable[str]) -> Path:
+    """Build the source of a cached ``library`` again with the same options plus ``extra_flags``.
+
+    For profilers that cannot run every instruction of this CPU: valgrind decodes no AVX-512, so
+    it replays a ``-mno-avx512f`` build of the same kernel. Raises :class:`FileNotFoundError` when
+    the library did not come from this cache.
+    """
+    library = Path(library)
+    key = library.name.split(".")[0] if library.parent == cache_dir() else library.parent.name
+    manifest_path = cache_dir() / f"{key}.build.json"
+    manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
+    source = (cache_dir() / manifest["source"]).read_text(encoding="utf-8")
+    return build_library(source, language=manifest["language"], flags=[*manifest["flags"], *extra_flags],
+                         include_dirs=manifest["include_dirs"], output_suffix=manifest["output_suffix"],
+                         output_name=manifest["output_name"])
 
 
 def _language(language: str) -> tuple[str, str, str, tuple[str, ...]]:

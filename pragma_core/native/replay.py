@@ -11,7 +11,8 @@ The program loads each buffer from ``buffers/<id>.bin`` into 64-byte aligned mem
 kernel library with ``dlopen``, and calls the functions with the recorded pointers (buffer plus
 offset, so aliasing is kept) and scalars. Buffers written by one repetition are read by the next
 as they are; kernels whose control flow depends on data see that data change, which a profiler
-of memory traffic and instructions does not mind.
+of memory traffic and instructions does not mind. Each library can be swapped for another build
+of the same source through :data:`LIBRARY_OVERRIDE`.
 """
 
 from __future__ import annotations
@@ -27,7 +28,11 @@ from .build import CompilerNotFoundError
 from .diagnostics import NativeBuildError
 from .recording import CallRecording, PointerArgument, ScalarArgument
 
-__all__ = ["replay_source", "build_replay"]
+__all__ = ["replay_source", "build_replay", "LIBRARY_OVERRIDE"]
+
+LIBRARY_OVERRIDE = "PRAGMA_REPLAY_LIBRARY_"
+"""``PRAGMA_REPLAY_LIBRARY_<i>=path`` makes the driver load another build of its i-th library (in
+the order of first use, as in ``ProfileTarget.kernel_libraries``), e.g. one without AVX-512."""
 
 _C_TYPES = {
     "float32": "float", "float64": "double", "int64": "int64_t", "int32": "int32_t", "int16": "int16_t",
@@ -59,7 +64,8 @@ def replay_source(recording: CallRecording, directory: Path) -> str:
     lines += ["", "int main(int argc, char** argv) {",
               "    long repetitions = argc > 1 ? atol(argv[1]) : 1;"]
     for index, library in enumerate(libraries):
-        lines += [f"    void* lib{index} = dlopen({_c_string(library)}, RTLD_NOW | RTLD_LOCAL);",
+        lines += [f"    const char* path{index} = getenv(\"{LIBRARY_OVERRIDE}{index}\");",
+                  f"    void* lib{index} = dlopen(path{index} ? path{index} : {_c_string(library)}, RTLD_NOW | RTLD_LOCAL);",
                   f"    if (!lib{index}) {{ fprintf(stderr, \"%s\\n\", dlerror()); return 2; }}"]
     for index, (library, function, _signature) in enumerate(functions):
         lines += [f"    fn{index}_t f{index} = (fn{index}_t)dlsym(lib{libraries.index(library)}, {_c_string(function)});",

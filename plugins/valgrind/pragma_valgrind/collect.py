@@ -1,0 +1,245 @@
+"""Running cachegrind on a candidate's replay program and keeping what belongs to its kernels.
+
+Cachegrind runs the program on a simulated CPU, some 20 to 100 times slower than native, so it
+runs ``target.replay_argv``: the C program pragma builds to replay one forward's kernel calls
+``target.repetitions`` times with no Python around them (importing torch under valgrind takes
+minutes). The counts are deterministic: the same program gives the same counts.
+
+The raw ``cachegrind.out`` and valgrind's log stay in ``target.out_dir``. The metrics are the
+kernels' (:mod:`pragma_valgrind.attribution`) with ``kernel`` set to the kernel function's name
+(names joined by ``+`` for several), plus one entry per function when there are several; the
+whole program's totals, replay harness included, go into the notes.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+from collections.abc import Sequence
+from pathlib import Path
+
+import attrs
+from pragma_core.components import ProfileTarget
+from pragma_core.errors import ProfileParseError, ProfilerUnavailable
+from pragma_core.records import Metric, Profile
+
+from .attribution import Attribution, attribute, is_part_of
+from .metrics import (
+    DEFAULT_METRICS, EVENTS, KNOWN_METRICS, LEGACY_EVENTS, PROFILER_NAME, RATES, metrics_from_totals, rate_value,
+)
+from .outfile import CachegrindOut, read_outfile
+from .probe import probe, valgrind_version
+
+__all__ = ["collect", "command", "TIMEOUT_S", "OUT_FILE", "LOG_FILE", "NO_REPLAY"]
+
+TIMEOUT_S = 900.0
+"""Longest a cachegrind run may take; the replay of a few forwards usually takes seconds."""
+
+OUT_FILE = "cachegrind.out"
+LOG_FILE = "cachegrind.log"
+
+NO_REPLAY = (
+    "cachegrind needs the native fast path (kernels loaded with pragma_core.native.load_library, "
+    "which pragma replays without Python); importing torch under valgrind takes minutes; "
+    "use `--profiler perf` for this candidate")
+
+
+def command(valgrind: str, target: ProfileTarget) -> list[str]:
+    """The valgrind command line for ``target``: cache and branch simulation, output in out_dir."""
+    if target.replay_argv is None:
+        raise ProfilerUnavailable(NO_REPLAY)
+    out_dir = Path(target.out_dir)
+    return [
+        valgrind, "--tool=cachegrind", "--cache-sim=yes", "--branch-sim=yes",
+        f"--cachegrind-out-file={out_dir / OUT_FILE}", f"--log-file={out_dir / LOG_FILE}",
+        *target.replay_argv,
+    ]
+
+
+def collect(target: ProfileTarget, metrics: Sequence[str]) -> Profile:
+    """Run cachegrind on the replay program; metrics of the kernels, whole-program totals in notes."""
+    if target.replay_argv is None:
+        raise ProfilerUnavailable(NO_REPLAY)
+    availability = probe()
+    if not availability.available:
+        raise ProfilerUnavailable(availability.reason)
+    valgrind = shutil.which("valgrind") or "valgrind"
+    requested = tuple(dict.fromkeys(metrics)) or DEFAULT_METRICS
+    not_collected = {name: _unknown(name) for name in requested if name not in KNOWN_METRICS}
+    wanted = tuple(name for name in requested if name in KNOWN_METRICS)
+
+    target, isa_note = _without_avx512(target)
+    out = _run(valgrind, target)
+    out_dir = Path(target.out_dir)
+    raw_paths = (str(out_dir / OUT_FILE), str(out_dir / LOG_FILE))
+    notes = [_setup_note(valgrind, out), _repetitions_note(target),
+             "whole program, replay harness included: " + _summary(out.totals())]
+    notes += _log_warnings(out_dir / LOG_FILE)
+    if isa_note:
+        notes.append(isa_note)
+
+    found = attribute(out, target.kernel_functions, target.kernel_sources)
+    if not found.keys:
+        notes.append(
+            f"no kernel code found in the cachegrind output (functions {list(target.kernel_functions)}, "
+            f"sources {list(target.kernel_sources)}); kernel metrics could not be separated from the harness")
+        for name in wanted:
+            not_collected[name] = "no kernel code found in the cachegrind output; see the notes"
+        return Profile(profiler=PROFILER_NAME, raw_paths=raw_paths, notes=notes, not_collected=not_collected)
+
+    notes.append(_attribution_note(found))
+    label = _label(target)
+    kernel_totals = out.add_up(found.keys)
+    collected = metrics_from_totals(kernel_totals, kernel=label, names=wanted)
+    for name in wanted:
+        if not any(metric.name == name for metric in collected):
+            not_collected[name] = _missing(name, kernel_totals)
+    collected += _per_function(out, found, target.kernel_functions, wanted)
+    return Profile(profiler=PROFILER_NAME, metrics=collected, raw_paths=raw_paths, notes=notes,
+                   not_collected=not_collected)
+
+
+def _host_has_avx512() -> bool:
+    try:
+        return " avx512f" in Path("/proc/cpuinfo").read_text(errors="replace")
+    except OSError:
+        return False
+
+
+def _without_avx512(target: ProfileTarget) -> tuple[ProfileTarget, str]:
+    """valgrind decodes no AVX-512: on a CPU that has it, replay builds of the kernels without it.
+
+    The replay driver loads another build of its i-th library from ``PRAGMA_REPLAY_LIBRARY_<i>``;
+    the rebuilt sources join ``kernel_sources`` so attribution by file still works.
+    """
+    if not target.kernel_libraries or not _host_has_avx512():
+        return target, ""
+    from pragma_core.native import rebuild
+    from pragma_core.native.replay import LIBRARY_OVERRIDE
+
+    env = dict(target.env)
+    sources = list(target.kernel_sources)
+    for index, library in enumerate(target.kernel_libraries):
+        try:
+            variant = rebuild(library, extra_flags=["-mno-avx512f"])
+        except (OSError, ValueError, KeyError):
+            return target, ""  # not from pragma's build cache: run it as it is
+        env[f"{LIBRARY_OVERRIDE}{index}"] = str(variant)
+        sources += [str(path) for path in (variant.with_suffix(".cpp"), variant.with_suffix(".c")) if path.exists()]
+    note = ("this CPU has AVX-512, which valgrind cannot decode: cachegrind replays builds of the kernels "
+            "with -mno-avx512f (same source and flags otherwise)")
+    return attrs.evolve(target, env=env, kernel_sources=tuple(sources)), note
+
+
+def _run(valgrind: str, target: ProfileTarget) -> CachegrindOut:
+    out_dir = Path(target.out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    out_path, log_path = out_dir / OUT_FILE, out_dir / LOG_FILE
+    out_path.unlink(missing_ok=True)  # a file from an earlier run must not pass for this one's
+    try:
+        result = subprocess.run(command(valgrind, target), cwd=out_dir, env=target.env or None, capture_output=True,
+                                text=True, errors="replace", timeout=TIMEOUT_S, check=False)
+    except subprocess.TimeoutExpired:
+        raise ProfilerUnavailable(
+            f"cachegrind did not finish within {TIMEOUT_S:.0f} s on the replay of {target.repetitions} "
+            "forward(s); use `--profiler perf`, or fewer repetitions or smaller sizes") from None
+    log = log_path.read_text(errors="replace") if log_path.exists() else ""
+    if result.returncode != 0:
+        raise ProfilerUnavailable(_failure(result, log))
+    if not out_path.exists():
+        tail = _last_line(log or result.stderr)
+        raise ProfilerUnavailable(f"cachegrind wrote no {out_path}; its log ends: {tail or 'nothing'}")
+    try:
+        return read_outfile(out_path.read_text(errors="replace"))
+    except ProfileParseError as error:
+        raise ProfilerUnavailable(f"cachegrind's output {out_path} cannot be read: {error}") from None
+
+
+def _failure(result: subprocess.CompletedProcess, log: str) -> str:
+    """One line saying why the run failed, for the person who has to act on it."""
+    unrecognised = re.search(r"Unrecognised instruction at address \S+\s*\n==\d+==\s+at \S+ (.+)", log)
+    if unrecognised:
+        return (f"valgrind cannot decode an instruction in {unrecognised[1].strip()}: most likely AVX-512, "
+                "which valgrind does not support, from building with -march=native on this CPU; rebuild the "
+                "kernel with -mno-avx512f or use `--profiler perf`")
+    how = f"signal {-result.returncode}" if result.returncode < 0 else f"exit code {result.returncode}"
+    tail = _last_line(result.stderr) or _last_line(log)
+    return f"the replay program under cachegrind failed ({how}): {tail or 'no message'}"
+
+
+def _last_line(text: str) -> str:
+    lines = [line.strip() for line in text.splitlines()]
+    lines = [line for line in lines if line and not line.endswith("==")]  # "==PID== " separators
+    return lines[-1][:200] if lines else ""
+
+
+def _label(target: ProfileTarget) -> str:
+    """``relu`` for one kernel function, ``gemm+bias`` for several, the source's name without any."""
+    if target.kernel_functions:
+        return "+".join(target.kernel_functions)
+    return "+".join(Path(source).name for source in target.kernel_sources)
+
+
+def _per_function(out: CachegrindOut, found: Attribution, functions: Sequence[str],
+                  wanted: tuple[str, ...]) -> list[Metric]:
+    """With several kernel functions, each one's metrics too (its compiler-made parts included)."""
+    if len(functions) < 2:
+        return []
+    metrics: list[Metric] = []
+    for function in functions:
+        keys = [key for key in found.keys if is_part_of(key[1], function)]
+        if keys:
+            metrics += metrics_from_totals(out.add_up(keys), kernel=function, names=wanted)
+    return metrics
+
+
+def _unknown(name: str) -> str:
+    if name in LEGACY_EVENTS:
+        return f"valgrind 3.6 and later call this event {LEGACY_EVENTS[name]}; ask for {LEGACY_EVENTS[name]}"
+    return (f"cachegrind has no metric {name!r}; it gives the events {', '.join(EVENTS)} "
+            f"and the rates {', '.join(RATES)}")
+
+
+def _missing(name: str, totals: dict[str, int]) -> str:
+    if name in RATES:
+        _numerator, denominator, _meaning = RATES[name]
+        return f"the kernel code has no {' or '.join(denominator)} events, so {name} is undefined"
+    return f"cachegrind recorded no {name} events in this run"
+
+
+def _summary(totals: dict[str, int]) -> str:
+    parts = [f"{event}={count}" for event, count in totals.items()]
+    for name in RATES:
+        value = rate_value(name, totals)
+        if value is not None:
+            parts.append(f"{name}={value:.3g}%")
+    return ", ".join(parts)
+
+
+def _setup_note(valgrind: str, out: CachegrindOut) -> str:
+    _answered, version = valgrind_version(valgrind)
+    caches = "; ".join(out.desc) or "no cache simulation"
+    return f"{version} cachegrind, simulated {caches}"
+
+
+def _repetitions_note(target: ProfileTarget) -> str:
+    return (f"counts are totals over {target.repetitions} replayed forward(s); divide by {target.repetitions} "
+            "for one forward (rates do not change)")
+
+
+def _attribution_note(found: Attribution) -> str:
+    ways = []
+    if found.by_source:
+        ways.append("source file " + ", ".join(sorted(found.by_source)))
+    if found.by_function:
+        ways.append("function name " + ", ".join(sorted(found.by_function)))
+    return f"kernel code found by {' and by '.join(ways)}: functions {', '.join(found.functions)}"
+
+
+def _log_warnings(log_path: Path) -> list[str]:
+    """Valgrind's own warnings (``--PID-- warning: ...``), e.g. how it sized the simulated LL cache."""
+    if not log_path.exists():
+        return []
+    warnings = re.findall(r"^--\d+-- warning: (.+)$", log_path.read_text(errors="replace"), re.MULTILINE)
+    return [f"valgrind: {' '.join(warning.split())}" for warning in warnings[:5]]
