@@ -13,6 +13,7 @@ whole program's totals, replay harness included, go into the notes.
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import subprocess
@@ -70,6 +71,9 @@ def collect(target: ProfileTarget, metrics: Sequence[str]) -> Profile:
     wanted = tuple(name for name in requested if name in KNOWN_METRICS)
 
     target, isa_note = _without_avx512(target)
+    # valgrind runs threads one at a time, interleaved by its scheduler: with several OpenMP threads
+    # the simulated caches see a different interleaving each run. One thread keeps counts exact.
+    target = attrs.evolve(target, env={**(target.env or os.environ), "OMP_NUM_THREADS": "1"})
     out = _run(valgrind, target)
     out_dir = Path(target.out_dir)
     raw_paths = (str(out_dir / OUT_FILE), str(out_dir / LOG_FILE))
@@ -78,6 +82,7 @@ def collect(target: ProfileTarget, metrics: Sequence[str]) -> Profile:
     notes += _log_warnings(out_dir / LOG_FILE)
     if isa_note:
         notes.append(isa_note)
+    notes.append("run with OMP_NUM_THREADS=1 so the simulated counts are the same on every run")
 
     found = attribute(out, target.kernel_functions, target.kernel_sources)
     if not found.keys:
