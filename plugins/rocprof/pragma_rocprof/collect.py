@@ -1,0 +1,250 @@
+"""Runs rocprofv3 on a target and returns the metrics of the candidate's kernels.
+
+One run per counter pass (:mod:`pragma_rocprof.commands`), each writing its CSV and a log under
+``target.out_dir/rocprof/pass_<n>/``. A pass the hardware cannot count at once (rocprofv3 says the
+request "exceeds the capabilities of the hardware", or aborts) is split in two and run again, up
+to ``max_runs`` runs in all. The first run's kernel trace gives the durations; the counter files of
+all runs are merged per kernel, then :func:`~pragma_rocprof.parse.derive` adds the hit rates and
+bandwidth.
+
+Attribution: with ``target.kernel_functions`` set, counters are collected only for kernels whose
+name contains one of them (``--kernel-include-regex``) and only those kernels' metrics are kept;
+the harness's kernels, runtime copies (``__amd_rocclr_*``) and PyTorch's own kernels are left out,
+and a note says how many. rocprofv3 names kernels, not source files or libraries, so
+``kernel_sources`` and ``kernel_libraries`` play no part. Every requested metric that is not in the
+result is in ``Profile.not_collected`` with the reason.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+from collections import deque
+from collections.abc import Sequence
+from pathlib import Path
+
+import attrs
+from pragma_core.components import ProfileTarget
+from pragma_core.errors import ProfileParseError, ProfilerUnavailable
+from pragma_core.records import Metric, Profile
+
+from .commands import COUNTERS_PER_PASS, build_command, kernel_include_regex, split_passes
+from .metrics import counters_for, info, validate
+from .parse import PROFILER, derive, parse
+from .probe import find_rocprofv3, probe
+
+__all__ = ["DEFAULT_TIMEOUT_S", "MAX_RUNS", "collect", "kernel_matches"]
+
+DEFAULT_TIMEOUT_S = 900.0
+"""Seconds one rocprofv3 run may take; counter collection serialises kernels and replays nothing,
+but the target's own start-up (Python, torch, compilation) counts too."""
+
+MAX_RUNS = 12
+"""Most rocprofv3 runs one collect makes, splits of over-full passes included."""
+
+_EXCEEDS_HARDWARE = re.compile(r"EXCEEDS_HW_LIMIT|exceeds the capabilities of the hardware", re.IGNORECASE)
+_ABORT_CODES = (-signal.SIGABRT, 128 + signal.SIGABRT)
+
+
+@attrs.frozen(kw_only=True)
+class _Run:
+    """One rocprofv3 run: which counters, where its files are, how it ended."""
+
+    number: int
+    counters: tuple[str, ...]
+    directory: Path
+    returncode: int | None  # None: killed at the timeout
+    output: str
+    timeout_s: float
+
+    @property
+    def ok(self) -> bool:
+        return self.returncode == 0
+
+    def exceeds_hardware(self) -> bool:
+        """True when this pass holds more than the hardware counts at once (older versions abort)."""
+        return bool(_EXCEEDS_HARDWARE.search(self.output)) or self.returncode in _ABORT_CODES
+
+    def failure(self) -> str:
+        if self.returncode is None:
+            return f"rocprofv3 run {self.number} did not finish within {self.timeout_s:g} s and was stopped"
+        lines = [line.strip() for line in self.output.splitlines() if line.strip()]
+        last = lines[-1][:200] if lines else "no output"
+        return f"rocprofv3 run {self.number} exited with code {self.returncode}: {last}"
+
+    def files(self, kind: str) -> list[Path]:
+        return sorted(self.directory.rglob(f"*{kind}.csv"))
+
+
+def collect(
+    target: ProfileTarget,
+    metrics: Sequence[str],
+    *,
+    per_pass: int = COUNTERS_PER_PASS,
+    timeout_s: float = DEFAULT_TIMEOUT_S,
+    max_runs: int = MAX_RUNS,
+) -> Profile:
+    """Profile ``target.python_argv`` under rocprofv3; ProfilerUnavailable where it cannot run."""
+    availability = probe()
+    if not availability.available:
+        raise ProfilerUnavailable(availability.reason)
+    if target.device != "rocm":
+        raise ProfilerUnavailable(f"rocprof profiles AMD GPUs (device 'rocm'); this target runs on {target.device!r}")
+    if not target.python_argv:
+        raise ValueError("the ProfileTarget has no python_argv to run under rocprofv3")
+    tool = find_rocprofv3()
+    if tool is None:  # removed since the cached probe ran
+        raise ProfilerUnavailable("rocprofv3 is no longer on PATH nor in /opt/rocm*/bin")
+
+    wanted, rejected = validate(metrics)
+    regex = kernel_include_regex(target.kernel_functions)
+    root = Path(target.out_dir) / "rocprof"
+    runs, failed, notes = _run_passes(tool, counters_for(wanted), root, target, regex, per_pass, timeout_s, max_runs)
+
+    merged, parse_notes = _merge(runs)
+    kept, attribution_note = _attribute(merged, target.kernel_functions)
+    notes += parse_notes + ([attribution_note] if attribution_note else [])
+    found = {metric.name for metric in kept}
+    not_collected = dict(rejected)
+    for name in wanted:
+        if name not in found:
+            not_collected[name] = _why_missing(name, found, failed, bool(merged), root)
+    return Profile(
+        profiler=PROFILER,
+        metrics=_ordered(kept, wanted),
+        raw_paths=[str(path) for path in sorted(root.rglob("*")) if path.is_file()],
+        notes=notes,
+        not_collected=not_collected,
+    )
+
+
+def kernel_matches(kernel: str, function: str) -> bool:
+    """True when a rocprof kernel name is that function: ``void relu_kernel<float>(float*)``,
+    ``relu_kernel_0d1d`` (Triton) and ``ns::relu_kernel(...)`` are ``relu_kernel``;
+    ``my_relu_kernel`` is not."""
+    return re.search(rf"(?<![A-Za-z0-9_]){re.escape(function)}(?![A-Za-z0-9])", kernel) is not None
+
+
+def _run_passes(tool, counters, root, target, regex, per_pass, timeout_s, max_runs):
+    queue: deque[tuple[str, ...]] = deque(split_passes(counters, per_pass) or [()])
+    runs: list[_Run] = []
+    failed: dict[str, str] = {}
+    notes: list[str] = []
+    while queue:
+        pass_counters = queue.popleft()
+        if len(runs) == max_runs:
+            skipped = [counter for group in (pass_counters, *queue) for counter in group]
+            reason = f"not run: pragma stops after {max_runs} rocprofv3 runs"
+            failed.update(dict.fromkeys(skipped, reason))
+            notes.append(f"{reason}; {len(skipped)} counters left: {', '.join(skipped)}")
+            break
+        run = _run(tool, pass_counters, root / f"pass_{len(runs) + 1}", len(runs) + 1, target, regex, timeout_s)
+        runs.append(run)
+        if run.ok:
+            continue
+        if len(pass_counters) > 1 and run.exceeds_hardware():
+            half = len(pass_counters) // 2
+            queue.extendleft([pass_counters[half:], pass_counters[:half]])
+            notes.append(
+                f"run {run.number}: the hardware cannot count {', '.join(pass_counters)} at once; "
+                "split into two runs"
+            )
+            continue
+        failed.update(dict.fromkeys(pass_counters, run.failure()))
+        notes.append(run.failure())
+    return runs, failed, notes
+
+
+def _run(tool: str, counters: tuple[str, ...], directory: Path, number: int, target: ProfileTarget,
+         regex: str | None, timeout_s: float) -> _Run:
+    directory.mkdir(parents=True, exist_ok=True)
+    command = build_command(tool, counters, directory, target.python_argv, kernel_regex=regex)
+    log_path = directory / "rocprofv3.log"
+    with log_path.open("w", encoding="utf-8") as log:
+        log.write("$ " + subprocess.list2cmdline(command) + "\n")
+        log.flush()
+        process = subprocess.Popen(
+            command, stdout=log, stderr=subprocess.STDOUT, env={**os.environ, **target.env},
+            start_new_session=True,
+        )
+        try:
+            returncode: int | None = process.wait(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)  # the session this run started: rocprofv3 and the target
+            process.wait()
+            returncode = None
+    output = log_path.read_text(encoding="utf-8", errors="replace").split("\n", 1)[-1]
+    return _Run(number=number, counters=counters, directory=directory, returncode=returncode, output=output,
+                timeout_s=timeout_s)
+
+
+def _merge(runs: Sequence[_Run]) -> tuple[list[Metric], list[str]]:
+    """The first kernel trace, then every pass's counters; each (name, kernel) once; then derived."""
+    traces = [path for run in runs for path in run.files("kernel_trace")][:1]
+    counter_files = [path for run in runs for path in run.files("counter_collection")]
+    chosen: dict[tuple[str, str], Metric] = {}
+    notes = []
+    for path in traces + counter_files:
+        try:
+            metrics = parse(path.read_text(encoding="utf-8", errors="replace"))
+        except ProfileParseError as error:
+            notes.append(f"could not read {path}: {error}")
+            continue
+        for metric in metrics:
+            known = info(metric.name)
+            if known is None or known.kind != "derived":  # derived again below, from merged values
+                chosen.setdefault((metric.name, metric.kernel), metric)
+    merged = list(chosen.values())
+    return merged + derive(merged), notes
+
+
+def _attribute(metrics: list[Metric], functions: Sequence[str]) -> tuple[list[Metric], str]:
+    kernels = list(dict.fromkeys(metric.kernel for metric in metrics))
+    functions = [name for name in functions if name.strip()]
+    if not functions or not kernels:
+        return metrics, ""
+    ours = [kernel for kernel in kernels if any(kernel_matches(kernel, name) for name in functions)]
+    if not ours:
+        return metrics, (
+            f"none of the candidate's kernels ({', '.join(functions)}) appeared under rocprofv3; "
+            f"the metrics are of all {len(kernels)} kernels that ran"
+        )
+    others = len(kernels) - len(ours)
+    note = f"kept the candidate's {len(ours)} kernel(s); left out {others} other kernel(s) of the run" if others else ""
+    return [metric for metric in metrics if metric.kernel in ours], note
+
+
+def _ordered(metrics: list[Metric], wanted: Sequence[str]) -> list[Metric]:
+    """Longest-running kernel first; within a kernel, the requested metrics in request order."""
+    time = {metric.kernel: metric.value for metric in metrics if metric.name == "TotalDurationNs"}
+    rank = {name: position for position, name in enumerate(wanted)}
+    order = {metric: position for position, metric in enumerate(metrics)}
+    return sorted(metrics, key=lambda metric: (
+        -time.get(metric.kernel, -1.0),
+        metric.kernel,
+        rank.get(metric.name, len(rank)),
+        order[metric],
+    ))
+
+
+def _why_missing(name: str, found: set[str], failed: dict[str, str], any_kernel: bool, root: Path) -> str:
+    known = info(name)
+    if known is not None and known.kind == "derived":
+        absent = [counter for counter in known.inputs if counter not in found]
+        if absent:
+            causes = {failed[counter] for counter in absent if counter in failed}
+            because = f" ({'; '.join(sorted(causes))})" if causes else ""
+            return f"computed from {', '.join(known.inputs)}; {', '.join(absent)} not collected{because}"
+        return f"{', '.join(known.inputs)} were collected but give no valid {name} (zero time or zero accesses)"
+    if name in failed:
+        return failed[name]
+    if not any_kernel:
+        return f"no kernel ran under rocprofv3 (see the logs under {root})"
+    if known is not None and known.kind == "dispatch":
+        return f"rocprofv3 reported no {name} for the candidate's kernels (older versions give it only with counters)"
+    return (
+        "rocprofv3 returned no value for the candidate's kernels: the counter may not exist on this GPU "
+        "(see `rocprofv3 --list-avail`), or none of their dispatches was counted"
+    )
