@@ -26,9 +26,16 @@ $(STAMP): pyproject.toml constraints.txt Makefile $(wildcard plugins/*/pyproject
 	.venvs/$*/bin/python $(PIP) -e ".[test]" -e plugins/$*
 	touch $@
 
+# Until the optimizer exists, the demo runs the largest real pieces: list plugins and tasks, verify
+# and time a bundled candidate in the sandbox, and profile its kernel with cachegrind.
+DEMO_TASK      := examples/tasks/level1/1_GELUTanh.py
+DEMO_CANDIDATE := examples/candidates/1_GELUTanh_fast.py
+
 demo: $(STAMP)
 	$(BIN)/pragma plugins
 	$(BIN)/pragma tasks examples/tasks
+	$(BIN)/pragma verify $(DEMO_TASK) $(DEMO_CANDIDATE) --reps 30
+	$(BIN)/pragma profile $(DEMO_TASK) $(DEMO_CANDIDATE) --profiler valgrind
 
 test: test-plugins test-core
 

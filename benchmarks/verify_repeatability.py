@@ -5,7 +5,7 @@ run's median times, speedup and 95% interval, then whether every pair of interva
 
     python benchmarks/verify_repeatability.py [TASK CANDIDATE] [--runs 3] [--reps 100] [--set NAME=VALUE ...]
 
-Defaults: the GELU example and tests/candidates/gelu_correct_fast.py.
+Defaults: the GELU example and examples/candidates/1_GELUTanh_fast.py.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ ROOT = Path(__file__).resolve().parents[1]
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("task", nargs="?", default=ROOT / "examples/tasks/level1/1_GELUTanh.py", type=Path)
-    parser.add_argument("candidate", nargs="?", default=ROOT / "tests/candidates/gelu_correct_fast.py", type=Path)
+    parser.add_argument("candidate", nargs="?", default=ROOT / "examples/candidates/1_GELUTanh_fast.py", type=Path)
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--reps", type=int, default=100)
     parser.add_argument("--set", dest="assignments", action="append", default=[], metavar="NAME=VALUE")

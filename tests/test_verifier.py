@@ -32,9 +32,13 @@ def _shared_cache(tmp_path_factory):
     patch.undo()
 
 
+FAST_GELU = EXAMPLES.parent / "candidates" / "1_GELUTanh_fast.py"
+
+
 def check(candidate: str, task: Path = GELU, sizes=None, settings: VerifySettings = QUICK):
     task_record = load_task(task, SMALL if sizes is None and task == GELU else sizes)
-    source = (CANDIDATES / f"{candidate}.py").read_text()
+    path = FAST_GELU if candidate == "gelu_correct_fast" else CANDIDATES / f"{candidate}.py"
+    source = path.read_text()
     return verify(task_record, Candidate(source=source, backend="cpu-cpp"), settings)
 
 
@@ -148,7 +152,7 @@ def test_forged_stdout_is_never_read():
 def test_editing_the_task_file_is_rejected(tmp_path):
     task_file = tmp_path / "1_GELUTanh.py"
     shutil.copy(GELU, task_file)
-    source = (CANDIDATES / "gelu_correct_fast.py").read_text() + (
+    source = FAST_GELU.read_text() + (
         f"\nwith open({str(task_file)!r}, 'a') as handle:\n    handle.write('# touched\\n')\n"
     )
     verdict = verify(load_task(task_file, SMALL), source, QUICK)
@@ -213,7 +217,7 @@ def test_cli_verify_prints_a_table_and_exit_codes(tmp_path):
     base = [str(script), "verify", str(GELU)]
     sizes = ["--set", "batch_size=32", "--set", "dim=1024", "--reps", "5", "--warmup", "1"]
     env = {"PRAGMA_CACHE_DIR": str(tmp_path / "cache"), "PATH": "/usr/bin:/bin"}
-    good = subprocess.run(base + [str(CANDIDATES / "gelu_correct_fast.py"), *sizes], capture_output=True,
+    good = subprocess.run(base + [str(FAST_GELU), *sizes], capture_output=True,
                           text=True, env=env, cwd=REPO, timeout=300)
     assert good.returncode == 0, good.stderr
     assert "correct" in good.stdout and "speedup" in good.stdout
