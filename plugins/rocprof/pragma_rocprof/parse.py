@@ -45,7 +45,7 @@ import attrs
 from pragma_core.errors import ProfileParseError
 from pragma_core.records import Metric
 
-from .metrics import aggregation_of, meaning_of, unit_of
+from .metrics import V1_COLUMN_NAMES, aggregation_of, meaning_of, unit_of
 
 __all__ = ["PROFILER", "FORMATS", "parse", "detect_format", "derive", "kernel_name"]
 
@@ -66,14 +66,7 @@ PROPERTY_COLUMNS: dict[str, str] = {
     "Workgroup_Size": "Workgroup_Size",
     "Grid_Size": "Grid_Size",
     # rocprof v1
-    "arch_vgpr": "VGPR_Count",
-    "vgpr": "VGPR_Count",
-    "accum_vgpr": "Accum_VGPR_Count",
-    "sgpr": "SGPR_Count",
-    "lds": "LDS_Block_Size",
-    "scr": "Scratch_Size",
-    "wgr": "Workgroup_Size",
-    "grd": "Grid_Size",
+    **{column: name for column, name in V1_COLUMN_NAMES.items() if column != "DurationNs"},
     # rocprofv2 (and Omniperf's renaming of v1)
     "Arch_VGPR": "VGPR_Count",
     "Accum_VGPR": "Accum_VGPR_Count",
