@@ -146,10 +146,19 @@ class RunDirectory:
     def append_event(self, kind: str, **data: Any) -> None:
         """One line in ``events.jsonl``, flushed to disk before returning."""
         line = json.dumps({"time": time.time(), "event": kind, **data}, default=str)
-        with open(self.root / "events.jsonl", "a", encoding="utf-8") as handle:
-            handle.write(line + "\n")
+        path = self.root / "events.jsonl"
+        with open(path, "ab") as handle:
+            if handle.tell() and _last_byte(path) != b"\n":
+                line = "\n" + line  # a crash cut the previous line short: start a new one
+            handle.write((line + "\n").encode("utf-8"))
             handle.flush()
             os.fsync(handle.fileno())
 
     def write_summary(self, result: RunResult) -> None:
         write_record(self.root / "summary.json", result)
+
+
+def _last_byte(path: Path) -> bytes:
+    with open(path, "rb") as handle:
+        handle.seek(-1, os.SEEK_END)
+        return handle.read(1)
