@@ -55,4 +55,5 @@ def fenced(text: str, language: str = "") -> str:
     """``text`` in a Markdown code fence longer than any run of backticks inside it."""
     longest = max((len(run) for run in re.findall(r"`{3,}", text)), default=2)
     fence = "`" * max(3, longest + 1)
-    return f"{fence}{language}\n{text.strip(chr(10))}\n{fence}"
+    body = text.strip("\n")
+    return f"{fence}{language}\n{body}\n{fence}"

@@ -24,6 +24,8 @@ __all__ = [
     "NOTES_CHARS",
     "METRIC_DOC_CHARS",
     "METRIC_DOCS_CHARS",
+    "ProfileFacts",
+    "ComparisonRow",
     "speedup_text",
     "verdict_facts",
     "verdict_remedies",
@@ -77,7 +79,7 @@ def verdict_facts(verdict: Verdict) -> list[str]:
         facts.append(f"speedup over torch.compile: {speedup_text(verdict.speedup_vs_compiled)}")
     if verdict.floor_ms is not None:
         attainment = verdict.attainment
-        at = f"; the candidate reaches {attainment:.0%} of it" if attainment is not None else ""
+        at = f"; the candidate attains {attainment:.0%} of the roofline" if attainment is not None else ""
         facts.append(f"roofline floor: {verdict.floor_ms:.4g} ms{at}")
     if verdict.notes:
         facts.append("notes: " + clip(" ".join(verdict.notes), NOTES_CHARS))
@@ -121,16 +123,16 @@ def profile_facts(profile: Profile, metrics: Sequence[Metric], *, with_meanings:
 def metric_doc_lines(metrics: Sequence[Metric], metric_docs: Mapping[str, str] | None) -> list[str]:
     """``name: documentation`` for each metric name once; the index's text before the meaning."""
     docs = metric_docs or {}
-    lines, seen, used = [], set(), 0
+    meanings: dict[str, str] = {}
     for metric in metrics:
-        if metric.name in seen:
-            continue
-        seen.add(metric.name)
-        text = " ".join((docs.get(metric.name) or metric.meaning or "no documentation available").split())
-        line = f"{metric.name}: {clip(text, METRIC_DOC_CHARS)}"
+        meanings.setdefault(metric.name, metric.meaning)
+    lines, used = [], 0
+    for index, (name, meaning) in enumerate(meanings.items()):
+        text = " ".join((docs.get(name) or meaning or "no documentation available").split())
+        line = f"{name}: {clip(text, METRIC_DOC_CHARS)}"
         if used + len(line) > METRIC_DOCS_CHARS:
-            lines.append(f"[... documentation of {len({m.name for m in metrics}) - len(seen) + 1} more "
-                         "metrics left out to keep the prompt short ...]")
+            lines.append(f"[... documentation of {len(meanings) - index} more metrics left out to keep "
+                         "the prompt short ...]")
             break
         lines.append(line)
         used += len(line)
@@ -184,16 +186,16 @@ def comparison_rows(
         ComparisonRow(name="roofline attainment", best=attainment(best, best_diagnosis),
                       current=attainment(current, current_diagnosis)),
     ]
+    # a metric pairs with the best's of the same name and kernel, else of the same name: a renamed
+    # kernel function must not hide the comparison
     best_by_key = {_metric_key(m): m for m in best_metrics}
     best_by_name = {m.name: m for m in reversed(best_metrics)}
-    shown = set()
     for metric in current_metrics:
-        key = _metric_key(metric)
-        other = best_by_key.get(key) or best_by_name.get(metric.name)
-        rows.append(ComparisonRow(name=key, best=_value(other), current=_value(metric)))
-        shown.add(id(other))
+        other = best_by_key.get(_metric_key(metric)) or best_by_name.get(metric.name)
+        rows.append(ComparisonRow(name=_metric_key(metric), best=_value(other), current=_value(metric)))
+    current_names = {m.name for m in current_metrics}
     for metric in best_metrics:
-        if id(metric) not in shown and not any(m.name == metric.name for m in current_metrics):
+        if metric.name not in current_names:
             rows.append(ComparisonRow(name=_metric_key(metric), best=_value(metric), current="-"))
     return tuple(rows)
 

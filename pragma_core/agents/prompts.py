@@ -1,0 +1,227 @@
+"""The chat messages the loop sends to the Coder and to the Conductor, built from records.
+
+Pure functions, no model calls: the loop passes what it has, gets a system and a user message,
+and hands them to an LLM provider inside a :class:`~pragma_core.records.CompletionRequest`::
+
+    messages = coder_messages(task, backend.guide, guidance=guidance, best=best, last=last,
+                              history=attempts)
+    messages = conductor_messages(task, candidate, verdict, diagnosis, profiles=profiles, best=best,
+                                  metric_docs=docs)
+
+The Conductor's prompt has the PRAGMA paper's five parts (current code; verifier findings with
+likely causes and remedies; documentation of the profiled metrics; the profile; the best code with
+its profile and verdict) and the rules' diagnosis as a historical-best-against-current table. The
+Coder's prompt has the task, the backend's guide, the Conductor's guidance, the best and the last
+code, and a one-line row per earlier attempt.
+
+Both stay bounded however long the run: code parts share :data:`CODE_CHARS` characters and keep
+head and tail of anything longer, the table of attempts keeps the newest rows, and diagnostics,
+notes and documentation have their own limits. The wording is in ``templates/*.j2``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from .. import metric_selectors
+from ..records import Attempt, Candidate, ChatMessage, Diagnosis, Guidance, Metric, Profile, Task, Verdict
+from .clipping import clip
+from .history import MAX_HISTORY_ROWS, history_rows
+from .rendering import render_parts
+from .views import (
+    SelectMetrics,
+    comparison_rows,
+    delta_lines,
+    diagnostics_text,
+    metric_doc_lines,
+    profile_facts,
+    speedup_text,
+    verdict_facts,
+    verdict_remedies,
+)
+
+__all__ = ["CODE_CHARS", "TASK_CHARS", "GUIDANCE_CHARS", "coder_messages", "conductor_messages"]
+
+CODE_CHARS = 24_000
+"""Characters of candidate code one prompt carries, shared by the code parts it shows."""
+
+TASK_CHARS = 8_000
+"""Characters of the task's reference source a prompt carries."""
+
+GUIDANCE_CHARS = 4_000
+"""Characters of the Conductor's analysis and, separately, of its actions the Coder sees."""
+
+_MAX_ACTIONS = 8
+
+
+def coder_messages(
+    task: Task,
+    guide: str,
+    *,
+    guidance: Guidance | None = None,
+    best: Attempt | None = None,
+    last: Attempt | None = None,
+    history: Sequence[Attempt] = (),
+    history_limit: int = MAX_HISTORY_ROWS,
+) -> tuple[ChatMessage, ...]:
+    """System and user message asking the Coder for the next candidate.
+
+    ``guide`` is the backend's guide (:attr:`Backend.guide`); ``guidance`` the Conductor's advice
+    after the last attempt; ``best`` the best correct attempt so far and ``last`` the latest one
+    (both may be None, and may be the same attempt); ``history`` the earlier attempts, shown as one
+    row each, newest ``history_limit`` only, never with their code.
+    """
+    best_source = best.candidate.source if best is not None and best.candidate is not None else None
+    best = best if best_source is not None else None
+    last_source = last.candidate.source if last is not None and last.candidate is not None else None
+    last_is_best = best is not None and last is not None and last.number == best.number
+    last_repeats_best = best_source is not None and last_source is not None \
+        and last_source.strip() == best_source.strip()
+    sources = [best_source, None if last_repeats_best else last_source]
+    best_code, last_code = _share_code_budget(sources)
+    rows, omitted = history_rows(history, limit=history_limit)
+    parts = render_parts(
+        "coder.j2",
+        task=_task_view(task),
+        guide=guide.strip(),
+        guidance=_guidance_view(guidance),
+        best=None if best is None else {
+            "number": best.number,
+            "speedup": speedup_text(best.verdict.speedup if best.verdict else None),
+            "code": best_code,
+        },
+        last=None if last is None else _last_view(last, last_code, last_is_best, last_repeats_best),
+        rows=[{"number": row.number, "status": row.status,
+               "speedup": "-" if row.speedup is None else f"{row.speedup:.2f}x",
+               "summary": row.summary.replace("|", "\\|") or "-"} for row in rows],
+        omitted=omitted,
+        code_clipped=any(code is not None and code != source.strip("\n")
+                         for code, source in zip((best_code, last_code), sources) if source is not None),
+    )
+    return _messages(parts)
+
+
+def conductor_messages(
+    task: Task,
+    candidate: Candidate | None,
+    verdict: Verdict,
+    diagnosis: Diagnosis,
+    *,
+    profiles: Sequence[Profile] = (),
+    best: Attempt | None = None,
+    metric_docs: Mapping[str, str] | None = None,
+    select: SelectMetrics = metric_selectors.select,
+    attempt: int | None = None,
+) -> tuple[ChatMessage, ...]:
+    """System and user message asking the Conductor for :class:`Guidance` on the current attempt.
+
+    ``candidate`` is None when the Coder's reply held no module. ``profiles`` are the current
+    candidate's, one per profiler (none when it was not correct, or with ``--no-profile``);
+    ``best`` is the best attempt before this one; ``metric_docs`` maps metric names to their
+    documentation from the knowledge index (a metric without an entry is documented by its
+    one-line meaning); ``select`` is the configured metric selector's choice of what reaches the
+    prompt; ``attempt`` numbers the current attempt (default: the candidate's). The reply is read
+    with :func:`pragma_core.agents.replies.parse_guidance`.
+    """
+    number = attempt if attempt is not None else (candidate.attempt if candidate else None)
+    selected = [(profile, tuple(select(profile))) for profile in profiles]
+    current_metrics: tuple[Metric, ...] = tuple(m for _, metrics in selected for m in metrics)
+    current_is_best = best is not None and number is not None and best.number == number
+    best_source = best.candidate.source if best is not None and best.candidate is not None else None
+    best = best if best_source is not None and not current_is_best else None
+    best_metrics: tuple[Metric, ...] = tuple(select(best.profile)) if best and best.profile else ()
+    current_code, best_code = _share_code_budget(
+        [candidate.source if candidate else None, best_source if best else None])
+    parts = render_parts(
+        "conductor.j2",
+        task=_task_view(task),
+        number="" if number is None else f" (attempt {number})",
+        code=current_code,
+        facts=verdict_facts(verdict),
+        diagnostics=diagnostics_text(verdict),
+        remedies=verdict_remedies(verdict),
+        metric_docs=metric_doc_lines(current_metrics + best_metrics, metric_docs),
+        profiles=[profile_facts(profile, metrics) for profile, metrics in selected],
+        not_profiled=(
+            "only correct candidates are profiled." if not verdict.ok
+            else "profiling is off for this run, or no profiler could run here; judge by the timing."
+        ),
+        best=None if best is None else _best_view(best, best_code, best_metrics),
+        current_is_best=current_is_best,
+        comparison=comparison_rows(
+            current=verdict, current_diagnosis=diagnosis, current_metrics=current_metrics,
+            best=best.verdict if best else None, best_diagnosis=best.diagnosis if best else None,
+            best_metrics=best_metrics,
+        ),
+        deltas=delta_lines(diagnosis),
+        diagnosis=diagnosis,
+    )
+    return _messages(parts)
+
+
+# -- views of records for the templates ---------------------------------------------------------
+
+
+def _messages(parts: dict[str, str]) -> tuple[ChatMessage, ...]:
+    return (ChatMessage(role="system", content=parts["system"]),
+            ChatMessage(role="user", content=parts["user"]))
+
+
+def _task_view(task: Task) -> dict[str, str]:
+    return {"key": task.key, "category": task.category.value, "source": clip(task.source.strip(), TASK_CHARS)}
+
+
+def _guidance_view(guidance: Guidance | None) -> dict[str, object] | None:
+    if guidance is None:
+        return None
+    actions = [clip(" ".join(action.split()), GUIDANCE_CHARS // _MAX_ACTIONS) for action in guidance.actions]
+    if len(actions) > _MAX_ACTIONS:
+        actions = actions[:_MAX_ACTIONS] + [f"({len(actions) - _MAX_ACTIONS} further actions left out)"]
+    analysis = clip(guidance.analysis.strip(), GUIDANCE_CHARS) or "(no analysis given)"
+    return {"analysis": analysis, "actions": actions}
+
+
+def _last_view(last: Attempt, code: str | None, is_best: bool, repeats_best: bool) -> dict[str, object]:
+    verdict = last.verdict
+    if verdict is not None:
+        status, facts = verdict.status.value, verdict_facts(verdict)
+    elif last.candidate is None:
+        status, facts = "no code in the reply", ["The reply held no Python module defining ModelNew."]
+    else:
+        status, facts = "not verified", []
+    return {
+        "number": last.number,
+        "status": status,
+        "is_best": is_best,
+        "repeats_best": repeats_best,
+        "facts": facts,
+        "diagnostics": diagnostics_text(verdict) if verdict else "",
+        "remedies": verdict_remedies(verdict) if verdict else (),
+        "code": code,
+    }
+
+
+def _best_view(best: Attempt, code: str | None, metrics: Sequence[Metric]) -> dict[str, object]:
+    verdict = best.verdict
+    return {
+        "number": best.number,
+        "speedup": speedup_text(verdict.speedup if verdict else None),
+        "facts": verdict_facts(verdict) if verdict else [],
+        "profiler": best.profile.profiler if best.profile else "",
+        "profile_lines": profile_facts(best.profile, metrics).lines if best.profile else (),
+        "code": code,
+    }
+
+
+def _share_code_budget(sources: Sequence[str | None]) -> list[str | None]:
+    """Each source clipped so together they fit :data:`CODE_CHARS`; short ones leave room to others."""
+    shown = sorted(((i, source) for i, source in enumerate(sources) if source is not None),
+                   key=lambda item: len(item[1]))
+    result: list[str | None] = [None] * len(sources)
+    remaining = CODE_CHARS
+    for count, (i, source) in enumerate(shown):
+        share = remaining // (len(shown) - count)
+        clipped = clip(source.strip("\n"), share, comment="# ")
+        result[i] = clipped
+        remaining -= min(len(clipped), share)
+    return result
