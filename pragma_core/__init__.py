@@ -58,6 +58,8 @@ __all__ = [
     # verification (imported on first use: it brings torch)
     "verify",
     "VerifySettings",
+    "optimize",
+    "OptimizeSettings",
     # tasks
     "load_task",
     "load_tasks",
@@ -116,4 +118,8 @@ def __getattr__(name: str):  # noqa: ANN202 - PEP 562 lazy attributes
         from . import verifier
 
         return getattr(verifier, name)
+    if name in ("optimize", "OptimizeSettings"):
+        from . import optimizer
+
+        return getattr(optimizer, name)
     raise AttributeError(f"module 'pragma_core' has no attribute {name!r}")

@@ -242,6 +242,63 @@ def profile_command(task_path: Path, candidate_path: Path | None, profiler_name:
         _stdout().print(profile_table(f"{subject} on {task.key}", result))
 
 
+@cli.command("optimize")
+@click.argument("task_path", metavar="TASK", type=click.Path(path_type=Path), required=False)
+@click.option("--model", envvar="PRAGMA_MODEL", default=None,
+              help="A litellm model string, e.g. openai/gpt-4o-mini or ollama/qwen2.5-coder [env: PRAGMA_MODEL].")
+@_SET_OPTION
+@click.option("--max-attempts", default=15, show_default=True)
+@click.option("--patience", default=6, show_default=True, help="Stop after this many attempts without a better one.")
+@click.option("--no-profile", is_flag=True, help="Timing only, no profiler (the paper's N-PRAGMA ablation).")
+@click.option("--profilers", default="valgrind,perf", show_default=True, help="Profilers to run, comma-separated.")
+@click.option("--reps", default=100, show_default=True, help="Timed runs per verification.")
+@click.option("--threads", type=int, default=None, help="Threads [default: all CPUs here].")
+@click.option("--runs-dir", type=click.Path(path_type=Path), default=Path("runs"), show_default=True)
+@click.option("--resume", type=click.Path(path_type=Path), default=None, help="Continue the run in this folder.")
+def optimize_command(task_path: Path | None, model: str | None, assignments: tuple[str, ...], max_attempts: int,
+                     patience: int, no_profile: bool, profilers: str, reps: int, threads: int | None,
+                     runs_dir: Path, resume: Path | None) -> None:
+    """Optimize TASK with the agent loop; every attempt is written under --runs-dir.
+
+    With --resume RUN_DIR the task and settings come from that run, which continues after its last
+    complete attempt. Ctrl-C stops after saving what is complete.
+    """
+    from .optimizer import OptimizeSettings, optimize
+    from .reports import attempt_line, run_table
+    from .verifier import VerifySettings
+
+    if resume is None and task_path is None:
+        raise click.UsageError("give a TASK, or --resume RUN_DIR")
+    task = _load_one_task(task_path, assignments) if task_path is not None else None
+    verify_options: dict[str, Any] = {"reps": reps}
+    if threads is not None:
+        verify_options["threads"] = threads
+    settings = OptimizeSettings(model=model, max_attempts=max_attempts, patience=patience, profile=not no_profile,
+                                profilers=tuple(p.strip() for p in profilers.split(",") if p.strip()),
+                                runs_dir=runs_dir, verify=VerifySettings(**verify_options))
+    console = _stdout()
+    try:
+        result = optimize(task, settings, resume=resume,
+                          on_attempt=lambda attempt, best: console.print(attempt_line(attempt, best)))
+    except KeyboardInterrupt:
+        click.echo("pragma: interrupted; completed attempts are saved (continue with --resume)", err=True)
+        raise SystemExit(130) from None
+    console.print(run_table(result))
+    console.print(f"run folder: {runs_dir / result.run_id if resume is None else resume}")
+
+
+@cli.command("trace")
+@click.argument("run_dir", type=click.Path(path_type=Path))
+def trace_command(run_dir: Path) -> None:
+    """Print the Conductor's reasoning attempt by attempt: historical best against current,
+    diagnosis, analysis and actions."""
+    from .reports import trace_text
+    from .run_directory import RunDirectory
+
+    run = RunDirectory.open(run_dir)
+    _stdout().print(trace_text(run.task(), run.completed_attempts()))
+
+
 def _task_summary(task: Task) -> dict[str, Any]:
     summary = {key: value for key, value in to_dict(task).items() if key not in ("source", "analysis")}
     analysis = task.analysis

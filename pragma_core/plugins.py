@@ -43,7 +43,11 @@ __all__ = [
     "reset_registry",
 ]
 
-BUILTIN_PLUGINS: tuple[str, ...] = ("pragma_core.backends.cpu_cpp", "pragma_core.metric_selectors")
+BUILTIN_PLUGINS: tuple[str, ...] = (
+    "pragma_core.backends.cpu_cpp",
+    "pragma_core.metric_selectors",
+    "pragma_core.providers.litellm_provider",
+)
 """Modules of pragma-core registered as plugins, in this order, before any installed plugin."""
 
 ENTRY_POINT_GROUP = "pragma"

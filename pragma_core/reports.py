@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from rich.table import Table
 
-from .records import Profile, Task, Timing, Verdict, VerdictStatus
+from .records import Attempt, Profile, RunResult, Task, Timing, Verdict, VerdictStatus
 
-__all__ = ["verdict_table", "profile_table"]
+__all__ = ["verdict_table", "profile_table", "attempt_line", "run_table", "trace_text"]
 
 _STATUS_STYLE = {VerdictStatus.CORRECT: "bold green", VerdictStatus.REJECTED: "bold red"}
 
@@ -68,3 +68,68 @@ def profile_table(subject: str, profile: Profile) -> Table:
     table.caption = "\n".join(captions) if captions else None
     table.caption_justify = "left"
     return table
+
+
+def _speedup_text(verdict: Verdict | None) -> str:
+    if verdict is None or verdict.speedup is None:
+        return "-"
+    s = verdict.speedup
+    return f"{s.value:.2f}x [{s.low:.2f}-{s.high:.2f}]"
+
+
+def attempt_line(attempt: Attempt, best: Attempt | None) -> str:
+    """One line of live progress: attempt, status, speedup, best so far, tokens."""
+    status = attempt.verdict.status.value if attempt.verdict else "no verdict"
+    best_text = f"best #{best.number} {_speedup_text(best.verdict)}" if best else "no best yet"
+    return (f"attempt {attempt.number:>2}  {status:<14} {_speedup_text(attempt.verdict):<20} {best_text}  "
+            f"tokens {attempt.usage.prompt}+{attempt.usage.completion}")
+
+
+def run_table(result: RunResult) -> Table:
+    """The summary at the end of a run: every attempt, the best marked."""
+    table = Table(title=f"{result.task.key}: {len(result.attempts)} attempts, stopped: {result.stop_reason}",
+                  title_justify="left")
+    for column in ("#", "status", "speedup (95% CI)", "roofline", "bound", "prompt tokens", "s"):
+        table.add_column(column, justify="left" if column in ("status", "bound") else "right")
+    for attempt in result.attempts:
+        verdict = attempt.verdict
+        attainment = verdict.attainment if verdict else None
+        mark = " *" if attempt.number == result.best_attempt else ""
+        table.add_row(f"{attempt.number}{mark}", verdict.status.value if verdict else "-", _speedup_text(verdict),
+                      f"{attainment:.0%}" if attainment is not None else "-",
+                      attempt.diagnosis.bound.value if attempt.diagnosis else "-",
+                      str(attempt.usage.prompt), f"{attempt.elapsed_s:.0f}")
+    table.caption = "* the best: replaced only by a candidate whose interval lies wholly above"
+    return table
+
+
+def trace_text(task: Task, attempts: list[Attempt]) -> str:
+    """The Conductor's reasoning per attempt, in the spirit of the paper's Listing 1."""
+    lines = [f"trace of {task.key}"]
+    best: Attempt | None = None
+    for attempt in attempts:
+        verdict = attempt.verdict
+        lines.append("")
+        lines.append(f"== attempt {attempt.number}: {verdict.status.value if verdict else '-'} "
+                     f"{_speedup_text(verdict)}")
+        if verdict is not None and not verdict.ok:
+            lines.append(f"   verifier: {verdict.message}")
+        history = f"#{best.number} {_speedup_text(best.verdict)}" if best else "none yet"
+        lines.append(f"   historical best: {history}; current: {_speedup_text(verdict)}")
+        if attempt.diagnosis is not None:
+            d = attempt.diagnosis
+            attainment = f", {d.roofline_attainment:.0%} of the roofline" if d.roofline_attainment is not None else ""
+            lines.append(f"   diagnosis: {d.bound.value} bound{attainment}")
+            lines += [f"     - {hint}" for hint in d.hints]
+            if d.deltas:
+                lines.append("     deltas vs best: " + ", ".join(f"{k} {v:+.3g}" for k, v in d.deltas.items()))
+        if attempt.guidance is not None:
+            lines.append(f"   analysis: {attempt.guidance.analysis}")
+            lines += [f"   action: {action}" for action in attempt.guidance.actions]
+            if attempt.guidance.extra_metrics:
+                lines.append("   asks for: " + ", ".join(attempt.guidance.extra_metrics))
+        if verdict is not None and verdict.ok and verdict.speedup is not None and (
+                best is None or best.verdict is None or best.verdict.speedup is None
+                or verdict.speedup.low > best.verdict.speedup.high):
+            best = attempt
+    return "\n".join(lines)
