@@ -16,6 +16,7 @@ happens; ``resume`` continues a run after its last complete attempt.
 
 from __future__ import annotations
 
+import os
 import platform
 import time
 from collections.abc import Callable
@@ -76,6 +77,9 @@ def optimize(
     backend = registry.backend(settings.backend)
     if resume is None and task is None:
         raise PragmaError("give a task to optimize, or resume= a run directory")
+    if settings.provider == "litellm" and not (settings.model or os.environ.get("PRAGMA_MODEL")):
+        raise PragmaError("no language model chosen: pass --model (e.g. openai/gpt-4o-mini or ollama/qwen2.5-coder) "
+                          "or set PRAGMA_MODEL")
     if resume is not None:
         run = RunDirectory.open(resume)
         task = run.task()

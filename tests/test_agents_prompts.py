@@ -303,15 +303,13 @@ def test_coder_prompt_after_a_reply_without_code():
 def test_coder_prompt_stays_bounded_over_fifteen_attempts():
     """The prompt at attempt 15 is at most 1.5 times the prompt at attempt 2, with big modules."""
     verdicts = [COMPILE_ERROR, WRONG, REJECTED]
-    attempts, best = [], None
+    attempts = []
     for number in range(1, 15):
         verdict = correct(1.0 + number / 10) if number % 3 == 1 else verdicts[number % 3]
         done = attempt(number, verdict, code=module(f"a{number}", kernel_lines=2000),
                        diagnosis=DIAGNOSIS if verdict.ok else None,
                        guidance=Guidance(analysis=f"analysis {number} " * 40, actions=(f"action {number}",) * 3))
         attempts.append(done)
-        if verdict.ok:
-            best = done
 
     def prompt_before(number: int) -> str:
         earlier = attempts[: number - 1]
