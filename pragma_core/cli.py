@@ -277,9 +277,15 @@ def optimize_command(task_path: Path | None, model: str | None, assignments: tup
                                 profilers=tuple(p.strip() for p in profilers.split(",") if p.strip()),
                                 runs_dir=runs_dir, verify=VerifySettings(**verify_options))
     console = _stdout()
+    status = Console(stderr=True).status("attempt 1: the Coder is writing", spinner="dots")
+
+    def show(attempt: Any, best: Any) -> None:
+        console.print(attempt_line(attempt, best))
+        status.update(f"attempt {attempt.number + 1}: the Coder is writing")
+
     try:
-        result = optimize(task, settings, resume=resume,
-                          on_attempt=lambda attempt, best: console.print(attempt_line(attempt, best)))
+        with status:
+            result = optimize(task, settings, resume=resume, on_attempt=show)
     except KeyboardInterrupt:
         click.echo("pragma: interrupted; completed attempts are saved (continue with --resume)", err=True)
         raise SystemExit(130) from None

@@ -58,7 +58,8 @@ def test_plugins_json_lists_builtins(capsys):
     assert code == 0 and payload["failures"] == []
     registers = {p["name"]: p["registers"] for p in payload["plugins"] if p["builtin"]}
     assert registers == {"pragma_core.backends.cpu_cpp": {"backends": ["cpu-cpp"]},
-                         "pragma_core.metric_selectors": {"metric_selectors": ["default"]}}
+                         "pragma_core.metric_selectors": {"metric_selectors": ["default"]},
+                         "pragma_core.providers.litellm_provider": {"llm_providers": ["litellm"]}}
 
 
 @pytest.mark.parametrize(

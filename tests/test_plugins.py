@@ -49,7 +49,7 @@ def plugin_source(hook: str, *names: str) -> str:
 
 def test_builtins_are_registered_as_plugins():
     registry = PluginRegistry(entry_points=lambda: [])
-    backends, selectors = registry.plugins()
+    backends, selectors, providers = registry.plugins()
     assert all(p.builtin and p.distribution == "pragma-core" and p.version for p in (backends, selectors))
     assert backends.name == "pragma_core.backends.cpu_cpp"
     assert backends.registers == {"backends": ("cpu-cpp",)}
@@ -57,6 +57,7 @@ def test_builtins_are_registered_as_plugins():
     assert selectors.name == "pragma_core.metric_selectors"
     assert selectors.registers == {"metric_selectors": ("default",)}
     assert registry.metric_selector("default").name == "default"
+    assert providers.registers == {"llm_providers": ("litellm",)}
     assert "Worked example" in registry.backend("cpu-cpp").guide
     assert registry.failures() == ()
 
