@@ -16,6 +16,7 @@ happens; ``resume`` continues a run after its last complete attempt.
 
 from __future__ import annotations
 
+import json
 import os
 import platform
 import time
@@ -32,6 +33,7 @@ from .agents.replies import GuidanceParseError, parse_guidance, repair_messages
 from .components import LLMProvider
 from .diagnosis import diagnose
 from .errors import PragmaError, ProfilerUnavailable
+from .files import atomic_write_text
 from .plugins import get_registry
 from .records import (
     AgentRole, Attempt, BoundClass, Candidate, ChatMessage, Completion, CompletionRequest, Diagnosis, Guidance,
@@ -89,6 +91,7 @@ def optimize(
         run = RunDirectory.create(settings.runs_dir, task, _run_info(settings))
         attempts = []
         run.append_event("started", task=task.key, model=settings.model)
+        _baseline(task, settings, run)
     best = _best_of(attempts)
     stop_reason = "max attempts"
     try:
@@ -202,6 +205,33 @@ def _profile(task: Task, candidate: Candidate, settings: OptimizeSettings, stagi
         except (ProfilerUnavailable, PragmaError):
             continue
     return profiles
+
+
+def _baseline(task: Task, settings: OptimizeSettings, run: RunDirectory) -> None:
+    """Before attempt 1: the task's roofline floor here, and the reference's profile from each
+    profiler that can watch it (perf can, through Python; cachegrind needs a native kernel)."""
+    from .profiling import profile
+    from .roofline import floor_ms, machine_peaks
+    from .serialization import to_dict, write_record
+
+    folder = run.root / "baseline"
+    folder.mkdir(exist_ok=True)
+    floor = None
+    if task.analysis is not None:
+        floor = floor_ms(task.analysis, machine_peaks(settings.verify.threads))
+        atomic_write_text(folder / "roofline.json", json.dumps(to_dict(floor), indent=2) + "\n")
+    profiled, skipped = [], {}
+    for name in settings.profilers if settings.profile else ():
+        try:
+            result = profile(task, None, profiler=name, out_dir=folder / f"profile-{name}",
+                             threads=settings.verify.threads)
+        except PragmaError as error:
+            skipped[name] = str(error)
+            continue
+        write_record(folder / f"profile-{name}.json", result)
+        profiled.append(name)
+    run.append_event("baseline", floor_ms=floor.floor_ms if floor else None,
+                     bound=floor.bound.value if floor else None, profiled=profiled, skipped=skipped)
 
 
 def _roofline_bound(task: Task, settings: OptimizeSettings) -> BoundClass | None:

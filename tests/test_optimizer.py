@@ -92,7 +92,11 @@ def test_compile_error_fix_slow_then_fast(scripted, tmp_path):
     run = RunDirectory(tmp_path / "runs" / result.run_id)
     assert run.best().number == 3 and (run.root / "best" / "candidate.py").read_text().strip() == FAST.strip()
     assert (run.attempt_folder(1) / "coder_reply.txt").exists() and (run.attempt_folder(3) / "conductor_note.txt").exists()
-    assert [e["event"] for e in run.events()][-1] == "finished"
+    events = run.events()
+    assert events[-1]["event"] == "finished"
+    baseline = next(e for e in events if e["event"] == "baseline")
+    assert baseline["floor_ms"] > 0 and "cachegrind needs the native fast path" in baseline["skipped"]["valgrind"]
+    assert (run.root / "baseline" / "roofline.json").exists()
     for path in run.root.rglob("*"):
         if path.is_file() and path.suffix in (".json", ".txt", ".py", ".jsonl"):
             assert SECRET not in path.read_text(errors="replace"), path
