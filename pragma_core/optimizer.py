@@ -265,7 +265,7 @@ def _stop_reason(attempts: list[Attempt], best: Attempt | None, settings: Optimi
         if attainment is not None and attainment >= settings.target_attainment:
             return f"roofline attainment {attainment:.0%} reached the target {settings.target_attainment:.0%}"
     last_improvement = best.number if best else 0
-    if len(attempts) - last_improvement >= settings.patience and attempts[-1].number - last_improvement >= settings.patience:
+    if attempts[-1].number - last_improvement >= settings.patience:
         return f"{settings.patience} attempts without a better candidate"
     return ""
 

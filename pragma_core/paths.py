@@ -16,8 +16,8 @@ def cache_dir(*parts: str) -> Path:
     """The cache folder, or a sub-folder of it (not created: callers make what they write)."""
     root = os.environ.get("PRAGMA_CACHE_DIR")
     if root:
-        base = Path(root)
+        base = Path(root).expanduser()
     else:
         xdg = os.environ.get("XDG_CACHE_HOME")
-        base = (Path(xdg) if xdg else Path.home() / ".cache") / "pragma"
+        base = (Path(xdg).expanduser() if xdg else Path.home() / ".cache") / "pragma"
     return base.joinpath(*parts)

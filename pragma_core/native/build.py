@@ -24,6 +24,7 @@ import tempfile
 from collections.abc import Iterable
 from pathlib import Path
 
+from .. import paths
 from ..errors import PragmaError
 from ..files import atomic_write_text
 from .diagnostics import NativeBuildError
@@ -50,13 +51,8 @@ class CompilerNotFoundError(PragmaError):
 
 
 def cache_dir() -> Path:
-    """Where built kernels are kept: ``$PRAGMA_CACHE_DIR/native``, else the user's cache folder."""
-    root = os.environ.get("PRAGMA_CACHE_DIR")
-    if root:
-        return Path(root).expanduser() / "native"
-    xdg = os.environ.get("XDG_CACHE_HOME")
-    base = Path(xdg).expanduser() if xdg else Path.home() / ".cache"
-    return base / "pragma" / "native"
+    """Where built kernels are kept: ``native/`` in pragma's cache folder (:func:`pragma_core.paths.cache_dir`)."""
+    return paths.cache_dir("native")
 
 
 def compiler_for(language: str) -> str:
