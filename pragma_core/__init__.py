@@ -30,6 +30,7 @@ from .plugins import PluginRegistry, get_registry, reset_registry
 from .records import (
     AgentRole,
     Attempt,
+    Baseline,
     BoundClass,
     Candidate,
     Category,
@@ -70,6 +71,7 @@ __all__ = [
     # records
     "AgentRole",
     "Attempt",
+    "Baseline",
     "BoundClass",
     "Candidate",
     "Category",

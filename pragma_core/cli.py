@@ -13,6 +13,7 @@ from typing import Any
 
 import attrs
 import click
+from click.core import ParameterSource
 from rich.console import Console
 from rich.table import Table
 
@@ -246,6 +247,8 @@ def profile_command(task_path: Path, candidate_path: Path | None, profiler_name:
 @click.argument("task_path", metavar="TASK", type=click.Path(path_type=Path), required=False)
 @click.option("--model", envvar="PRAGMA_MODEL", default=None,
               help="A litellm model string, e.g. openai/gpt-4o-mini or ollama/qwen2.5-coder [env: PRAGMA_MODEL].")
+@click.option("--provider", envvar="PRAGMA_PROVIDER", default="litellm", show_default=True,
+              help="The LLM provider plugin that answers the agents (see `pragma plugins`) [env: PRAGMA_PROVIDER].")
 @_SET_OPTION
 @click.option("--max-attempts", default=15, show_default=True)
 @click.option("--patience", default=6, show_default=True, help="Stop after this many attempts without a better one.")
@@ -255,27 +258,42 @@ def profile_command(task_path: Path, candidate_path: Path | None, profiler_name:
 @click.option("--threads", type=int, default=None, help="Threads [default: all CPUs here].")
 @click.option("--runs-dir", type=click.Path(path_type=Path), default=Path("runs"), show_default=True)
 @click.option("--resume", type=click.Path(path_type=Path), default=None, help="Continue the run in this folder.")
-def optimize_command(task_path: Path | None, model: str | None, assignments: tuple[str, ...], max_attempts: int,
-                     patience: int, no_profile: bool, profilers: str, reps: int, threads: int | None,
-                     runs_dir: Path, resume: Path | None) -> None:
+@click.pass_context
+def optimize_command(context: click.Context, task_path: Path | None, model: str | None, provider: str,
+                     assignments: tuple[str, ...], max_attempts: int, patience: int, no_profile: bool,
+                     profilers: str, reps: int, threads: int | None, runs_dir: Path, resume: Path | None) -> None:
     """Optimize TASK with the agent loop; every attempt is written under --runs-dir.
 
-    With --resume RUN_DIR the task and settings come from that run, which continues after its last
-    complete attempt. Ctrl-C stops after saving what is complete.
+    With --resume RUN_DIR the task and settings come from that run (options given on the command
+    line override them, e.g. a larger --max-attempts); it continues after its last complete
+    attempt. Ctrl-C stops after saving what is complete.
     """
-    from .optimizer import OptimizeSettings, optimize
+    from .optimizer import OptimizeSettings, optimize, settings_of_run
     from .reports import attempt_line, run_table
     from .verifier import VerifySettings
 
     if resume is None and task_path is None:
         raise click.UsageError("give a TASK, or --resume RUN_DIR")
-    task = _load_one_task(task_path, assignments) if task_path is not None else None
+    if resume is not None and task_path is not None:
+        raise click.UsageError("give either a TASK or --resume RUN_DIR, not both (a resumed run keeps its task)")
+    given = {name for name in context.params
+             if context.get_parameter_source(name) in (ParameterSource.COMMANDLINE, ParameterSource.ENVIRONMENT)}
+    options: dict[str, Any] = dict(model=model, provider=provider, max_attempts=max_attempts, patience=patience,
+                                   profile=not no_profile,
+                                   profilers=tuple(p.strip() for p in profilers.split(",") if p.strip()))
+    option_of = {"profile": "no_profile"}
     verify_options: dict[str, Any] = {"reps": reps}
     if threads is not None:
         verify_options["threads"] = threads
-    settings = OptimizeSettings(model=model, max_attempts=max_attempts, patience=patience, profile=not no_profile,
-                                profilers=tuple(p.strip() for p in profilers.split(",") if p.strip()),
-                                runs_dir=runs_dir, verify=VerifySettings(**verify_options))
+    if resume is not None:
+        settings = settings_of_run(resume, **{key: value for key, value in options.items()
+                                              if option_of.get(key, key) in given})
+        changed = {key: value for key, value in verify_options.items() if key in given}
+        settings = attrs.evolve(settings, verify=attrs.evolve(settings.verify, **changed))
+        task = None
+    else:
+        task = _load_one_task(task_path, assignments)
+        settings = OptimizeSettings(**options, runs_dir=runs_dir, verify=VerifySettings(**verify_options))
     console = _stdout()
     status = Console(stderr=True).status("attempt 1: the Coder is writing", spinner="dots")
 
@@ -290,7 +308,7 @@ def optimize_command(task_path: Path | None, model: str | None, assignments: tup
         click.echo("pragma: interrupted; completed attempts are saved (continue with --resume)", err=True)
         raise SystemExit(130) from None
     console.print(run_table(result))
-    console.print(f"run folder: {runs_dir / result.run_id if resume is None else resume}")
+    console.print(f"run folder: {settings.runs_dir / result.run_id}")
 
 
 @cli.command("trace")

@@ -120,8 +120,8 @@ def _deltas(metrics: dict[str, Metric], verdict: Verdict, best: Attempt | None) 
     deltas = {}
     if verdict.candidate and best.verdict.candidate:
         deltas["median_ms"] = verdict.candidate.median_ms - best.verdict.candidate.median_ms
-    if best.profile is not None:
-        previous = {metric.name: metric for metric in _kernel_first(best.profile.metrics)}
+    if best.profiles:
+        previous = {metric.name: metric for profile in best.profiles for metric in _kernel_first(profile.metrics)}
         for name, metric in metrics.items():
             if name in previous and metric.unit == previous[name].unit:
                 deltas[name] = metric.value - previous[name].value

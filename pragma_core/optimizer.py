@@ -36,14 +36,14 @@ from .errors import PragmaError, ProfilerUnavailable
 from .files import atomic_write_text
 from .plugins import get_registry
 from .records import (
-    AgentRole, Attempt, BoundClass, Candidate, ChatMessage, Completion, CompletionRequest, Diagnosis, Guidance,
+    AgentRole, Attempt, Baseline, BoundClass, Candidate, ChatMessage, Completion, CompletionRequest, Diagnosis, Guidance,
     Profile, RunResult, Task, TokenUsage, Verdict, VerdictStatus,
 )
 from .run_directory import RunDirectory
 from .statistics import beats
 from .verifier import VerifySettings, verify
 
-__all__ = ["OptimizeSettings", "optimize"]
+__all__ = ["OptimizeSettings", "optimize", "settings_of_run"]
 
 
 @attrs.frozen(kw_only=True)
@@ -62,6 +62,15 @@ class OptimizeSettings:
     verify: VerifySettings = attrs.field(factory=VerifySettings)
 
 
+def settings_of_run(run_dir: Path, **changes: object) -> OptimizeSettings:
+    """The settings a run was started with (from its ``run.json``), with ``changes`` applied:
+    what ``--resume`` continues with."""
+    stored = dict(RunDirectory.open(run_dir).info()["settings"])
+    verify_settings = VerifySettings(**stored.pop("verify"))
+    settings = OptimizeSettings(**stored, verify=verify_settings, runs_dir=Path(run_dir).parent)
+    return attrs.evolve(settings, **changes)
+
+
 AttemptListener = Callable[[Attempt, "Attempt | None"], None]
 
 
@@ -72,8 +81,13 @@ def optimize(
     resume: Path | None = None,
     on_attempt: AttemptListener | None = None,
 ) -> RunResult:
-    """Run the loop on ``task``; returns the run with every attempt and the best."""
-    settings = settings or OptimizeSettings()
+    """Run the loop on ``task``; returns the run with every attempt and the best.
+
+    With ``resume`` (a run directory) the task comes from the run and, when ``settings`` is None,
+    so do the settings (:func:`settings_of_run`).
+    """
+    if settings is None:
+        settings = settings_of_run(resume) if resume is not None else OptimizeSettings()
     registry = get_registry()
     provider = registry.llm_provider(settings.provider)
     backend = registry.backend(settings.backend)
@@ -87,11 +101,12 @@ def optimize(
         task = run.task()
         attempts = run.completed_attempts()
         run.append_event("resumed", after_attempt=attempts[-1].number if attempts else 0)
+        baseline = run.baseline()
     else:
         run = RunDirectory.create(settings.runs_dir, task, _run_info(settings))
         attempts = []
         run.append_event("started", task=task.key, model=settings.model)
-        _baseline(task, settings, run)
+        baseline = _baseline(task, settings, run)
     best = _best_of(attempts)
     stop_reason = "max attempts"
     try:
@@ -112,7 +127,7 @@ def optimize(
     except KeyboardInterrupt:
         stop_reason = "interrupted"
         run.append_event("interrupted", completed=len(attempts))
-    result = RunResult(run_id=run.root.name, task=task, attempts=tuple(attempts),
+    result = RunResult(run_id=run.root.name, task=task, baseline=baseline, attempts=tuple(attempts),
                        best_attempt=best.number if best else None, stop_reason=stop_reason)
     run.write_summary(result)
     run.append_event("finished", stop_reason=stop_reason, best=result.best_attempt)
@@ -131,7 +146,7 @@ def _one_attempt(number: int, task: Task, settings: OptimizeSettings, provider: 
 
     messages = coder_messages(task=task, guide=guide, guidance=last.guidance if last else None,
                               best=best, last=last, history=history)
-    reply = _ask(provider, AgentRole.CODER, messages, settings, task, last.verdict if last else None, None, None, best)
+    reply = _ask(provider, AgentRole.CODER, messages, settings, task, last.verdict if last else None, (), None, best)
     files.update(coder_prompt=_transcript(messages), coder_reply=reply.text)
     usage = reply.usage
     source = extract_code(reply.text)
@@ -152,8 +167,7 @@ def _one_attempt(number: int, task: Task, settings: OptimizeSettings, provider: 
 
     messages = conductor_messages(task=task, candidate=candidate, verdict=verdict, profiles=profiles,
                                   diagnosis=diagnosis, best=best, metric_docs={})
-    reply = _ask(provider, AgentRole.CONDUCTOR, messages, settings, task, verdict,
-                 profiles[0] if profiles else None, diagnosis, best)
+    reply = _ask(provider, AgentRole.CONDUCTOR, messages, settings, task, verdict, profiles, diagnosis, best)
     usage = usage + reply.usage
     files.update(conductor_prompt=_transcript(messages), conductor_reply=reply.text)
     guidance, repair_usage, note = _guidance(provider, messages, reply, settings, task, diagnosis)
@@ -161,7 +175,7 @@ def _one_attempt(number: int, task: Task, settings: OptimizeSettings, provider: 
     if note:
         files["conductor_note"] = note
     attempt = Attempt(number=number, candidate=candidate, verdict=verdict,
-                      profile=profiles[0] if profiles else None, diagnosis=diagnosis, guidance=guidance,
+                      profiles=profiles, diagnosis=diagnosis, guidance=guidance,
                       usage=usage, elapsed_s=time.monotonic() - started)
     run.complete_attempt(attempt, staging, {f"{name}.txt" if "." not in name else name: text
                                             for name, text in files.items()})
@@ -169,10 +183,10 @@ def _one_attempt(number: int, task: Task, settings: OptimizeSettings, provider: 
 
 
 def _ask(provider: LLMProvider, role: AgentRole, messages: tuple[ChatMessage, ...], settings: OptimizeSettings,
-         task: Task, verdict: Verdict | None, profile: Profile | None, diagnosis: Diagnosis | None,
+         task: Task, verdict: Verdict | None, profiles: list[Profile] | tuple[()], diagnosis: Diagnosis | None,
          best: Attempt | None) -> Completion:
     request = CompletionRequest(role=role, messages=messages, model=settings.model, task=task, verdict=verdict,
-                                profile=profile, diagnosis=diagnosis, best=best)
+                                profiles=profiles, diagnosis=diagnosis, best=best)
     return provider.complete(request)
 
 
@@ -183,7 +197,7 @@ def _guidance(provider: LLMProvider, messages: tuple[ChatMessage, ...], reply: C
         return parse_guidance(reply.text), TokenUsage(), ""
     except GuidanceParseError as first:
         repair = repair_messages(messages, reply.text, str(first))
-        second = _ask(provider, AgentRole.CONDUCTOR, repair, settings, task, None, None, diagnosis, None)
+        second = _ask(provider, AgentRole.CONDUCTOR, repair, settings, task, None, (), diagnosis, None)
         try:
             return parse_guidance(second.text), second.usage, f"repaired after: {first}"
         except GuidanceParseError as error:
@@ -207,12 +221,14 @@ def _profile(task: Task, candidate: Candidate, settings: OptimizeSettings, stagi
     return profiles
 
 
-def _baseline(task: Task, settings: OptimizeSettings, run: RunDirectory) -> None:
-    """Before attempt 1: the task's roofline floor here, and the reference's profile from each
-    profiler that can watch it (perf can, through Python; cachegrind needs a native kernel)."""
+def _baseline(task: Task, settings: OptimizeSettings, run: RunDirectory) -> Baseline:
+    """Before attempt 1: the reference's time here, the task's roofline floor, and the reference's
+    profile from each profiler that can watch it (perf can, through Python; cachegrind needs a
+    native kernel)."""
     from .profiling import profile
     from .roofline import floor_ms, machine_peaks
-    from .serialization import to_dict, write_record
+    from .serialization import to_dict
+    from .verifier.reference import reference_timing
 
     folder = run.root / "baseline"
     folder.mkdir(exist_ok=True)
@@ -220,18 +236,21 @@ def _baseline(task: Task, settings: OptimizeSettings, run: RunDirectory) -> None
     if task.analysis is not None:
         floor = floor_ms(task.analysis, machine_peaks(settings.verify.threads))
         atomic_write_text(folder / "roofline.json", json.dumps(to_dict(floor), indent=2) + "\n")
-    profiled, skipped = [], {}
+    profiles, skipped = [], {}
     for name in settings.profilers if settings.profile else ():
         try:
-            result = profile(task, None, profiler=name, out_dir=folder / f"profile-{name}",
-                             threads=settings.verify.threads)
+            profiles.append(profile(task, None, profiler=name, out_dir=folder / f"profile-{name}",
+                                    threads=settings.verify.threads))
         except PragmaError as error:
             skipped[name] = str(error)
-            continue
-        write_record(folder / f"profile-{name}.json", result)
-        profiled.append(name)
-    run.append_event("baseline", floor_ms=floor.floor_ms if floor else None,
-                     bound=floor.bound.value if floor else None, profiled=profiled, skipped=skipped)
+    baseline = Baseline(reference=reference_timing(task, settings.verify),
+                        floor_ms=floor.floor_ms if floor else None, bound=floor.bound if floor else None,
+                        profiles=profiles, skipped=skipped)
+    run.write_baseline(baseline)
+    run.append_event("baseline", reference_ms=baseline.reference.median_ms if baseline.reference else None,
+                     floor_ms=baseline.floor_ms, bound=baseline.bound.value if baseline.bound else None,
+                     profiled=[p.profiler for p in profiles], skipped=skipped)
+    return baseline
 
 
 def _roofline_bound(task: Task, settings: OptimizeSettings) -> BoundClass | None:

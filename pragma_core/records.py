@@ -43,6 +43,7 @@ __all__ = [
     "CompletionRequest",
     "Completion",
     "Attempt",
+    "Baseline",
     "RunResult",
 ]
 
@@ -357,7 +358,7 @@ class CompletionRequest:
     model: str | None = None
     task: Task | None = None
     verdict: Verdict | None = None
-    profile: Profile | None = None
+    profiles: tuple[Profile, ...] = attrs.field(default=(), converter=tuple)
     diagnosis: Diagnosis | None = None
     best: Attempt | None = None
 
@@ -383,11 +384,23 @@ class Attempt:
     number: int = attrs.field(validator=[v.instance_of(int), v.ge(1)])
     candidate: Candidate | None = None
     verdict: Verdict | None = None
-    profile: Profile | None = None
+    profiles: tuple[Profile, ...] = attrs.field(default=(), converter=tuple)
     diagnosis: Diagnosis | None = None
     guidance: Guidance | None = None
     usage: TokenUsage = attrs.field(factory=TokenUsage)
     elapsed_s: float = attrs.field(default=0.0, validator=_non_negative)
+
+
+@attrs.frozen(kw_only=True)
+class Baseline:
+    """What a run measures before attempt 1: the reference's time on this machine, the task's
+    roofline floor and bound, the reference's profiles, and why a profiler could not watch it."""
+
+    reference: Timing | None = None
+    floor_ms: float | None = attrs.field(default=None, validator=_non_negative)
+    bound: BoundClass | None = attrs.field(default=None, converter=attrs.converters.optional(BoundClass))
+    profiles: tuple[Profile, ...] = attrs.field(default=(), converter=tuple)
+    skipped: dict[str, str] = attrs.field(factory=dict)
 
 
 @attrs.frozen(kw_only=True)
@@ -396,7 +409,7 @@ class RunResult:
 
     run_id: str = attrs.field(validator=_non_empty_str)
     task: Task
-    baseline: Verdict | None = None
+    baseline: Baseline | None = None
     attempts: tuple[Attempt, ...] = attrs.field(default=(), converter=tuple)
     best_attempt: int | None = None
     stop_reason: str = ""

@@ -4,6 +4,8 @@
         run.json            settings, versions, hardware (never an API key)
         task.py             the task's program, sizes applied
         events.jsonl        append-only: one JSON object per line, flushed as it happens
+        baseline/           baseline.json (reference timing, roofline floor, reference profiles),
+                            roofline.json and each profiler's raw output of the reference
         attempt-01/         attempt.json (the record), candidate.py, prompts and replies, raw output
         best/               the best correct attempt so far: attempt.json and candidate.py
         summary.json        the RunResult, when the run ends
@@ -25,7 +27,7 @@ from typing import Any
 
 from .errors import PragmaError
 from .files import atomic_write_text
-from .records import Attempt, RunResult, Task
+from .records import Attempt, Baseline, RunResult, Task
 from .serialization import read_record, write_record
 from .tasks import task_program
 
@@ -85,6 +87,10 @@ class RunDirectory:
                 attempts.append(read_record(folder / "attempt.json", Attempt))
         return sorted(attempts, key=lambda attempt: attempt.number)
 
+    def baseline(self) -> Baseline | None:
+        path = self.root / "baseline" / "baseline.json"
+        return read_record(path, Baseline) if path.is_file() else None
+
     def best(self) -> Attempt | None:
         path = self.root / "best" / "attempt.json"
         return read_record(path, Attempt) if path.is_file() else None
@@ -124,6 +130,9 @@ class RunDirectory:
             shutil.rmtree(final)
         os.replace(staging, final)
         return final
+
+    def write_baseline(self, baseline: Baseline) -> None:
+        write_record(self.root / "baseline" / "baseline.json", baseline)
 
     def write_best(self, attempt: Attempt) -> None:
         staging = self.root / ".best.partial"

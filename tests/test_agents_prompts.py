@@ -98,7 +98,7 @@ DIAGNOSIS = Diagnosis(
     request_metrics=("LLd miss rate",),
 )
 BEST = Attempt(number=3, candidate=Candidate(source=module("best"), backend="cpu-cpp", attempt=3),
-               verdict=correct(1.8), profile=profile(9.1),
+               verdict=correct(1.8), profiles=(profile(9.1),),
                diagnosis=Diagnosis(bound="memory", roofline_attainment=0.33))
 GUIDANCE = Guidance(analysis="The inner loop is scalar: Ir is 8 per element.",
                     actions=("Vectorize the inner loop with #pragma omp simd", "Remove the branch with a select"))

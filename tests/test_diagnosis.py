@@ -63,7 +63,7 @@ def test_compute_bound_without_ipc_requests_it():
 
 
 def test_deltas_against_the_best():
-    best = Attempt(number=1, verdict=correct(5.0), profile=profile("valgrind", D1__miss__rate=20.0))
+    best = Attempt(number=1, verdict=correct(5.0), profiles=(profile("valgrind", D1__miss__rate=20.0),))
     diagnosis = diagnose(correct(4.0), [profile("valgrind", D1__miss__rate=11.0)], best=best,
                          roofline_bound=BoundClass.MEMORY)
     assert diagnosis.deltas == {"median_ms": -1.0, "D1 miss rate": -9.0}

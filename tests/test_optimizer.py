@@ -4,26 +4,32 @@ answer) and the real compile, verify and profile on the CPU."""
 from __future__ import annotations
 
 import json
+import os
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 
-import litellm
+import attrs
+
 import pytest
 
-from pragma_core import LLMProvider, load_task
+from pragma_core import RunResult, load_task, read_record
 from pragma_core.optimizer import OptimizeSettings, optimize
-from pragma_core.plugins import get_registry
-from pragma_core.providers.litellm_provider import LiteLLMProvider, LiteLLMSettings
 from pragma_core.reports import trace_text
 from pragma_core.run_directory import RunDirectory
 from pragma_core.verifier import VerifySettings
 
 from .conftest import EXAMPLES
+from .scripted_model import SCRIPT_VARIABLE
 
 SECRET = "sk-test-0123456789abcdefghijklmnopqrstuv"
 GELU = EXAMPLES / "level1" / "1_GELUTanh.py"
 FAST = (EXAMPLES.parent / "candidates" / "1_GELUTanh_fast.py").read_text()
 SLOW = (Path(__file__).parent / "candidates" / "gelu_correct_slow.py").read_text()
 BROKEN = (Path(__file__).parent / "candidates" / "gelu_compile_error.py").read_text()
+SCRIPTED_MODEL = Path(__file__).parent / "scripted_model.py"
 
 
 def coder(code: str, prose: str = "Here is the kernel.") -> str:
@@ -35,39 +41,38 @@ def conductor(analysis: str, actions: list[str], new_best: bool = False) -> str:
                                      "new_best": new_best}) + "\n```"
 
 
-SCRIPT = [
-    coder(BROKEN),                                                          # 1: compile error
+CODER = [BROKEN_REPLY := coder(BROKEN), coder(SLOW, "Fixed: no undefined symbol."), coder(FAST, "Vectorized with expf."),
+         NO_CODE := "I am not sure what to change, sorry."]
+CONDUCTOR = [
     conductor("undefined_scale is not declared", ["declare the constant or drop it"]),
-    "litellm.RateLimitError",                                               # transient: retried
-    coder(SLOW, "Fixed: no undefined symbol."),                             # 2: correct but slow
+    "litellm.RateLimitError",                                          # transient: retried
     conductor("correct but pow() in double on one thread", ["use float math and OpenMP"]),
-    coder(FAST, "Vectorized with expf."),                                   # 3: faster
-    "Sure! I think it is memory bound.",                                    # unparseable ...
-    "still not JSON",                                                       # ... and after repair
-    "I am not sure what to change, sorry.",                                 # 4: no code at all
+    "Sure! I think it is memory bound.",                               # unparseable ...
+    "still not JSON",                                                  # ... and after repair
     conductor("the reply held no code", ["resend the whole module"]),
 ]
 
 
+def write_script(folder: Path, coder_replies: list, conductor_replies: list) -> Path:
+    path = folder / "script.json"
+    path.write_text(json.dumps({"coder": coder_replies, "conductor": conductor_replies}))
+    return path
+
+
 @pytest.fixture
-def scripted(monkeypatch, tmp_path):
-    """A provider named 'scripted' that answers each litellm call with the next reply of SCRIPT."""
+def scripted(monkeypatch, tmp_path, plugin_site):
+    """The test model (tests/scripted_model.py) installed as a plugin named 'scripted'; returns a
+    function that writes its script."""
+    plugin_site.add("scripted_model", SCRIPTED_MODEL.read_text(), entry_point="scripted")
     monkeypatch.setenv("OPENAI_API_KEY", SECRET)
     monkeypatch.setenv("PRAGMA_CACHE_DIR", str(tmp_path / "cache"))
-    replies = list(SCRIPT)
-    calls = []
 
-    def completion(**kwargs):
-        reply = replies.pop(0)
-        calls.append(reply)
-        return litellm.completion(mock_response=reply, **kwargs)
+    def script(coder_replies: list, conductor_replies: list) -> Path:
+        path = write_script(tmp_path, coder_replies, conductor_replies)
+        monkeypatch.setenv(SCRIPT_VARIABLE, str(path))
+        return path
 
-    provider = LiteLLMProvider(LiteLLMSettings(max_retries=2), completion=completion, sleep=lambda s: None)
-    registry = get_registry()
-    registry.llm_providers()
-    monkeypatch.setitem(registry._components["llm_providers"], "scripted",
-                        LLMProvider(name="scripted", description="test script", complete=provider.complete))
-    return calls
+    return script
 
 
 def settings(tmp_path: Path, max_attempts: int) -> OptimizeSettings:
@@ -77,14 +82,15 @@ def settings(tmp_path: Path, max_attempts: int) -> OptimizeSettings:
 
 
 def test_compile_error_fix_slow_then_fast(scripted, tmp_path):
+    script = scripted(CODER, CONDUCTOR)
     task = load_task(GELU, {"batch_size": 16, "dim": 1024})
     result = optimize(task, settings(tmp_path, 4))
     statuses = [a.verdict.status.value for a in result.attempts]
     assert statuses == ["compile_error", "correct", "correct", "compile_error"]
     assert result.best_attempt == 3 and result.best.verdict.speedup.low > result.attempts[1].verdict.speedup.high
     assert "RateLimitError" not in str(result)  # retried, not an attempt
-    assert "litellm.RateLimitError" in scripted
-    assert result.attempts[1].profile.profiler == "valgrind"
+    assert script.with_name("script.conductor.count").read_text() == "6"  # the rate-limited call was retried
+    assert [p.profiler for p in result.attempts[1].profiles] == ["valgrind"]
     assert result.attempts[2].guidance.analysis.startswith("the Conductor's reply could not be read")
     assert "no Python module defining class ModelNew" in result.attempts[3].verdict.message
     assert all(a.usage.prompt > 0 for a in result.attempts)
@@ -94,8 +100,10 @@ def test_compile_error_fix_slow_then_fast(scripted, tmp_path):
     assert (run.attempt_folder(1) / "coder_reply.txt").exists() and (run.attempt_folder(3) / "conductor_note.txt").exists()
     events = run.events()
     assert events[-1]["event"] == "finished"
-    baseline = next(e for e in events if e["event"] == "baseline")
-    assert baseline["floor_ms"] > 0 and "cachegrind needs the native fast path" in baseline["skipped"]["valgrind"]
+    assert any(e["event"] == "baseline" for e in events)
+    assert result.baseline == run.baseline() and result.baseline.reference.median_ms > 0
+    assert result.baseline.floor_ms > 0 and result.baseline.bound.value == "memory"
+    assert "cachegrind needs the native fast path" in result.baseline.skipped["valgrind"]
     assert (run.root / "baseline" / "roofline.json").exists()
     for path in run.root.rglob("*"):
         if path.is_file() and path.suffix in (".json", ".txt", ".py", ".jsonl"):
@@ -104,13 +112,75 @@ def test_compile_error_fix_slow_then_fast(scripted, tmp_path):
     assert "historical best: #2" in trace and "action: use float math and OpenMP" in trace
 
 
-def test_resume_continues_after_the_last_complete_attempt(scripted, tmp_path):
+def pragma_process(args: list[str], site: Path, tmp_path: Path) -> subprocess.Popen:
+    """``pragma`` in a process of its own, with the test model installed from ``site``."""
+    env = {**os.environ, "PYTHONPATH": str(site), "COLUMNS": "200"}
+    return subprocess.Popen([str(Path(sys.executable).with_name("pragma")), *args], env=env, cwd=tmp_path,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+
+
+def wait_for(path: Path, process: subprocess.Popen, timeout_s: float) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not path.exists():
+        if process.poll() is not None:
+            raise AssertionError(f"pragma ended early ({process.returncode}): {process.communicate()}")
+        if time.monotonic() > deadline:
+            os.killpg(process.pid, signal.SIGKILL)
+            raise AssertionError(f"{path.name} did not appear in {timeout_s} s")
+        time.sleep(0.2)
+
+
+def test_cli_run_killed_mid_attempt_resumes_without_losing_an_attempt(scripted, plugin_site, tmp_path):
+    """The scripted run from the command line; SIGKILL while the Conductor thinks about attempt 3,
+    then ``--resume`` in a new process finishes it."""
+    hang = tmp_path / "conductor-is-thinking"
+    scripted(CODER[:3] + CODER[2:], CONDUCTOR[:3] + [{"hang": str(hang)}] + CONDUCTOR[3:])
+    runs = tmp_path / "runs"
+    first = pragma_process(["optimize", str(GELU), "--set", "batch_size=16", "--set", "dim=1024",
+                            "--provider", "scripted", "--model", "openai/gpt-4o-mini", "--max-attempts", "4",
+                            "--patience", "10", "--profilers", "valgrind", "--reps", "10", "--threads", "1",
+                            "--runs-dir", str(runs)], plugin_site.root, tmp_path)
+    wait_for(hang, first, timeout_s=600)
+    os.killpg(first.pid, signal.SIGKILL)
+    first.wait()
+    (run_dir,) = runs.iterdir()
+    assert sorted(p.name for p in run_dir.iterdir() if "attempt" in p.name) == [
+        ".attempt-03.partial", "attempt-01", "attempt-02"]
+    assert not (run_dir / "summary.json").exists()
+    kept = {n: (run_dir / f"attempt-0{n}" / "attempt.json").read_bytes() for n in (1, 2)}
+
+    resumed = pragma_process(["optimize", "--resume", str(run_dir), "--provider", "scripted"], plugin_site.root, tmp_path)
+    out, err = resumed.communicate(timeout=600)
+    assert resumed.returncode == 0, err
+    assert "run folder: " + str(run_dir) in " ".join(out.split())
+    run = RunDirectory(run_dir)
+    attempts = run.completed_attempts()
+    assert [a.verdict.status.value for a in attempts] == ["compile_error", "correct", "correct", "compile_error"]
+    assert {n: (run_dir / f"attempt-0{n}" / "attempt.json").read_bytes() for n in (1, 2)} == kept
+    assert not list(run_dir.glob(".*partial")) and run.best().number == 3
+    assert [e["event"] for e in run.events()].count("resumed") == 1
+    assert read_record(run_dir / "summary.json", RunResult).stop_reason == "max attempts"
+    assert "the reply held no code" in (run.attempt_folder(4) / "conductor_reply.txt").read_text()
+    for path in run_dir.rglob("*"):
+        if path.is_file():
+            assert SECRET.encode() not in path.read_bytes(), path
+
+    trace = subprocess.run([str(Path(sys.executable).with_name("pragma")), "trace", str(run_dir)],
+                           capture_output=True, text=True, env={**os.environ, "COLUMNS": "200"})
+    assert trace.returncode == 0 and "historical best: #2" in trace.stdout
+
+
+def test_prompt_tokens_stay_bounded_over_fifteen_attempts(scripted, tmp_path):
+    """Attempt 15's prompts (Coder and Conductor, as the model counts them) are at most 1.5 times
+    attempt 2's, though the history has grown by 13 attempts."""
+    cycle = [coder(SLOW), coder(FAST), coder(BROKEN), NO_CODE]
+    notes = [conductor(f"attempt note {n}: " + "the loop is scalar; " * 20, ["vectorize", "add OpenMP"])
+             for n in range(15)]
+    scripted([cycle[n % 4] for n in range(15)], notes)
     task = load_task(GELU, {"batch_size": 16, "dim": 1024})
-    first = optimize(task, settings(tmp_path, 2))
-    run_dir = tmp_path / "runs" / first.run_id
-    (run_dir / ".attempt-03.partial").mkdir()  # what a kill -9 mid-attempt leaves
-    resumed = optimize(None, settings(tmp_path, 3), resume=run_dir)
-    assert [a.number for a in resumed.attempts] == [1, 2, 3]
-    assert resumed.attempts[0] == first.attempts[0]
-    assert resumed.best_attempt == 3
-    assert not (run_dir / ".attempt-03.partial").exists()
+    run_settings = attrs.evolve(settings(tmp_path, 15), profile=False, patience=15,
+                                verify=VerifySettings(reps=3, warmup=1, threads=1, timeout_s=120))
+    result = optimize(task, run_settings)
+    prompts = [attempt.usage.prompt for attempt in result.attempts]
+    assert len(prompts) == 15 and all(tokens > 500 for tokens in prompts)
+    assert prompts[14] <= 1.5 * prompts[1], prompts

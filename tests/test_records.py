@@ -9,7 +9,7 @@ import attrs
 import pytest
 
 from pragma_core import (
-    Attempt, Candidate, Category, ChatMessage, Completion, CompletionRequest, Diagnosis, Guidance,
+    Attempt, Baseline, Candidate, Category, ChatMessage, Completion, CompletionRequest, Diagnosis, Guidance,
     Metric, Profile, RunResult, Speedup, Task, TaskAnalysis, TensorSpec, Timing, TokenUsage,
     Verdict, VerdictStatus, from_dict, read_record, to_dict, write_record,
 )
@@ -43,7 +43,7 @@ def make_run() -> RunResult:
     )
     attempt = Attempt(
         number=1, candidate=Candidate(source="class ModelNew: ...", backend="cpu-cpp", attempt=1),
-        verdict=verdict, profile=profile,
+        verdict=verdict, profiles=(profile,),
         diagnosis=Diagnosis(bound="memory", roofline_attainment=0.42, deltas={"D1 miss rate": -0.2},
                             hints=("vectorize the inner loop",), request_metrics=("LL miss rate",)),
         guidance=Guidance(analysis="memory bound", actions=("use AVX2 loads",), new_best=True),
@@ -51,7 +51,9 @@ def make_run() -> RunResult:
     )
     failed = Attempt(number=2, verdict=Verdict(status="rejected", message="output aliases input",
                                                failed_check="output-aliasing"))
-    return RunResult(run_id="20261122-relu", task=make_task(), baseline=verdict,
+    baseline = Baseline(reference=verdict.reference, floor_ms=0.4, bound="memory", profiles=(profile,),
+                        skipped={"perf": "perf is not installed"})
+    return RunResult(run_id="20261122-relu", task=make_task(), baseline=baseline,
                      attempts=(attempt, failed), best_attempt=1, stop_reason="max attempts")
 
 
@@ -117,14 +119,14 @@ def test_task_key_and_min_bytes():
 
 
 def test_profile_get_finds_a_metric_by_name_and_kernel():
-    profile = make_run().attempts[0].profile
+    profile = make_run().attempts[0].profiles[0]
     assert profile.get("D1 miss rate").value == 0.031
     assert profile.get("D1 miss rate", kernel="other") is None
 
 
 def test_written_records_carry_schema_version_and_kind(tmp_path):
     path = tmp_path / "attempt-1" / "verdict.json"
-    verdict = make_run().baseline
+    verdict = make_run().attempts[0].verdict
     write_record(path, verdict)
     data = json.loads(path.read_text())
     assert data["schema_version"] == SCHEMA_VERSION and data["record"] == "Verdict"
@@ -133,7 +135,7 @@ def test_written_records_carry_schema_version_and_kind(tmp_path):
 
 
 def test_reading_refuses_newer_schema_other_kinds_and_bad_fields(tmp_path):
-    verdict = make_run().baseline
+    verdict = make_run().attempts[0].verdict
     newer = dump(verdict) | {"schema_version": SCHEMA_VERSION + 1}
     with pytest.raises(RecordError, match="newer than this pragma reads"):
         load(Verdict, newer)
@@ -155,7 +157,7 @@ def test_reading_refuses_newer_schema_other_kinds_and_bad_fields(tmp_path):
 
 def test_failed_write_keeps_the_previous_file(tmp_path, monkeypatch):
     path = tmp_path / "verdict.json"
-    write_record(path, make_run().baseline)
+    write_record(path, make_run().attempts[0].verdict)
     before = path.read_text()
 
     def failing_fsync(fd):

@@ -129,7 +129,8 @@ def conductor_messages(
     current_is_best = best is not None and number is not None and best.number == number
     best_source = best.candidate.source if best is not None and best.candidate is not None else None
     best = best if best_source is not None and not current_is_best else None
-    best_metrics: tuple[Metric, ...] = tuple(select(best.profile)) if best and best.profile else ()
+    best_selected = [(profile, tuple(select(profile))) for profile in best.profiles] if best else []
+    best_metrics: tuple[Metric, ...] = tuple(m for _, metrics in best_selected for m in metrics)
     current_code, best_code = _share_code_budget(
         [candidate.source if candidate else None, best_source if best else None])
     parts = render_parts(
@@ -146,7 +147,7 @@ def conductor_messages(
             "only correct candidates are profiled." if not verdict.ok
             else "profiling is off for this run, or no profiler could run here; judge by the timing."
         ),
-        best=None if best is None else _best_view(best, best_code, best_metrics),
+        best=None if best is None else _best_view(best, best_code, best_selected),
         current_is_best=current_is_best,
         comparison=comparison_rows(
             current=verdict, current_diagnosis=diagnosis, current_metrics=current_metrics,
@@ -201,14 +202,14 @@ def _last_view(last: Attempt, code: str | None, is_best: bool, repeats_best: boo
     }
 
 
-def _best_view(best: Attempt, code: str | None, metrics: Sequence[Metric]) -> dict[str, object]:
+def _best_view(best: Attempt, code: str | None,
+               selected: Sequence[tuple[Profile, tuple[Metric, ...]]]) -> dict[str, object]:
     verdict = best.verdict
     return {
         "number": best.number,
         "speedup": speedup_text(verdict.speedup if verdict else None),
         "facts": verdict_facts(verdict) if verdict else [],
-        "profiler": best.profile.profiler if best.profile else "",
-        "profile_lines": profile_facts(best.profile, metrics).lines if best.profile else (),
+        "profiles": [profile_facts(profile, metrics) for profile, metrics in selected],
         "code": code,
     }
 

@@ -18,13 +18,14 @@ import attrs
 import torch
 
 from ..paths import cache_dir
-from ..records import Category, Task
+from ..records import Category, Task, Timing
+from ..statistics import summarize
 from ..tasks import task_namespace, task_program
 from .comparison import compare_outputs
 from .inputs import construct, make_inputs, make_probe_inputs, trial_seeds
 from .settings import VerifySettings
 
-__all__ = ["References", "compute_references", "preflight"]
+__all__ = ["References", "compute_references", "preflight", "reference_timing"]
 
 
 @attrs.frozen(kw_only=True)
@@ -81,6 +82,33 @@ def preflight(task: Task, references: References, settings: VerifySettings) -> l
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps({"task": task.key, "passing": passing}))
     return passing
+
+
+def reference_timing(task: Task, settings: VerifySettings) -> Timing:
+    """The reference alone, timed here with the run's threads: the baseline a run starts from.
+
+    Verdicts time the reference again, interleaved with each candidate; this one is for the record
+    of what the machine gave before any attempt.
+    """
+    import time
+
+    namespace = task_namespace(task)
+    previous = torch.get_num_threads()
+    torch.set_num_threads(settings.threads)
+    try:
+        with torch.no_grad():
+            model = construct(namespace, namespace["Model"])
+            inputs = make_inputs(namespace, trial_seeds(1, salt=3)[0])
+            for _ in range(max(settings.warmup, 1)):
+                model(*inputs)
+            samples = []
+            for _ in range(settings.reps):
+                start = time.perf_counter()
+                model(*inputs)
+                samples.append((time.perf_counter() - start) * 1e3)
+    finally:
+        torch.set_num_threads(previous)
+    return summarize(samples)
 
 
 def _trivial_outputs(namespace: dict[str, Any], references: References):  # noqa: ANN202
