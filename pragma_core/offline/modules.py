@@ -1,0 +1,93 @@
+"""Writing a generated candidate module: the recipe marker, the C++ source, and a ``ModelNew`` whose
+constructor is the task's own ``Model.__init__`` (so parameters are created identically under the
+same seed) and whose forward calls the kernels.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import textwrap
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from .graph import NotRecognized
+from .recipe import RECIPE_MARKER, GenerationContext, Match
+
+__all__ = ["candidate_module", "read_marker", "param_expr"]
+
+
+def param_expr(path: str) -> str:
+    """The Python expression for a model attribute path in ``forward`` (``self.norm.weight``)."""
+    return "self." + path
+
+
+def candidate_module(*, match: Match, knobs: Mapping[str, Any], context: GenerationContext, cpp: str,
+                     forward_body: str, flags: Sequence[str] = (), notes: str = "") -> str:
+    """The whole candidate: ``cpp`` is compiled with ``flags`` through ``load_library`` as ``lib``;
+    ``forward_body`` is the body of ``forward`` (unindented), which sees the forward's own argument
+    names and ``lib``."""
+    tree = ast.parse(context.task_source)
+    model = next((node for node in tree.body if isinstance(node, ast.ClassDef) and node.name == "Model"), None)
+    if model is None:
+        raise NotRecognized(f"{context.task_key}: no class Model in the task")
+    init = _method(model, "__init__")
+    forward = _method(model, "forward")
+    if forward is None:
+        raise NotRecognized(f"{context.task_key}: Model has no forward")
+    source_lines = context.task_source.splitlines()
+    init_source = (textwrap.dedent("\n".join(source_lines[init.lineno - 1:init.end_lineno]))
+                   if init is not None else "def __init__(self, *args, **kwargs):\n    super().__init__()")
+    forward_args = ast.unparse(forward.args)
+    constants = _constants_used(tree, init) if init is not None else []
+    standard = ("import torch", "import torch.nn as nn", "from pragma_core.native import load_library")
+    imports = [ast.unparse(node) for node in tree.body if isinstance(node, (ast.Import, ast.ImportFrom))]
+    imports = [line for line in dict.fromkeys(imports) if line not in standard]
+    marker = RECIPE_MARKER + json.dumps({"family": match.family, "knobs": dict(knobs)}, sort_keys=True)
+    header = f'"""{match.summary}: written by pragma\'s offline recipe Coder.{chr(10) + chr(10) + notes if notes else ""}\n"""'
+    lines = [
+        header, marker,
+        *standard,
+        *imports,
+        "",
+        *constants,
+        f'SOURCE = r"""\n{cpp.strip()}\n"""',
+        f"lib = load_library(SOURCE, flags={list(flags)!r})",
+        "",
+        "",
+        "class ModelNew(nn.Module):",
+        textwrap.indent(init_source, "    "),
+        "",
+        f"    def forward(self, {forward_args.removeprefix('self, ').removeprefix('self')}):",
+        textwrap.indent(forward_body.strip("\n"), "        "),
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def read_marker(source: str) -> dict[str, Any] | None:
+    """The family and knobs a generated module was written with; None for any other module."""
+    for line in source.splitlines():
+        if line.startswith(RECIPE_MARKER):
+            try:
+                value = json.loads(line[len(RECIPE_MARKER):])
+            except ValueError:
+                return None
+            return value if isinstance(value, dict) and "family" in value else None
+    return None
+
+
+def _method(cls: ast.ClassDef, name: str) -> ast.FunctionDef | None:
+    return next((node for node in cls.body if isinstance(node, ast.FunctionDef) and node.name == name), None)
+
+
+def _constants_used(tree: ast.Module, function: ast.FunctionDef) -> list[str]:
+    """Module-level assignments of the task that ``function`` reads (sizes, constants)."""
+    arguments = {a.arg for a in ast.walk(function.args) if isinstance(a, ast.arg)}
+    read = {node.id for node in ast.walk(function)
+            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load)} - arguments
+    kept = []
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id in read for t in node.targets):
+            kept.append(ast.unparse(node))
+    return kept

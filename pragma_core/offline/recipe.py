@@ -1,0 +1,96 @@
+"""What a recipe is: a recognizer of one family of references and a generator of its C++ candidate.
+
+A recipe looks at the traced reference (:class:`~pragma_core.offline.graph.OpGraph`) and, when it
+knows the pattern, returns a :class:`Match`: which family, a one-line description and the facts the
+generator needs (ops, dims, constants, parameter paths; JSON values only). ``generate`` turns a match
+and a choice of :class:`Knob` values into a complete candidate module for the ``cpu-cpp`` fast
+path. The knobs are the moves the Conductor makes: each has a default (the plain first version), the
+values it may take in the order a move walks them, and what it changes.
+
+Knob names are shared across recipes so one Conductor rule works on all of them:
+
+``parallel``      OpenMP over the outer (independent) loop: ``False`` / ``True``
+``simd``          inner loop written for the vectorizer (``#pragma omp simd``, no branches in it)
+``fast_math``     ``-ffast-math`` (vectorized ``expf``, ``tanhf`` ... from libmvec), where the
+                  tolerance allows
+``unroll``        inner-loop unroll factor: 1, 2, 4, 8
+``accumulators``  independent partial results in a reduction: 1, 2, 4, 8
+``block``         tile edge for loops that reuse data: 0 (none), 32, 64, 128
+``branchless``    selects instead of data-dependent branches
+``chunk``         rows (or elements) per OpenMP work item: 0 lets OpenMP split evenly
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Protocol
+
+import attrs
+
+from .graph import OpGraph
+
+__all__ = ["Knob", "Match", "Recipe", "GenerationContext", "RECIPE_MARKER", "KNOB_MEANINGS"]
+
+RECIPE_MARKER = "# pragma-recipe: "
+"""The first comment line of a generated module: the family and knob values, as JSON."""
+
+KNOB_MEANINGS = {
+    "parallel": "OpenMP over the outer, independent loop",
+    "simd": "inner loop written for the vectorizer (omp simd, no branches inside)",
+    "fast_math": "-ffast-math: vectorized libmvec exp/tanh/log within the tolerance",
+    "unroll": "inner-loop unroll factor",
+    "accumulators": "independent partial results in a reduction",
+    "block": "tile edge for loops that reuse data (0: no tiling)",
+    "branchless": "selects instead of data-dependent branches",
+    "chunk": "rows or elements per OpenMP work item (0: even split)",
+}
+
+
+@attrs.frozen(kw_only=True)
+class Knob:
+    """One tunable of a recipe: its plain default and the values a move may set, in order."""
+
+    default: Any
+    values: tuple[Any, ...] = attrs.field(converter=tuple)
+
+    def __attrs_post_init__(self) -> None:
+        if self.default not in self.values:
+            raise ValueError(f"default {self.default!r} is not among {self.values!r}")
+
+    def after(self, value: Any) -> Any | None:
+        """The next value a move reaches from ``value``; None at the end."""
+        position = self.values.index(value) if value in self.values else -1
+        return self.values[position + 1] if position + 1 < len(self.values) else None
+
+
+@attrs.frozen(kw_only=True)
+class Match:
+    """A recognized reference: ``family`` (e.g. ``elementwise``), ``summary`` for people and prompts,
+    ``facts`` for the generator (JSON values)."""
+
+    family: str
+    summary: str
+    facts: dict[str, Any] = attrs.field(factory=dict)
+
+
+class Recipe(Protocol):
+    """A family of references the offline Coder can write C++ for."""
+
+    family: str
+    knobs: Mapping[str, Knob]
+
+    def match(self, graph: OpGraph) -> Match | None:
+        """The match when the reference is of this family; None otherwise."""
+
+    def generate(self, match: Match, knobs: Mapping[str, Any], context: GenerationContext) -> str:
+        """A complete candidate module (Python source with the C++ inside) for these knob values."""
+
+
+@attrs.frozen(kw_only=True)
+class GenerationContext:
+    """What a generator needs besides the match: the traced reference, the task's source
+    (``ModelNew`` copies ``Model.__init__`` so parameters are created identically) and its key."""
+
+    graph: OpGraph
+    task_source: str
+    task_key: str

@@ -1,0 +1,1 @@
+"""The recipe families the offline Coder knows, most specific first."""

@@ -1,0 +1,210 @@
+"""Elementwise and activation chains: one fused loop over every element.
+
+Recognizes forwards made only of elementwise ops (every KernelBench level-1 activation, GELU with
+erf or tanh, arithmetic with scalars and same-shape tensors) on float32 inputs of the output's
+shape, and writes one loop that reads each input once and writes the output once.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from ..graph import Node, OpGraph, Ref
+from ..modules import candidate_module
+from ..recipe import GenerationContext, Knob, Match
+
+__all__ = ["ElementwiseRecipe", "UNARY", "c_float", "elementwise_expression"]
+
+
+def c_float(value: float) -> str:
+    """A C float literal that keeps the value (``0.044715f``, ``INFINITY``)."""
+    if math.isinf(value):
+        return "INFINITY" if value > 0 else "-INFINITY"
+    return f"{float(value)!r}f"
+
+
+def _gelu(v: str, node: Node, fast: bool) -> str:
+    if node.arg(1, "approximate", "none") == "tanh":
+        inner = f"0.7978845608028654f * ({v} + 0.044715f * {v} * {v} * {v})"
+        return f"({v} / (1.0f + std::exp(-2.0f * {inner})))" if fast else f"(0.5f * {v} * (1.0f + std::tanh({inner})))"
+    return f"(0.5f * {v} * (1.0f + std::erf({v} * 0.7071067811865476f)))"
+
+
+def _softplus(v: str, node: Node, fast: bool) -> str:
+    beta, threshold = float(node.arg(1, "beta", 1.0)), float(node.arg(2, "threshold", 20.0))
+    bv = f"({c_float(beta)} * {v})"
+    return f"({bv} > {c_float(threshold)} ? {v} : std::log1p(std::exp({bv})) / {c_float(beta)})"
+
+
+_SELU_ALPHA, _SELU_SCALE = 1.6732632423543772, 1.0507009873554805
+
+# op -> C expression of the input expression ``v`` (a float), the node, and whether fast_math is on.
+UNARY: dict[str, Callable[[str, Node, bool], str]] = {
+    "relu": lambda v, n, f: f"std::fmax({v}, 0.0f)",
+    "relu6": lambda v, n, f: f"std::fmin(std::fmax({v}, 0.0f), 6.0f)",
+    "leaky_relu": lambda v, n, f: (lambda s: f"({v} > 0.0f ? {v} : {s} * {v})")(c_float(n.arg(1, "negative_slope", 0.01))),
+    "gelu": _gelu,
+    "sigmoid": lambda v, n, f: f"(1.0f / (1.0f + std::exp(-{v})))",
+    "tanh": lambda v, n, f: f"std::tanh({v})",
+    "silu": lambda v, n, f: f"({v} / (1.0f + std::exp(-{v})))",
+    "mish": lambda v, n, f: f"({v} * std::tanh({v} > 20.0f ? {v} : std::log1p(std::exp({v}))))",
+    "softplus": _softplus,
+    "softsign": lambda v, n, f: f"({v} / (1.0f + std::fabs({v})))",
+    "elu": lambda v, n, f: (lambda a: f"({v} > 0.0f ? {v} : {a} * std::expm1({v}))")(c_float(n.arg(1, "alpha", 1.0))),
+    "selu": lambda v, n, f: f"({c_float(_SELU_SCALE)} * ({v} > 0.0f ? {v} : {c_float(_SELU_ALPHA)} * std::expm1({v})))",
+    "celu": lambda v, n, f: (lambda a: f"(std::fmax({v}, 0.0f) + std::fmin(0.0f, {a} * std::expm1({v} / {a})))")(
+        c_float(n.arg(1, "alpha", 1.0))),
+    "hardtanh": lambda v, n, f: f"std::fmin(std::fmax({v}, {c_float(n.arg(1, 'min_val', -1.0))}), {c_float(n.arg(2, 'max_val', 1.0))})",
+    "hardsigmoid": lambda v, n, f: f"std::fmin(std::fmax({v} / 6.0f + 0.5f, 0.0f), 1.0f)",
+    "hardswish": lambda v, n, f: f"({v} * std::fmin(std::fmax({v} + 3.0f, 0.0f), 6.0f) / 6.0f)",
+    "tanhshrink": lambda v, n, f: f"({v} - std::tanh({v}))",
+    "softshrink": lambda v, n, f: (lambda l: f"({v} > {l} ? {v} - {l} : ({v} < -{l} ? {v} + {l} : 0.0f))")(
+        c_float(n.arg(1, "lambd", 0.5))),
+    "hardshrink": lambda v, n, f: (lambda l: f"(std::fabs({v}) > {l} ? {v} : 0.0f)")(c_float(n.arg(1, "lambd", 0.5))),
+    "logsigmoid": lambda v, n, f: f"(std::fmin({v}, 0.0f) - std::log1p(std::exp(-std::fabs({v}))))",
+    "exp": lambda v, n, f: f"std::exp({v})",
+    "expm1": lambda v, n, f: f"std::expm1({v})",
+    "log": lambda v, n, f: f"std::log({v})",
+    "log1p": lambda v, n, f: f"std::log1p({v})",
+    "abs": lambda v, n, f: f"std::fabs({v})",
+    "sqrt": lambda v, n, f: f"std::sqrt({v})",
+    "rsqrt": lambda v, n, f: f"(1.0f / std::sqrt({v}))",
+    "sin": lambda v, n, f: f"std::sin({v})",
+    "cos": lambda v, n, f: f"std::cos({v})",
+    "erf": lambda v, n, f: f"std::erf({v})",
+    "neg": lambda v, n, f: f"(-{v})",
+    "square": lambda v, n, f: f"({v} * {v})",
+    "reciprocal": lambda v, n, f: f"(1.0f / {v})",
+    "clamp": lambda v, n, f: _clamp(v, n.arg(1, "min"), n.arg(2, "max")),
+    "identity": lambda v, n, f: v,
+    "contiguous": lambda v, n, f: v,
+    "dropout": lambda v, n, f: v,  # nn.Dropout in eval-free references with p=0 or training off
+}
+
+
+def _clamp(v: str, low: Any, high: Any) -> str:
+    expression = v
+    if low is not None:
+        expression = f"std::fmax({expression}, {c_float(low)})"
+    if high is not None:
+        expression = f"std::fmin({expression}, {c_float(high)})"
+    return expression
+
+
+def _pow(base: str, exponent: Any) -> str:
+    if exponent == 2:
+        return f"({base} * {base})"
+    if exponent == 3:
+        return f"({base} * {base} * {base})"
+    if exponent == 0.5:
+        return f"std::sqrt({base})"
+    return f"std::pow({base}, {c_float(exponent)})"
+
+
+_BINARY = {"add": "+", "sub": "-", "mul": "*", "div": "/"}
+_REVERSED = {"radd": "+", "rsub": "-", "rdiv": "/"}
+_ELEMENTWISE = set(UNARY) | set(_BINARY) | set(_REVERSED) | {"pow", "maximum", "minimum"}
+
+
+def elementwise_expression(node: Node, operands: list[str], fast: bool) -> str | None:
+    """The C expression of one elementwise node given its operands' expressions (a tensor operand
+    is its value expression, a scalar its literal); None when the node is not elementwise."""
+    op = node.op
+    if op in UNARY:
+        return UNARY[op](operands[0], node, fast)
+    if op in _BINARY and len(operands) >= 2:
+        alpha = node.kwargs.get("alpha")
+        right = operands[1] if alpha in (None, 1) else f"({c_float(alpha)} * {operands[1]})"
+        return f"({operands[0]} {_BINARY[op]} {right})"
+    if op in _REVERSED and len(operands) >= 2:
+        return f"({operands[1]} {_REVERSED[op]} {operands[0]})"
+    if op == "pow" and len(operands) >= 2 and isinstance(node.args[1], (int, float)):
+        return _pow(operands[0], node.args[1])
+    if op in ("maximum", "minimum") and len(operands) >= 2:
+        return f"std::f{'max' if op == 'maximum' else 'min'}({operands[0]}, {operands[1]})"
+    return None
+
+
+class ElementwiseRecipe:
+    """A chain of elementwise ops fused into one pass."""
+
+    family = "elementwise"
+    knobs: Mapping[str, Knob] = {
+        "parallel": Knob(default=False, values=(False, True)),
+        "simd": Knob(default=False, values=(False, True)),
+        "fast_math": Knob(default=False, values=(False, True)),
+    }
+
+    def match(self, graph: OpGraph) -> Match | None:
+        if len(graph.outputs) != 1 or not isinstance(graph.outputs[0], Ref) or graph.params:
+            return None
+        out = graph.node(graph.outputs[0])
+        if out is None or out.shape is None or str(out.dtype) != "torch.float32" or not graph.ops:
+            return None
+        for name in graph.inputs:
+            node = graph[name]
+            if node.shape != out.shape or str(node.dtype) != "torch.float32":
+                return None
+        steps = []
+        for node in graph.ops:
+            if node.op not in _ELEMENTWISE or node.shape != out.shape:
+                return None
+            operands: list[Any] = []
+            for argument in node.args:
+                if isinstance(argument, Ref):
+                    operands.append({"ref": argument.name})
+                elif isinstance(argument, bool) or not isinstance(argument, (int, float)):
+                    if argument is not None:
+                        return None
+                else:
+                    operands.append({"const": float(argument)})
+            if node.op in ("clamp",) or node.op in UNARY:
+                operands = operands[:1]
+            steps.append({"name": node.name, "op": node.op, "operands": operands})
+        ops = ", ".join(step["op"] for step in steps)
+        return Match(family=self.family, summary=f"elementwise chain ({ops})",
+                     facts={"inputs": list(graph.inputs), "output": out.name, "steps": steps})
+
+    def generate(self, match: Match, knobs: Mapping[str, Any], context: GenerationContext) -> str:
+        graph = context.graph
+        fast = bool(knobs["fast_math"])
+        names = {name: f"in{i}" for i, name in enumerate(graph.inputs)}
+        body = [f"const float v_{name} = {pointer}[i];" for name, pointer in names.items()]
+        for node in graph.ops:
+            operands = [f"v_{a.name}" if isinstance(a, Ref) else c_float(a) for a in node.args
+                        if isinstance(a, Ref) or (isinstance(a, (int, float)) and not isinstance(a, bool))]
+            expression = elementwise_expression(node, operands, fast)
+            if expression is None:
+                raise ValueError(f"{node.op} is not elementwise")
+            body.append(f"const float v_{node.name} = {expression};")
+        body.append(f"out[i] = v_{match.facts['output']};")
+        pragma = {(True, True): "#pragma omp parallel for simd schedule(static)",
+                  (True, False): "#pragma omp parallel for schedule(static)",
+                  (False, True): "#pragma omp simd", (False, False): ""}[(bool(knobs["parallel"]), bool(knobs["simd"]))]
+        parameters = ", ".join([f"const float* __restrict__ {p}" for p in names.values()]
+                               + ["float* __restrict__ out", "int64_t n"])
+        loop_body = "\n".join("        " + line for line in body)
+        cpp = f"""
+#include <cmath>
+#include <cstdint>
+
+extern "C" void elementwise({parameters}) {{
+    {pragma}
+    for (int64_t i = 0; i < n; ++i) {{
+{loop_body}
+    }}
+}}
+"""
+        flags = (["-ffast-math"] if fast else []) + ([] if knobs["simd"] else ["-fno-tree-vectorize"])
+        arguments = list(graph.inputs)
+        first = arguments[0]
+        forward = "\n".join([
+            *[f"{a} = {a}.contiguous()" for a in arguments],
+            f"out = torch.empty_like({first})",
+            f"lib.elementwise({', '.join(arguments)}, out, out.numel())",
+            "return out",
+        ])
+        return candidate_module(match=match, knobs=knobs, context=context, cpp=cpp, forward_body=forward,
+                                flags=flags)
