@@ -18,7 +18,7 @@ install: $(STAMP)
 
 $(STAMP): pyproject.toml constraints.txt Makefile $(wildcard plugins/*/pyproject.toml)
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/python $(PIP) -e ".[test,docs]" $(foreach p,$(PLUGINS),-e plugins/$(p))
+	$(BIN)/python $(PIP) -e ".[test,docs,bench]" $(foreach p,$(PLUGINS),-e plugins/$(p))
 	touch $@
 
 .venvs/%/.installed: plugins/%/pyproject.toml pyproject.toml constraints.txt

@@ -247,8 +247,9 @@ def profile_command(task_path: Path, candidate_path: Path | None, profiler_name:
 @click.argument("task_path", metavar="TASK", type=click.Path(path_type=Path), required=False)
 @click.option("--model", envvar="PRAGMA_MODEL", default=None,
               help="A litellm model string, e.g. openai/gpt-4o-mini or ollama/qwen2.5-coder [env: PRAGMA_MODEL].")
-@click.option("--provider", envvar="PRAGMA_PROVIDER", default="litellm", show_default=True,
-              help="The LLM provider plugin that answers the agents (see `pragma plugins`) [env: PRAGMA_PROVIDER].")
+@click.option("--provider", envvar="PRAGMA_PROVIDER", default=None,
+              help="The provider plugin that answers the agents (see `pragma plugins`) [env: PRAGMA_PROVIDER; "
+                   "default: litellm with a model, else offline].")
 @_SET_OPTION
 @click.option("--max-attempts", default=15, show_default=True)
 @click.option("--patience", default=6, show_default=True, help="Stop after this many attempts without a better one.")
@@ -259,7 +260,7 @@ def profile_command(task_path: Path, candidate_path: Path | None, profiler_name:
 @click.option("--runs-dir", type=click.Path(path_type=Path), default=Path("runs"), show_default=True)
 @click.option("--resume", type=click.Path(path_type=Path), default=None, help="Continue the run in this folder.")
 @click.pass_context
-def optimize_command(context: click.Context, task_path: Path | None, model: str | None, provider: str,
+def optimize_command(context: click.Context, task_path: Path | None, model: str | None, provider: str | None,
                      assignments: tuple[str, ...], max_attempts: int, patience: int, no_profile: bool,
                      profilers: str, reps: int, threads: int | None, runs_dir: Path, resume: Path | None) -> None:
     """Optimize TASK with the agent loop; every attempt is written under --runs-dir.
@@ -268,7 +269,7 @@ def optimize_command(context: click.Context, task_path: Path | None, model: str 
     line override them, e.g. a larger --max-attempts); it continues after its last complete
     attempt. Ctrl-C stops after saving what is complete.
     """
-    from .optimizer import OptimizeSettings, optimize, settings_of_run
+    from .optimizer import OptimizeSettings, optimize, provider_name, settings_of_run
     from .reports import attempt_line, run_table
     from .verifier import VerifySettings
 
@@ -294,6 +295,12 @@ def optimize_command(context: click.Context, task_path: Path | None, model: str 
     else:
         task = _load_one_task(task_path, assignments)
         settings = OptimizeSettings(**options, runs_dir=runs_dir, verify=VerifySettings(**verify_options))
+    if resume is None and provider_name(settings) == "offline" and not settings.provider:
+        offline = get_registry().llm_provider("offline")
+        if offline.prepare is not None:
+            offline.prepare(task)  # a task no recipe knows fails here, with its one line
+        click.echo("pragma: no model configured (--model or PRAGMA_MODEL): the offline agents answer, a recipe "
+                   "Coder and a rule-based Conductor", err=True)
     console = _stdout()
     status = Console(stderr=True).status("attempt 1: the Coder is writing", spinner="dots")
 

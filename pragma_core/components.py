@@ -18,7 +18,7 @@ hands it to the ``register`` callback of the matching hook (:mod:`pragma_core.ho
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -169,11 +169,17 @@ class Profiler:
 
 @attrs.frozen(kw_only=True)
 class LLMProvider:
-    """Answers the agents' requests: a language model, or pragma's offline rules."""
+    """Answers the agents' requests: a language model, or pragma's offline rules.
+
+    ``prepare``, when given, is called with the task before a run starts and raises
+    :class:`~pragma_core.errors.PragmaError` when this provider cannot work on it (the offline
+    provider does for a task no recipe knows).
+    """
 
     name: str = attrs.field(validator=_name)
     description: str = ""
     complete: Complete
+    prepare: Callable[[Task], None] | None = None
 
 
 @attrs.frozen(kw_only=True)

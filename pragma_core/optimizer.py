@@ -48,10 +48,13 @@ __all__ = ["OptimizeSettings", "optimize", "settings_of_run"]
 
 @attrs.frozen(kw_only=True)
 class OptimizeSettings:
-    """How a run goes. ``profile=False`` is the paper's N-PRAGMA ablation: timing only."""
+    """How a run goes. ``profile=False`` is the paper's N-PRAGMA ablation: timing only.
+
+    ``provider`` None means ``litellm`` when a model is chosen (``model`` or ``PRAGMA_MODEL``) and
+    the built-in ``offline`` agents otherwise (:func:`provider_name`)."""
 
     model: str | None = None
-    provider: str = "litellm"
+    provider: str | None = None
     backend: str = "cpu-cpp"
     profilers: tuple[str, ...] = attrs.field(default=("valgrind", "perf"), converter=tuple)
     profile: bool = True
@@ -60,6 +63,13 @@ class OptimizeSettings:
     target_attainment: float = attrs.field(default=0.9, validator=v.gt(0))
     runs_dir: Path = attrs.field(default=Path("runs"), converter=Path)
     verify: VerifySettings = attrs.field(factory=VerifySettings)
+
+
+def provider_name(settings: OptimizeSettings) -> str:
+    """The provider a run uses: the one named, else litellm with a model, else offline."""
+    if settings.provider:
+        return settings.provider
+    return "litellm" if settings.model or os.environ.get("PRAGMA_MODEL") else "offline"
 
 
 def settings_of_run(run_dir: Path, **changes: object) -> OptimizeSettings:
@@ -89,6 +99,7 @@ def optimize(
     if settings is None:
         settings = settings_of_run(resume) if resume is not None else OptimizeSettings()
     registry = get_registry()
+    settings = attrs.evolve(settings, provider=provider_name(settings))
     provider = registry.llm_provider(settings.provider)
     backend = registry.backend(settings.backend)
     if resume is None and task is None:
@@ -99,6 +110,9 @@ def optimize(
     if resume is not None:
         run = RunDirectory.open(resume)
         task = run.task()
+    if provider.prepare is not None:
+        provider.prepare(task)
+    if resume is not None:
         attempts = run.completed_attempts()
         run.append_event("resumed", after_attempt=attempts[-1].number if attempts else 0)
         baseline = run.baseline()
@@ -146,7 +160,8 @@ def _one_attempt(number: int, task: Task, settings: OptimizeSettings, provider: 
 
     messages = coder_messages(task=task, guide=guide, guidance=last.guidance if last else None,
                               best=best, last=last, history=history)
-    reply = _ask(provider, AgentRole.CODER, messages, settings, task, last.verdict if last else None, (), None, best)
+    reply = _ask(provider, AgentRole.CODER, messages, settings, task, last.verdict if last else None, (), None, best,
+                 history=history)
     files.update(coder_prompt=_transcript(messages), coder_reply=reply.text)
     usage = reply.usage
     source = extract_code(reply.text)
@@ -167,7 +182,8 @@ def _one_attempt(number: int, task: Task, settings: OptimizeSettings, provider: 
 
     messages = conductor_messages(task=task, candidate=candidate, verdict=verdict, profiles=profiles,
                                   diagnosis=diagnosis, best=best, metric_docs={})
-    reply = _ask(provider, AgentRole.CONDUCTOR, messages, settings, task, verdict, profiles, diagnosis, best)
+    reply = _ask(provider, AgentRole.CONDUCTOR, messages, settings, task, verdict, profiles, diagnosis, best,
+                 candidate=candidate, history=history)
     usage = usage + reply.usage
     files.update(conductor_prompt=_transcript(messages), conductor_reply=reply.text)
     guidance, repair_usage, note = _guidance(provider, messages, reply, settings, task, diagnosis)
@@ -184,9 +200,10 @@ def _one_attempt(number: int, task: Task, settings: OptimizeSettings, provider: 
 
 def _ask(provider: LLMProvider, role: AgentRole, messages: tuple[ChatMessage, ...], settings: OptimizeSettings,
          task: Task, verdict: Verdict | None, profiles: list[Profile] | tuple[()], diagnosis: Diagnosis | None,
-         best: Attempt | None) -> Completion:
-    request = CompletionRequest(role=role, messages=messages, model=settings.model, task=task, verdict=verdict,
-                                profiles=profiles, diagnosis=diagnosis, best=best)
+         best: Attempt | None, *, candidate: Candidate | None = None, history: list[Attempt] | None = None) -> Completion:
+    request = CompletionRequest(role=role, messages=messages, model=settings.model, task=task, candidate=candidate,
+                                verdict=verdict, profiles=profiles, diagnosis=diagnosis, best=best,
+                                history=tuple(history or ()))
     return provider.complete(request)
 
 
@@ -279,6 +296,9 @@ def _best_of(attempts: list[Attempt]) -> Attempt | None:
 
 
 def _stop_reason(attempts: list[Attempt], best: Attempt | None, settings: OptimizeSettings) -> str:
+    guidance = attempts[-1].guidance
+    if guidance is not None and guidance.done:
+        return "the Conductor saw no change left worth an attempt"
     if best is not None and best.verdict is not None:
         attainment = best.verdict.attainment
         if attainment is not None and attainment >= settings.target_attainment:

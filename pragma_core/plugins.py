@@ -47,6 +47,7 @@ BUILTIN_PLUGINS: tuple[str, ...] = (
     "pragma_core.backends.cpu_cpp",
     "pragma_core.metric_selectors",
     "pragma_core.providers.litellm_provider",
+    "pragma_core.offline.provider",
 )
 """Modules of pragma-core registered as plugins, in this order, before any installed plugin."""
 

@@ -311,12 +311,14 @@ class Diagnosis:
 
 @attrs.frozen(kw_only=True)
 class Guidance:
-    """The Conductor's advice to the Coder after one attempt."""
+    """The Conductor's advice to the Coder after one attempt; ``done`` says no change is left worth
+    an attempt, and the run ends."""
 
     analysis: str = attrs.field(validator=v.instance_of(str))
     actions: tuple[str, ...] = attrs.field(default=(), converter=_str_tuple)
     extra_metrics: tuple[str, ...] = attrs.field(default=(), converter=_str_tuple)
     new_best: bool = attrs.field(default=False, validator=v.instance_of(bool))
+    done: bool = attrs.field(default=False, validator=v.instance_of(bool))
 
 
 # -- model traffic ------------------------------------------------------------------------------
@@ -350,17 +352,22 @@ class CompletionRequest:
     """What an agent asks of an LLM provider: chat messages plus the structured context.
 
     The structured fields carry the same facts as the messages, so a provider that is not a
-    language model (the offline rule-based one) can answer from them directly.
+    language model (the offline rule-based one) can answer from them directly: ``candidate``,
+    ``verdict``, ``profiles`` and ``diagnosis`` are of the attempt the Conductor judges (for the
+    Coder: ``verdict`` is the last attempt's); ``best`` is the best before it; ``history`` the
+    attempts before it, oldest first.
     """
 
     role: AgentRole = attrs.field(converter=AgentRole)
     messages: tuple[ChatMessage, ...] = attrs.field(converter=tuple, validator=v.min_len(1))
     model: str | None = None
     task: Task | None = None
+    candidate: Candidate | None = None
     verdict: Verdict | None = None
     profiles: tuple[Profile, ...] = attrs.field(default=(), converter=tuple)
     diagnosis: Diagnosis | None = None
     best: Attempt | None = None
+    history: tuple[Attempt, ...] = attrs.field(default=(), converter=tuple)
 
 
 @attrs.frozen(kw_only=True)

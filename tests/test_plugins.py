@@ -49,7 +49,7 @@ def plugin_source(hook: str, *names: str) -> str:
 
 def test_builtins_are_registered_as_plugins():
     registry = PluginRegistry(entry_points=lambda: [])
-    backends, selectors, providers = registry.plugins()
+    backends, selectors, providers, offline = registry.plugins()
     assert all(p.builtin and p.distribution == "pragma-core" and p.version for p in (backends, selectors))
     assert backends.name == "pragma_core.backends.cpu_cpp"
     assert backends.registers == {"backends": ("cpu-cpp",)}
@@ -58,6 +58,7 @@ def test_builtins_are_registered_as_plugins():
     assert selectors.registers == {"metric_selectors": ("default",)}
     assert registry.metric_selector("default").name == "default"
     assert providers.registers == {"llm_providers": ("litellm",)}
+    assert offline.registers == {"llm_providers": ("offline",)} and registry.llm_provider("offline").prepare
     assert "Worked example" in registry.backend("cpu-cpp").guide
     assert registry.failures() == ()
 

@@ -2,12 +2,12 @@
 
 The Conductor is asked for one JSON object (``templates/reply_format.j2``)::
 
-    {"analysis": str, "actions": [str], "extra_metrics": [str], "new_best": bool}
+    {"analysis": str, "actions": [str], "extra_metrics": [str], "new_best": bool, "done": bool}
 
 Models wrap it in a fence or in prose, leave trailing commas, quote with single quotes, write
 ``True`` or ``"yes"``, add ``// comments``, or drop fields. :func:`parse_guidance` reads all of
-that; the optional fields (``actions``, ``extra_metrics``, ``new_best``) default to empty and
-false. When nothing readable is there it raises :class:`GuidanceParseError` with a one-line
+that; the optional fields (``actions``, ``extra_metrics``, ``new_best``, ``done``) default to empty
+and false. When nothing readable is there it raises :class:`GuidanceParseError` with a one-line
 reason, and the loop sends :func:`repair_messages` once::
 
     try:
@@ -40,6 +40,7 @@ _ALIASES = {
     "extra_metrics": ("extra_metrics", "metrics", "request_metrics", "requested_metrics",
                       "additional_metrics"),
     "new_best": ("new_best", "is_new_best"),
+    "done": ("done", "stop", "finished"),
 }
 _TRUE = frozenset({"true", "yes", "y", "1"})
 _FALSE = frozenset({"false", "no", "n", "0", "", "none", "null"})
@@ -222,6 +223,7 @@ def _guidance(fields: dict[str, object]) -> Guidance:
         actions=actions,
         extra_metrics=_items(fields.get("extra_metrics"), split=r"[,\n]"),
         new_best=_flag(fields.get("new_best")),
+        done=_flag(fields.get("done"), "done"),
     )
 
 
@@ -248,7 +250,7 @@ def _items(value: object, *, split: str) -> tuple[str, ...]:
     return tuple(item for item in items if item)
 
 
-def _flag(value: object) -> bool:
+def _flag(value: object, name: str = "new_best") -> bool:
     if isinstance(value, bool):
         return value
     if value is None:
@@ -257,4 +259,4 @@ def _flag(value: object) -> bool:
         return bool(value)
     if isinstance(value, str) and value.strip().lower() in _TRUE | _FALSE:
         return value.strip().lower() in _TRUE
-    raise GuidanceParseError(f"new_best must be true or false, not {value!r}")
+    raise GuidanceParseError(f"{name} must be true or false, not {value!r}")

@@ -164,13 +164,13 @@ def trace_reference(task: Task, *, seed: int = 0) -> OpGraph:
         try:
             traced = torch.fx.symbolic_trace(model, concrete_args=None)
         except Exception as error:  # fx raises many kinds for untraceable code
-            raise NotRecognized(f"{task.key}: the forward cannot be traced ({type(error).__name__}: "
-                                f"{str(error).splitlines()[0] if str(error) else ''})") from None
+            raise NotRecognized(f"the forward cannot be traced: {type(error).__name__}: "
+                                f"{str(error).splitlines()[0] if str(error) else ''}") from None
         inputs = make_inputs(namespace, seed)
         try:
             ShapeProp(traced).propagate(*inputs)
         except Exception as error:
-            raise NotRecognized(f"{task.key}: the traced forward did not run ({type(error).__name__})") from None
+            raise NotRecognized(f"the traced forward did not run: {type(error).__name__}") from None
     modules = dict(traced.named_modules())
     nodes, inputs_, params = [], [], {}
     outputs: tuple[Any, ...] = ()
@@ -200,7 +200,7 @@ def _module_nodes(fx_node: Any, module: torch.nn.Module, args: tuple, kwargs: di
                   params: dict[str, str]) -> Iterator[Node]:
     kind = _MODULES.get(type(module))
     if kind is None:
-        raise NotRecognized(f"module {type(module).__name__} ({fx_node.target}) has no recipe")
+        raise NotRecognized(f"it uses an nn.{type(module).__name__} ({fx_node.target}), which no recipe covers")
     op, attributes, parameters = kind
     extra: dict[str, Any] = {name: _convert_one(getattr(module, name)) for name in attributes if hasattr(module, name)}
     for parameter in parameters:

@@ -1,1 +1,31 @@
-"""The recipe families the offline Coder knows, most specific first."""
+"""The recipe families the offline Coder knows, most specific first: a loss or a norm contains
+reductions and elementwise steps, so those recipes are asked before the general ones."""
+
+from __future__ import annotations
+
+from ..graph import NotRecognized, OpGraph
+from ..recipe import Match, Recipe
+from .elementwise import ElementwiseRecipe
+
+__all__ = ["RECIPES", "recognize", "recipe_for"]
+
+RECIPES: tuple[Recipe, ...] = (
+    ElementwiseRecipe(),
+)
+
+
+def recognize(graph: OpGraph) -> tuple[Recipe, Match]:
+    """The first recipe that matches the traced reference, with its match."""
+    for recipe in RECIPES:
+        match = recipe.match(graph)
+        if match is not None:
+            return recipe, match
+    ops = ", ".join(dict.fromkeys(node.op for node in graph.ops)) or "nothing"
+    raise NotRecognized(f"it computes {ops}")
+
+
+def recipe_for(family: str) -> Recipe:
+    for recipe in RECIPES:
+        if recipe.family == family:
+            return recipe
+    raise KeyError(family)

@@ -1,0 +1,68 @@
+"""The recipe Coder: answers a Coder request with a generated module, as a model would (prose and
+one fenced block).
+
+Attempt 1 is the recipe's plain version (default knobs). Later attempts apply the moves in the
+Conductor's last actions (``set simd=true (from attempt 3): ...``) to the knobs of the attempt they
+name, else of the best so far.
+"""
+
+from __future__ import annotations
+
+import hashlib
+
+from ..records import Attempt, CompletionRequest, Task
+from ..tasks import task_program
+from .graph import NotRecognized, OpGraph, trace_reference
+from .knobs import apply_moves, defaults, knobs_of, parse_moves
+from .recipe import GenerationContext, Match, Recipe
+from .recipes import recognize
+
+__all__ = ["recognized", "write_module_reply"]
+
+
+def recognized(task: Task) -> tuple[Recipe, Match, OpGraph]:
+    """The recipe and match for a task (traced once per task program); raises
+    :class:`~pragma_core.offline.graph.NotRecognized` when no recipe knows it."""
+    key = hashlib.sha256(task_program(task).encode()).hexdigest()
+    if key not in _RECOGNIZED:
+        try:
+            graph = trace_reference(task)
+            recipe, match = recognize(graph)
+        except NotRecognized as error:
+            raise NotRecognized(f"{task.key}: no offline recipe knows this task ({error}); a language model is "
+                                "needed: pass --model (see docs/models.md)") from None
+        _RECOGNIZED[key] = (recipe, match, graph)
+    return _RECOGNIZED[key]
+
+
+_RECOGNIZED: dict[str, tuple[Recipe, Match, OpGraph]] = {}
+
+
+def write_module_reply(request: CompletionRequest) -> str:
+    """The Coder's reply text for this request."""
+    task = request.task
+    if task is None:
+        raise NotRecognized("the offline Coder needs the task in the request")
+    recipe, match, graph = recognized(task)
+    last = request.history[-1] if request.history else None
+    changes, base_number = parse_moves(last.guidance.actions if last and last.guidance else (), recipe.knobs)
+    base = _attempt(request.history, base_number) or request.best
+    base_knobs = knobs_of(base, recipe.family, recipe.knobs) or defaults(recipe.knobs)
+    knobs = apply_moves(base_knobs, changes)
+    source = recipe.generate(match, knobs, GenerationContext(graph=graph, task_source=task.source, task_key=task.key))
+    setting = ", ".join(f"{name}={value}" for name, value in knobs.items())
+    if last is None:
+        opening = f"Recognized {match.summary} (recipe family {recipe.family}). The plain version first: {setting}."
+    elif changes:
+        moved = ", ".join(f"{name}={value}" for name, value in changes.items())
+        origin = f"attempt {base.number}" if base is not None else "the plain version"
+        opening = f"From {origin}, as the Conductor advised: {moved}. All knobs: {setting}."
+    else:
+        opening = f"The Conductor named no knob to change; the best version again: {setting}."
+    return f"{opening}\n\n```python\n{source.rstrip()}\n```\n"
+
+
+def _attempt(history: tuple[Attempt, ...], number: int | None) -> Attempt | None:
+    if number is None:
+        return None
+    return next((attempt for attempt in history if attempt.number == number), None)

@@ -1,0 +1,41 @@
+"""The ``offline`` LLM provider (built in): the recipe Coder and the rule-based Conductor answer
+the loop's requests with no model and no network. It is the default when no model is configured."""
+
+from __future__ import annotations
+
+import time
+
+from ..components import LLMProvider
+from ..hookspecs import hookimpl
+from ..records import AgentRole, Completion, CompletionRequest, Task
+
+__all__ = ["complete", "prepare", "OFFLINE_MODEL"]
+
+OFFLINE_MODEL = "pragma-offline"
+"""The model name offline completions carry."""
+
+
+def complete(request: CompletionRequest) -> Completion:
+    from .coder import write_module_reply
+    from .conductor import advise
+
+    started = time.monotonic()
+    text = write_module_reply(request) if request.role is AgentRole.CODER else advise(request)
+    return Completion(text=text, model=OFFLINE_MODEL, cost_usd=0.0, latency_s=time.monotonic() - started)
+
+
+def prepare(task: Task) -> None:
+    """Raise :class:`~pragma_core.offline.graph.NotRecognized` unless a recipe knows the task."""
+    from .coder import recognized
+
+    recognized(task)
+
+
+@hookimpl
+def pragma_register_llm_providers(register):
+    register(LLMProvider(
+        name="offline",
+        description="no model: a recipe Coder writes C++ for the patterns it recognizes in the traced reference, "
+                    "a rule-based Conductor picks each next move from the verdict and the profiles",
+        complete=complete, prepare=prepare,
+    ))

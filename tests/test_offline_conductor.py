@@ -1,0 +1,89 @@
+"""The rule-based Conductor's choices, on profiles recorded from this machine's cachegrind and perf
+(tests/data/profiles: `pragma profile --json` of generated GELU modules and of a naive matmul)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from pragma_core import Profile, from_dict, load_task
+from pragma_core.offline.conductor import Evidence, rank_moves, read_evidence
+from pragma_core.offline.recipe import Knob
+from pragma_core.offline.recipes.elementwise import ElementwiseRecipe
+
+from .conftest import EXAMPLES
+
+PROFILES = Path(__file__).parent / "data" / "profiles"
+GELU = load_task(EXAMPLES / "level1" / "1_GELUTanh.py", {"batch_size": 64})  # the size profiled
+MATMUL = load_task(EXAMPLES / "level1" / "10_Matmul.py", {"M": 256, "K": 256, "N": 256})
+ELEMENTWISE = ElementwiseRecipe().knobs
+MATMUL_KNOBS = {"parallel": Knob(default=False, values=(False, True)), "simd": Knob(default=False, values=(False, True)),
+                "accumulators": Knob(default=1, values=(1, 4, 8)), "block": Knob(default=0, values=(0, 64))}
+
+
+def recorded(name: str) -> Profile:
+    return from_dict(Profile, json.loads((PROFILES / name).read_text()))
+
+
+def test_scalar_gelu_spends_its_instructions_in_library_calls():
+    plain = read_evidence([recorded("gelu_knobs0.valgrind.json")], GELU)
+    tuned = read_evidence([recorded("gelu_knobs3.valgrind.json")], GELU)
+    assert plain.outside_instructions > 50 and plain.kernel_instructions > 10  # ~102 and 15 per element
+    assert tuned.outside_instructions < 10 and tuned.kernel_instructions < plain.kernel_instructions / 4
+    assert plain.mispredict_rate < 0.5
+
+
+def test_library_calls_ask_for_fast_math_and_vectorization_together():
+    base = {"parallel": True, "simd": False, "fast_math": False}
+    evidence = read_evidence([recorded("gelu_knobs0.valgrind.json")], GELU)
+    (first, reason), *_ = rank_moves(ELEMENTWISE, base, [base], evidence, attainment=0.3, profiled=True)
+    assert first == {"fast_math": True, "simd": True} and "library calls" in reason
+
+
+def test_without_a_profile_moves_follow_the_fixed_order():
+    base = {"parallel": True, "simd": False, "fast_math": False}
+    moves = rank_moves(ELEMENTWISE, base, [base], Evidence(), attainment=0.3, profiled=False)
+    assert [changes for changes, _ in moves] == [{"simd": True}, {"fast_math": True}]
+
+
+def test_perf_without_hardware_counters_gives_no_evidence_and_the_fixed_order():
+    evidence = read_evidence([recorded("gelu_knobs0.perf.json")], GELU)
+    assert evidence == Evidence()
+    base = {"parallel": False, "simd": False, "fast_math": False}
+    profiled = rank_moves(ELEMENTWISE, base, [base], evidence, attainment=0.05, profiled=True)
+    assert [c for c, _ in profiled] == [c for c, _ in rank_moves(ELEMENTWISE, base, [base], evidence,
+                                                                 attainment=0.05, profiled=False)]
+
+
+def test_parallelizing_comes_first_while_far_from_the_roofline():
+    base = {"parallel": False, "simd": False, "fast_math": False}
+    evidence = read_evidence([recorded("gelu_knobs0.valgrind.json")], GELU)
+    (first, reason), *_ = rank_moves(ELEMENTWISE, base, [base], evidence, attainment=0.01, profiled=True)
+    assert first == {"parallel": True} and "1% of the roofline" in reason
+
+
+def test_many_d1_misses_ask_for_blocking_first_and_few_put_it_last():
+    base = {"parallel": True, "simd": False, "accumulators": 1, "block": 0}
+    naive = read_evidence([recorded("matmul_naive.valgrind.json")], MATMUL)
+    assert naive.d1_miss_rate > 40
+    (first, reason), *_ = rank_moves(MATMUL_KNOBS, base, [base], naive, attainment=0.1, profiled=True)
+    assert first == {"block": 64} and "D1 miss rate" in reason
+    few = Evidence(d1_miss_rate=0.3, kernel_instructions=2.0)
+    assert rank_moves(MATMUL_KNOBS, base, [base], few, attainment=0.1, profiled=True)[-1][0] == {"block": 64}
+
+
+def test_a_tried_setting_is_never_proposed_again():
+    base = {"parallel": True, "simd": False, "fast_math": False}
+    tried = [base, {**base, "simd": True}]
+    moves = rank_moves(ELEMENTWISE, base, tried, Evidence(), attainment=0.3, profiled=False)
+    assert {"simd": True} not in [c for c, _ in moves]
+    assert rank_moves(ELEMENTWISE, base, tried + [{**base, "fast_math": True}], Evidence(),
+                      attainment=0.3, profiled=False) == []
+
+
+@pytest.mark.parametrize("name", ["gelu_knobs0.valgrind.json", "matmul_naive.valgrind.json"])
+def test_recorded_profiles_are_real_cachegrind_output(name):
+    profile = recorded(name)
+    assert profile.profiler == "valgrind" and any("cachegrind" in note for note in profile.notes)
