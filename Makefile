@@ -26,16 +26,14 @@ $(STAMP): pyproject.toml constraints.txt Makefile $(wildcard plugins/*/pyproject
 	.venvs/$*/bin/python $(PIP) -e ".[test]" -e plugins/$*
 	touch $@
 
-# Until the optimizer exists, the demo runs the largest real pieces: list plugins and tasks, verify
-# and time a bundled candidate in the sandbox, and profile its kernel with cachegrind.
-DEMO_TASK      := examples/tasks/level1/1_GELUTanh.py
-DEMO_CANDIDATE := examples/candidates/1_GELUTanh_fast.py
+# The demo: pragma optimizes a bundled example with the offline agents (no model, no key, no
+# network), printing each attempt and the final table, then the Conductor's reasoning.
+DEMO_TASK := examples/tasks/level1/1_GELUTanh.py
+DEMO_RUNS := runs/demo
 
 demo: $(STAMP)
-	$(BIN)/pragma plugins
-	$(BIN)/pragma tasks examples/tasks
-	$(BIN)/pragma verify $(DEMO_TASK) $(DEMO_CANDIDATE) --reps 30
-	$(BIN)/pragma profile $(DEMO_TASK) $(DEMO_CANDIDATE) --profiler valgrind
+	$(BIN)/pragma optimize $(DEMO_TASK) --set batch_size=256 --max-attempts 6 --reps 30 --runs-dir $(DEMO_RUNS)
+	$(BIN)/pragma trace $$(ls -td $(DEMO_RUNS)/*/ | head -1)
 
 test: test-plugins test-core
 

@@ -146,6 +146,8 @@ _SET_OPTION = click.option(
 @click.option("--trials", default=5, show_default=True, help="Correctness trials with fresh inputs.")
 @click.option("--warmup", default=5, show_default=True, help="Untimed runs before timing.")
 @click.option("--reps", default=100, show_default=True, help="Timed runs of each program.")
+@click.option("--timing-budget", "timing_budget_s", default=60.0, show_default=True,
+              help="Seconds of timing after which it stops early (at least 10 runs).")
 @click.option("--baseline", type=click.Choice(["eager", "compile"]), default="eager", show_default=True,
               help="compile: also time torch.compile of the reference.")
 @click.option("--threads", type=int, default=None, help="Threads for both programs [default: all CPUs here].")
@@ -158,7 +160,7 @@ _SET_OPTION = click.option(
               help="Keep the job folder (outputs, logs) here.")
 @click.option("--json", "as_json", is_flag=True, help="Print the verdict as JSON.")
 def verify_command(task_path: Path, candidate_path: Path, assignments: tuple[str, ...], trials: int,
-                   warmup: int, reps: int, baseline: str, threads: int | None, atol: float, rtol: float,
+                   warmup: int, reps: int, timing_budget_s: float, baseline: str, threads: int | None, atol: float, rtol: float,
                    timeout_s: float, memory_gb: float, no_timing: bool, keep: Path | None, as_json: bool) -> None:
     """Check CANDIDATE (a module defining ModelNew) against TASK in a sandbox, and time it.
 
@@ -171,7 +173,8 @@ def verify_command(task_path: Path, candidate_path: Path, assignments: tuple[str
     if not candidate_path.is_file():
         raise TaskError(f"{candidate_path}: no such candidate file")
     source = candidate_path.read_text(encoding="utf-8")
-    options = dict(trials=trials, warmup=warmup, reps=reps, baseline=baseline, atol=atol, rtol=rtol,
+    options = dict(trials=trials, warmup=warmup, reps=reps, timing_budget_s=timing_budget_s, baseline=baseline,
+                   atol=atol, rtol=rtol,
                    timeout_s=timeout_s, memory_gb=memory_gb, time=not no_timing)
     if threads is not None:
         options["threads"] = threads

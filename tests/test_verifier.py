@@ -227,3 +227,11 @@ def test_cli_verify_prints_a_table_and_exit_codes(tmp_path):
     missing = subprocess.run(base + [str(tmp_path / "nope.py")], capture_output=True, text=True, env=env,
                              cwd=REPO, timeout=300)
     assert missing.returncode == 2 and missing.stderr.strip().endswith("nope.py: no such candidate file")
+
+
+def test_timing_stops_at_its_budget_after_ten_runs():
+    settings = VerifySettings(reps=100_000, warmup=1, timeout_s=120, threads=2, timing_budget_s=0.5)
+    verdict = check("gelu_correct_slow", settings=settings)
+    assert verdict.status is VerdictStatus.CORRECT, verdict.message
+    assert 10 <= len(verdict.candidate.samples_ms) < 100_000
+    assert len(verdict.reference.samples_ms) == len(verdict.candidate.samples_ms)

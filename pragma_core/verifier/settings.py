@@ -20,13 +20,16 @@ def _default_threads() -> int:
 class VerifySettings:
     """Defaults follow KernelBench (5 trials, fp32 tolerance 1e-4) and the PRAGMA paper (5 warm-up
     runs, 100 timed repetitions). ``baseline="compile"`` also times ``torch.compile`` of the
-    reference. ``input_sets`` None rotates as many input sets as it takes to leave the caches."""
+    reference. ``input_sets`` None rotates as many input sets as it takes to leave the caches.
+    Timing stops before ``reps`` once at least 10 repetitions ran and ``timing_budget_s`` passed, so
+    a slow candidate (a plain serial matrix product) does not take minutes."""
 
     trials: int = attrs.field(default=5, validator=[v.instance_of(int), v.ge(1)])
     atol: float = attrs.field(default=1e-4, validator=v.ge(0))
     rtol: float = attrs.field(default=1e-4, validator=v.ge(0))
     warmup: int = attrs.field(default=5, validator=[v.instance_of(int), v.ge(0)])
     reps: int = attrs.field(default=100, validator=[v.instance_of(int), v.ge(1)])
+    timing_budget_s: float = attrs.field(default=60.0, validator=v.gt(0))
     threads: int = attrs.field(factory=_default_threads, validator=[v.instance_of(int), v.ge(1)])
     baseline: str = attrs.field(default="eager", validator=v.in_(BASELINES))
     time: bool = True

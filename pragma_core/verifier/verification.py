@@ -188,10 +188,11 @@ def _judge_timing(
         return _rejected("drift-after-timing", f"after timing, on fresh inputs: {result.message or 'no outputs'}",
                          notes=notes)
     uncalled = int(phase2.get("uncalled_candidate_runs", 0))
-    if uncalled:
-        return _rejected("kernel-not-called", f"{uncalled} of {settings.reps} timed forwards called no compiled kernel",
-                         notes=notes)
     samples = phase2.get("samples_ms", {})
+    if uncalled:
+        timed = len(samples.get("candidate", ())) or settings.reps
+        return _rejected("kernel-not-called", f"{uncalled} of {timed} timed forwards called no compiled kernel",
+                         notes=notes)
     reference, candidate = summarize(samples["reference"]), summarize(samples["candidate"])
     floor = _floor_ms(task, settings)
     if floor is not None and candidate.median_ms < floor * ROOFLINE_MARGIN:
@@ -261,6 +262,7 @@ def _prepare_job(root: Path, task: Task, candidate: Candidate, settings: VerifyS
         "timing_seeds": list(references.timing_seeds),
         "warmup": settings.warmup,
         "reps": settings.reps,
+        "timing_budget_s": settings.timing_budget_s,
         "baseline": settings.baseline,
     })
     return files

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 _clock = time.perf_counter  # bound before any candidate code can replace it
+_MIN_REPS = 10  # timed repetitions before the time budget may end timing
 
 
 def main(job_root: str) -> int:
@@ -213,11 +214,16 @@ def _time_interleaved(task_ns, reference, model, job, native, make_inputs, phase
     samples: dict[str, list[float]] = {name: [] for name, _, _ in contenders}
     not_called = 0
     with torch.no_grad():
+        warming = _clock()
         for _ in range(max(job["warmup"], 1 if job["baseline"] == "compile" else 0)):
             for index in range(len(sets)):
                 for _, runner, inputs in contenders:
                     runner(*inputs[index])
+            if _clock() - warming > job["timing_budget_s"] / 4:
+                break  # slow contenders: one full pass warms as well as five
         phase("timing")
+        started = _clock()
+        enough = min(_MIN_REPS, job["reps"])
         for rep in range(job["reps"]):
             index = rep % len(sets)
             for name, runner, inputs in contenders:
@@ -227,6 +233,8 @@ def _time_interleaved(task_ns, reference, model, job, native, make_inputs, phase
                 samples[name].append((_clock() - start) * 1e3)
                 if name == "candidate" and native.native_call_count() == calls_before:
                     not_called += 1
+            if rep + 1 >= enough and _clock() - started > job["timing_budget_s"]:
+                break
     return {"samples_ms": samples, "uncalled_candidate_runs": not_called, "input_sets": len(sets)}
 
 
