@@ -17,8 +17,8 @@ from pragma_core.verifier import VerifySettings, verify
 from .conftest import EXAMPLES
 
 TASKS = sorted((Path(__file__).parent / "data" / "offline_tasks" / "elementwise").glob("*.py"))
-TUNED = {"parallel": True, "simd": True, "fast_math": True}
-PLAIN = {"parallel": False, "simd": False, "fast_math": False}
+TUNED = {"parallel": True, "simd": True, "fast_math": True, "vector_width": 512}
+PLAIN = {"parallel": False, "simd": False, "fast_math": False, "vector_width": 256}
 QUICK = VerifySettings(reps=5, warmup=1)
 
 
@@ -53,7 +53,7 @@ def test_knobs_change_the_code_as_named():
     task = load_task(TASKS[0].parent / "mingpt_gelu.py")
     plain, tuned = generated(task, PLAIN).source, generated(task, TUNED).source
     assert "-fno-tree-vectorize" in plain and "omp parallel" not in plain and "std::tanh" in plain
-    assert "#pragma omp parallel for simd" in tuned and "-ffast-math" in tuned
+    assert "#pragma omp parallel for simd" in tuned and "-ffast-math" in tuned and "-mprefer-vector-width=512" in tuned
 
 
 def test_a_reduction_or_a_convolution_is_not_elementwise():

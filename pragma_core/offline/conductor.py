@@ -4,7 +4,7 @@ answers in the same JSON a model would.
 
 The base of a move is the best attempt (the current one when it just became best). A move never
 repeats a knob setting already tried. Without profiles, moves follow a fixed order (parallelize,
-vectorize, fast math, accumulators, unroll, block, branchless, chunk). With profiles, the evidence
+vectorize, fast math, accumulators, unroll, block, branchless, vector width, chunk). With profiles, the evidence
 reorders them: instructions per element spent outside the kernel (scalar libm calls) ask for fast
 math with vectorization together; many kernel instructions per element ask for vectorization; a
 high D1 miss rate asks for blocking; mispredicted branches for selects. A move the evidence speaks
@@ -29,7 +29,7 @@ from .recipe import KNOB_MEANINGS, Knob
 
 __all__ = ["Evidence", "read_evidence", "advise", "LADDER"]
 
-LADDER = ("parallel", "simd", "fast_math", "accumulators", "unroll", "block", "branchless", "chunk")
+LADDER = ("parallel", "simd", "fast_math", "accumulators", "unroll", "block", "branchless", "vector_width", "chunk")
 """The order of moves when nothing else speaks for one."""
 
 _LIBRARY_CALLS = 10.0  # instructions per element outside the kernel that mean a library call per element

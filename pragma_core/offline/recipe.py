@@ -13,6 +13,7 @@ Knob names are shared across recipes so one Conductor rule works on all of them:
 ``simd``          inner loop written for the vectorizer (``#pragma omp simd``, no branches in it)
 ``fast_math``     ``-ffast-math`` (vectorized ``expf``, ``tanhf`` ... from libmvec), where the
                   tolerance allows
+``vector_width``  bits per vector the compiler prefers (``-mprefer-vector-width``): 256, 512
 ``unroll``        inner-loop unroll factor: 1, 2, 4, 8
 ``accumulators``  independent partial results in a reduction: 1, 2, 4, 8
 ``block``         tile edge for loops that reuse data: 0 (none), 32, 64, 128
@@ -29,7 +30,7 @@ import attrs
 
 from .graph import OpGraph
 
-__all__ = ["Knob", "Match", "Recipe", "GenerationContext", "RECIPE_MARKER", "KNOB_MEANINGS"]
+__all__ = ["Knob", "Match", "Recipe", "GenerationContext", "RECIPE_MARKER", "KNOB_MEANINGS", "compiler_flags"]
 
 RECIPE_MARKER = "# pragma-recipe: "
 """The first comment line of a generated module: the family and knob values, as JSON."""
@@ -38,6 +39,7 @@ KNOB_MEANINGS = {
     "parallel": "OpenMP over the outer, independent loop",
     "simd": "inner loop written for the vectorizer (omp simd, no branches inside)",
     "fast_math": "-ffast-math: vectorized libmvec exp/tanh/log within the tolerance",
+    "vector_width": "bits per vector the compiler prefers (-mprefer-vector-width)",
     "unroll": "inner-loop unroll factor",
     "accumulators": "independent partial results in a reduction",
     "block": "tile edge for loops that reuse data (0: no tiling)",
@@ -94,3 +96,16 @@ class GenerationContext:
     graph: OpGraph
     task_source: str
     task_key: str
+
+
+def compiler_flags(knobs: Mapping[str, Any]) -> list[str]:
+    """The flags the shared knobs mean: no vectorizer without ``simd``, ``-ffast-math`` with
+    ``fast_math``, the preferred vector width with ``vector_width`` (where a recipe has them)."""
+    flags = []
+    if knobs.get("fast_math"):
+        flags.append("-ffast-math")
+    if "simd" in knobs and not knobs["simd"]:
+        flags.append("-fno-tree-vectorize")
+    if knobs.get("vector_width"):
+        flags.append(f"-mprefer-vector-width={knobs['vector_width']}")
+    return flags

@@ -13,7 +13,7 @@ from typing import Any
 
 from ..graph import Node, OpGraph, Ref
 from ..modules import candidate_module
-from ..recipe import GenerationContext, Knob, Match
+from ..recipe import GenerationContext, Knob, Match, compiler_flags
 
 __all__ = ["ElementwiseRecipe", "UNARY", "c_float", "elementwise_expression"]
 
@@ -135,6 +135,7 @@ class ElementwiseRecipe:
         "parallel": Knob(default=False, values=(False, True)),
         "simd": Knob(default=False, values=(False, True)),
         "fast_math": Knob(default=False, values=(False, True)),
+        "vector_width": Knob(default=256, values=(256, 512)),
     }
 
     def match(self, graph: OpGraph) -> Match | None:
@@ -197,7 +198,7 @@ extern "C" void elementwise({parameters}) {{
     }}
 }}
 """
-        flags = (["-ffast-math"] if fast else []) + ([] if knobs["simd"] else ["-fno-tree-vectorize"])
+        flags = compiler_flags(knobs)
         arguments = list(graph.inputs)
         first = arguments[0]
         forward = "\n".join([
