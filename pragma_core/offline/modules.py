@@ -14,12 +14,23 @@ from typing import Any
 from .graph import NotRecognized
 from .recipe import RECIPE_MARKER, GenerationContext, Match
 
-__all__ = ["candidate_module", "read_marker", "param_expr"]
+__all__ = ["candidate_module", "read_marker", "param_expr", "forward_argument"]
 
 
 def param_expr(path: str) -> str:
     """The Python expression for a model attribute path in ``forward`` (``self.norm.weight``)."""
     return "self." + path
+
+
+def forward_argument(context: GenerationContext, index: int) -> str:
+    """The name ``Model.forward`` gives its argument ``index``: fx renames some (``input`` becomes
+    ``input_1``), and ``ModelNew.forward`` keeps the task's own names."""
+    tree = ast.parse(context.task_source)
+    model = next((node for node in tree.body if isinstance(node, ast.ClassDef) and node.name == "Model"), None)
+    forward = _method(model, "forward") if model is not None else None
+    if forward is None or index + 1 >= len(forward.args.args):
+        return context.graph.inputs[index]
+    return forward.args.args[index + 1].arg
 
 
 def candidate_module(*, match: Match, knobs: Mapping[str, Any], context: GenerationContext, cpp: str,

@@ -6,10 +6,14 @@ from __future__ import annotations
 from ..graph import NotRecognized, OpGraph
 from ..recipe import Match, Recipe
 from .elementwise import ElementwiseRecipe
+from .reduction import ReductionRecipe
+from .softmax import SoftmaxRecipe
 
 __all__ = ["RECIPES", "recognize", "recipe_for"]
 
 RECIPES: tuple[Recipe, ...] = (
+    SoftmaxRecipe(),
+    ReductionRecipe(),
     ElementwiseRecipe(),
 )
 

@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from ..graph import Node, OpGraph, Ref
-from ..modules import candidate_module
+from ..modules import candidate_module, forward_argument
 from ..recipe import GenerationContext, Knob, Match, compiler_flags
 
 __all__ = ["ElementwiseRecipe", "UNARY", "c_float", "elementwise_expression"]
@@ -199,7 +199,7 @@ extern "C" void elementwise({parameters}) {{
 }}
 """
         flags = compiler_flags(knobs)
-        arguments = list(graph.inputs)
+        arguments = [forward_argument(context, i) for i in range(len(graph.inputs))]
         first = arguments[0]
         forward = "\n".join([
             *[f"{a} = {a}.contiguous()" for a in arguments],

@@ -1,0 +1,102 @@
+"""The reduction recipe: every one-dimension reduction it claims computes torch's result at the plain
+default knobs and at the fast ones (run here, against the reference), the example tasks verify
+correct in the sandbox, and references it does not write are left alone."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+
+from pragma_core import Candidate, VerdictStatus, load_task
+from pragma_core.offline.graph import trace_reference
+from pragma_core.offline.recipe import GenerationContext
+from pragma_core.offline.recipes.reduction import ReductionRecipe
+from pragma_core.tasks import task_namespace
+from pragma_core.verifier import VerifySettings, verify
+
+from .conftest import EXAMPLES
+
+TASKS = Path(__file__).parent / "data" / "offline_tasks" / "reduction"
+QUICK = VerifySettings(reps=5, warmup=1, trials=2, timeout_s=120, threads=2)
+DEFAULT = {name: knob.default for name, knob in ReductionRecipe.knobs.items()}
+FAST = {"parallel": True, "simd": True, "accumulators": 4}
+
+# task, small sizes, the op and reduced dim the match must report
+CASES = [
+    (EXAMPLES / "level1" / "7_SumReduction.py", {"batch_size": 4, "dim1": 37, "dim2": 1100}, "sum", 1),
+    (EXAMPLES / "level1" / "8_ArgmaxDim.py", {"batch_size": 4, "dim1": 33, "dim2": 1030}, "argmax", 1),
+    (TASKS / "mean_dim.py", {"batch_size": 3, "dim1": 21, "dim2": 100}, "mean", 1),
+    (TASKS / "max_lastdim.py", {"rows": 19, "cols": 1001}, "max", 1),
+    (TASKS / "min_values.py", {"batch_size": 2, "channels": 13, "length": 300}, "min", 1),
+    (TASKS / "amax_first_keepdim.py", {"rows": 50, "cols": 70}, "max", 0),
+    (TASKS / "amin_4d.py", {"batch_size": 2, "channels": 5, "height": 9, "width": 11}, "min", 1),
+    (TASKS / "prod_dim.py", {"batch_size": 4, "dim1": 16, "dim2": 500}, "prod", 1),
+    (TASKS / "prod_dim.py", {"batch_size": 2, "dim1": 256, "dim2": 64}, "prod", 1),  # underflows to 0
+    (TASKS / "argmin_lastdim.py", {"batch_size": 3, "dim1": 5, "dim2": 333}, "argmin", 2),
+    (TASKS / "sum_lastdim.py", {"rows": 33, "cols": 1025}, "sum", 1),
+    (TASKS / "mean_first_input_arg.py", {"rows": 7, "cols": 1500}, "mean", 0),
+]
+
+
+def _generate(path: Path, sizes: dict, knobs: dict) -> tuple:
+    task = load_task(path, sizes)
+    graph = trace_reference(task)
+    recipe = ReductionRecipe()
+    match = recipe.match(graph)
+    assert match is not None, graph.describe()
+    source = recipe.generate(match, knobs, GenerationContext(graph=graph, task_source=task.source, task_key=task.key))
+    return task, match, source
+
+
+def _agrees_with_reference(task, source: str) -> None:
+    """Run the candidate in this process on the task's inputs; its output must match the reference."""
+    task_ns = task_namespace(task)
+    candidate_ns: dict = {}
+    exec(compile(source, "candidate.py", "exec"), candidate_ns)
+    init = task_ns["get_init_inputs"]()
+    for seed in (0, 1):
+        torch.manual_seed(seed)
+        inputs = task_ns["get_inputs"]()
+        want = task_ns["Model"](*init)(*inputs)
+        got = candidate_ns["ModelNew"](*init)(*inputs)
+        assert got.shape == want.shape and got.dtype == want.dtype
+        assert torch.allclose(got, want, atol=1e-4, rtol=1e-4) if got.is_floating_point() else torch.equal(got, want)
+
+
+@pytest.mark.parametrize("knobs", [DEFAULT, FAST], ids=["default", "fast"])
+@pytest.mark.parametrize(("path", "sizes", "op", "dim"), CASES, ids=lambda v: v.stem if isinstance(v, Path) else None)
+def test_reduction_candidate_matches_the_reference(path, sizes, op, dim, knobs):
+    task, match, source = _generate(path, sizes, knobs)
+    assert (match.family, match.facts["op"], match.facts["dim"]) == ("reduction", op, dim)
+    _agrees_with_reference(task, source)
+
+
+@pytest.mark.parametrize("knobs", [{"parallel": False, "simd": True, "accumulators": 8},
+                                   {"parallel": True, "simd": False, "accumulators": 2}], ids=["simd-8", "scalar-2"])
+@pytest.mark.parametrize("path", [TASKS / "argmin_lastdim.py", TASKS / "mean_dim.py"], ids=lambda p: p.stem)
+def test_other_knob_values_stay_correct(path, knobs):
+    sizes = {"batch_size": 2, "dim1": 3, "dim2": 261}
+    task, _, source = _generate(path, sizes, knobs)
+    _agrees_with_reference(task, source)
+
+
+@pytest.mark.parametrize("knobs", [DEFAULT, FAST], ids=["default", "fast"])
+@pytest.mark.parametrize("case", [0, 1, 10], ids=["sum-middle", "argmax-middle", "sum-last"])
+def test_candidate_verifies_correct_in_the_sandbox(case, knobs):
+    path, sizes, _, _ = CASES[case]
+    task, _, source = _generate(path, sizes, knobs)
+    verdict = verify(task, Candidate(source=source, backend="cpu-cpp"), QUICK)
+    assert verdict.status is VerdictStatus.CORRECT, verdict.message
+
+
+@pytest.mark.parametrize("path", [TASKS / "sum_two_dims.py", EXAMPLES / "level1" / "3_Softmax.py",
+                                  EXAMPLES / "level1" / "1_GELUTanh.py"], ids=lambda p: p.stem)
+def test_other_references_are_not_claimed(path):
+    assert ReductionRecipe().match(trace_reference(load_task(path))) is None
+
+
+def test_the_plain_version_is_serial_and_scalar():
+    _, _, source = _generate(TASKS / "sum_lastdim.py", {"rows": 4, "cols": 8}, DEFAULT)
+    assert "omp" not in source.split("SOURCE")[1] and "-fno-tree-vectorize" in source

@@ -1,0 +1,80 @@
+"""The softmax recipe: softmax and log-softmax over the last or a middle dimension compute torch's
+result at the plain default knobs and at the fast ones (run here, against the reference), the
+example task verifies correct in the sandbox, and other references are left alone."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+
+from pragma_core import Candidate, VerdictStatus, load_task
+from pragma_core.offline.graph import trace_reference
+from pragma_core.offline.recipe import GenerationContext
+from pragma_core.offline.recipes.softmax import SoftmaxRecipe
+from pragma_core.tasks import task_namespace
+from pragma_core.verifier import VerifySettings, verify
+
+from .conftest import EXAMPLES
+
+TASKS = Path(__file__).parent / "data" / "offline_tasks" / "softmax"
+QUICK = VerifySettings(reps=5, warmup=1, trials=2, timeout_s=120, threads=2)
+DEFAULT = {name: knob.default for name, knob in SoftmaxRecipe.knobs.items()}
+FAST = {"parallel": True, "simd": True, "accumulators": 4, "fast_math": True}
+
+# task, small sizes, the op and normalized dim the match must report
+CASES = [
+    (EXAMPLES / "level1" / "3_Softmax.py", {"batch_size": 7, "dim": 1031}, "softmax", 1),
+    (TASKS / "log_softmax.py", {"batch_size": 5, "dim": 2050}, "log_softmax", 1),
+    (TASKS / "softmax_middle.py", {"batch_size": 3, "channels": 17, "length": 600}, "softmax", 1),
+    (TASKS / "log_softmax_module.py", {"batch_size": 2, "heads": 3, "length": 129}, "log_softmax", 2),
+]
+
+
+def _generate(path: Path, sizes: dict, knobs: dict) -> tuple:
+    task = load_task(path, sizes)
+    graph = trace_reference(task)
+    recipe = SoftmaxRecipe()
+    match = recipe.match(graph)
+    assert match is not None, graph.describe()
+    source = recipe.generate(match, knobs, GenerationContext(graph=graph, task_source=task.source, task_key=task.key))
+    return task, match, source
+
+
+def _agrees_with_reference(task, source: str) -> None:
+    """Run the candidate in this process on the task's inputs; its output must match the reference."""
+    task_ns = task_namespace(task)
+    candidate_ns: dict = {}
+    exec(compile(source, "candidate.py", "exec"), candidate_ns)
+    for seed in (0, 1):
+        torch.manual_seed(seed)
+        inputs = task_ns["get_inputs"]()
+        want = task_ns["Model"]()(*inputs)
+        got = candidate_ns["ModelNew"]()(*inputs)
+        assert got.shape == want.shape and got.dtype == want.dtype
+        assert torch.allclose(got, want, atol=1e-4, rtol=1e-4)
+
+
+@pytest.mark.parametrize("knobs", [DEFAULT, FAST, {**FAST, "fast_math": False, "accumulators": 2}],
+                         ids=["default", "fast", "simd-without-fast-math"])
+@pytest.mark.parametrize(("path", "sizes", "op", "dim"), CASES, ids=lambda v: v.stem if isinstance(v, Path) else None)
+def test_softmax_candidate_matches_the_reference(path, sizes, op, dim, knobs):
+    task, match, source = _generate(path, sizes, knobs)
+    assert (match.family, match.facts["op"], match.facts["dim"]) == ("softmax", op, dim)
+    _agrees_with_reference(task, source)
+
+
+@pytest.mark.parametrize("knobs", [DEFAULT, FAST], ids=["default", "fast"])
+@pytest.mark.parametrize("case", [0, 2], ids=["softmax-last", "softmax-middle"])
+def test_candidate_verifies_correct_in_the_sandbox(case, knobs):
+    path, sizes, _, _ = CASES[case]
+    task, _, source = _generate(path, sizes, knobs)
+    verdict = verify(task, Candidate(source=source, backend="cpu-cpp"), QUICK)
+    assert verdict.status is VerdictStatus.CORRECT, verdict.message
+
+
+@pytest.mark.parametrize("path", [TASKS / "softmax_float64.py", EXAMPLES / "level1" / "7_SumReduction.py",
+                                  EXAMPLES / "level1" / "1_GELUTanh.py"], ids=lambda p: p.stem)
+def test_other_references_are_not_claimed(path):
+    assert SoftmaxRecipe().match(trace_reference(load_task(path))) is None
