@@ -6,13 +6,19 @@ from __future__ import annotations
 from ..graph import NotRecognized, OpGraph
 from ..recipe import Match, Recipe
 from .elementwise import ElementwiseRecipe
+from .losses import LossRecipe
+from .norms import NormRecipe
 from .reduction import ReductionRecipe
+from .scans import ScanRecipe
 from .softmax import SoftmaxRecipe
 
 __all__ = ["RECIPES", "recognize", "recipe_for"]
 
 RECIPES: tuple[Recipe, ...] = (
+    LossRecipe(),
+    NormRecipe(),
     SoftmaxRecipe(),
+    ScanRecipe(),
     ReductionRecipe(),
     ElementwiseRecipe(),
 )

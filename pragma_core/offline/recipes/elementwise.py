@@ -15,7 +15,7 @@ from ..graph import Node, OpGraph, Ref
 from ..modules import candidate_module, forward_argument
 from ..recipe import GenerationContext, Knob, Match, compiler_flags
 
-__all__ = ["ElementwiseRecipe", "UNARY", "c_float", "elementwise_expression"]
+__all__ = ["ElementwiseRecipe", "UNARY", "ELEMENTWISE_OPS", "c_float", "elementwise_expression"]
 
 
 def c_float(value: float) -> str:
@@ -80,7 +80,6 @@ UNARY: dict[str, Callable[[str, Node, bool], str]] = {
     "clamp": lambda v, n, f: _clamp(v, n.arg(1, "min"), n.arg(2, "max")),
     "identity": lambda v, n, f: v,
     "contiguous": lambda v, n, f: v,
-    "dropout": lambda v, n, f: v,  # nn.Dropout in eval-free references with p=0 or training off
 }
 
 
@@ -105,7 +104,8 @@ def _pow(base: str, exponent: Any) -> str:
 
 _BINARY = {"add": "+", "sub": "-", "mul": "*", "div": "/"}
 _REVERSED = {"radd": "+", "rsub": "-", "rdiv": "/"}
-_ELEMENTWISE = set(UNARY) | set(_BINARY) | set(_REVERSED) | {"pow", "maximum", "minimum"}
+ELEMENTWISE_OPS = frozenset(UNARY) | set(_BINARY) | set(_REVERSED) | {"pow", "maximum", "minimum"}
+"""Every op :func:`elementwise_expression` writes."""
 
 
 def elementwise_expression(node: Node, operands: list[str], fast: bool) -> str | None:
@@ -150,7 +150,7 @@ class ElementwiseRecipe:
                 return None
         steps = []
         for node in graph.ops:
-            if node.op not in _ELEMENTWISE or node.shape != out.shape:
+            if node.op not in ELEMENTWISE_OPS or node.shape != out.shape:
                 return None
             operands: list[Any] = []
             for argument in node.args:

@@ -1,0 +1,376 @@
+"""Scans (prefix sums and products) along one dim: cumsum, cumprod, reversed, exclusive, masked.
+
+Recognizes a forward that is one ``cumsum`` or ``cumprod`` of a float32 input along a fixed dim,
+optionally:
+
+- reversed: ``torch.cumsum(x.flip(d), d).flip(d)``;
+- exclusive: the input padded at the front of ``d`` with ``zeros_like`` (``ones_like`` for a
+  product) of a one-wide slice, ``torch.cat((pad, x), dim=d)``, then sliced (KernelBench's
+  ``[:-1]`` slices the FIRST dim, dropping the last row and keeping ``n + 1`` scan positions; the
+  recipe reproduces whatever the slice selects);
+- masked: ``x * mask`` with a bool ``mask`` input of ``x``'s shape.
+
+PyTorch accumulates CPU scans in double and rounds each output, so the kernels do the same; a
+float running sum over 8192 elements drifts past the 1e-4 tolerance where the sum crosses zero.
+Scanning the last dim, a row is split into ``accumulators`` chunks: their totals come first, then
+the chunks advance together from their carries (independent chains instead of one latency-bound
+chain). Scanning another dim walks the inner dim contiguously, ``block`` columns at a time.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from ..graph import Node, OpGraph, Ref
+from ..modules import candidate_module
+from ..recipe import GenerationContext, Knob, Match
+
+__all__ = ["ScanRecipe"]
+
+_SCANS = {"cumsum": "sum", "cumprod": "prod"}
+_PADS = {"sum": "zeros_like", "prod": "ones_like"}
+_SHAPE_OPS = {"select", "unsqueeze", "getitem", "narrow", "view", "reshape", "zeros_like", "ones_like"}
+_FLOAT32, _BOOL = "torch.float32", "torch.bool"
+
+
+def _normalized_dim(dim: Any, rank: int) -> int | None:
+    if isinstance(dim, bool) or not isinstance(dim, int) or not -rank <= dim < rank:
+        return None
+    return dim % rank
+
+
+def _flip_dims(node: Node, rank: int) -> tuple[int, ...] | None:
+    """The dims a ``flip`` node reverses, normalized; None when they are not plain ints."""
+    dims: Any = node.kwargs.get("dims", node.args[1:])
+    if len(dims) == 1 and isinstance(dims[0], tuple):
+        dims = dims[0]
+    normalized = tuple(_normalized_dim(d, rank) for d in dims)
+    return None if None in normalized else tuple(sorted(set(normalized)))
+
+
+def _slices(index: Any, rank: int) -> list[list[Any]] | None:
+    """A getitem index as one ``[start, stop]`` per dim; None unless it is made of unit-step slices
+    (and at most one Ellipsis)."""
+    items = list(index) if isinstance(index, tuple) else [index]
+    if items.count(Ellipsis) > 1:
+        return None
+    if Ellipsis in items:
+        position = items.index(Ellipsis)
+        items[position:position + 1] = [slice(None)] * (rank - len(items) + 1)
+    if len(items) > rank:
+        return None
+    items += [slice(None)] * (rank - len(items))
+    result = []
+    for item in items:
+        if not isinstance(item, slice) or item.step not in (None, 1):
+            return None
+        if any(bound is not None and (isinstance(bound, bool) or not isinstance(bound, int))
+               for bound in (item.start, item.stop)):
+            return None
+        result.append([item.start, item.stop])
+    return result
+
+
+def _expected_shape(shape: tuple[int, ...], dim: int, exclusive: bool, slices: list[list[Any]]) -> tuple[int, ...]:
+    """The output shape the recipe produces for an input of ``shape``."""
+    sizes = list(shape)
+    if exclusive:
+        sizes[dim] += 1
+    return tuple(len(range(size)[slice(*bounds)]) for size, bounds in zip(sizes, slices))
+
+
+class ScanRecipe:
+    """One prefix sum or product along a dim, in double like PyTorch."""
+
+    family = "scan"
+    knobs: Mapping[str, Knob] = {
+        "parallel": Knob(default=False, values=(False, True)),
+        "simd": Knob(default=False, values=(False, True)),
+        "accumulators": Knob(default=1, values=(1, 2, 4, 8)),
+        "block": Knob(default=0, values=(0, 32, 64, 128)),
+    }
+
+    def match(self, graph: OpGraph) -> Match | None:
+        if len(graph.outputs) != 1 or not isinstance(graph.outputs[0], Ref) or graph.params:
+            return None
+        used: set[str] = set()
+        node = graph.node(graph.outputs[0])
+        post_flip = None
+        if node is not None and node.op == "flip" and len(node.inputs) == 1:
+            used.add(node.name)
+            post_flip, node = node, graph.node(node.inputs[0])
+        if node is None or node.op not in _SCANS or len(node.inputs) != 1 or str(node.dtype) != _FLOAT32:
+            return None
+        if node.kwargs.get("dtype") not in (None,) and str(node.kwargs.get("dtype")) != _FLOAT32:
+            return None
+        scan, op = node, _SCANS[node.op]
+        used.add(scan.name)
+        source = graph.node(scan.inputs[0])
+        if source is None or source.shape is None:
+            return None
+        rank = len(source.shape)
+        dim = _normalized_dim(scan.arg(1, "dim"), rank)
+        if dim is None:
+            return None
+        slices: list[list[Any]] = [[None, None]] * rank
+        if source.op == "getitem" and len(source.inputs) == 1:
+            used.add(source.name)
+            sliced = graph.node(source.inputs[0])
+            if sliced is None or sliced.shape is None or len(sliced.shape) != rank:
+                return None
+            found = _slices(source.arg(1, "index"), rank)
+            if found is None or found[dim][0] not in (None, 0):
+                return None
+            slices, source = found, sliced
+        exclusive = False
+        if source.op == "cat":
+            body = self._padded_body(graph, source, op, dim, used)
+            if body is None:
+                return None
+            exclusive, source = True, body
+        pre_flip = None
+        if source.op == "flip" and len(source.inputs) == 1:
+            used.add(source.name)
+            pre_flip, source = source, graph.node(source.inputs[0])
+        if (pre_flip is None) != (post_flip is None):
+            return None
+        reverse = pre_flip is not None
+        if reverse and (exclusive or slices != [[None, None]] * rank
+                        or _flip_dims(pre_flip, rank) != (dim,) or _flip_dims(post_flip, rank) != (dim,)):
+            return None
+        x, mask = self._operands(graph, source, used)
+        if x is None or x.shape is None or len(x.shape) != rank or str(x.dtype) != _FLOAT32:
+            return None
+        if {node.name for node in graph.ops} != used or set(graph.inputs) != {x.name, *([mask] if mask else [])}:
+            return None
+        if _expected_shape(x.shape, dim, exclusive, slices) != scan.shape or 0 in scan.shape:
+            return None
+        variant = " ".join(word for word in ("masked" if mask else "", "reverse" if reverse else "",
+                                              "exclusive" if exclusive else "") if word)
+        return Match(family=self.family,
+                     summary=f"{variant + ' ' if variant else ''}{scan.op} along dim {dim} of a rank-{rank} tensor",
+                     facts={"op": op, "dim": dim, "rank": rank, "reverse": reverse, "exclusive": exclusive,
+                            "x": x.name, "mask": mask, "slices": slices})
+
+    def _padded_body(self, graph: OpGraph, cat: Node, op: str, dim: int, used: set[str]) -> Node | None:
+        """The tensor ``cat`` pads with the scan's identity at the front of ``dim``; None otherwise."""
+        tensors = cat.arg(0, "tensors")
+        if not isinstance(tensors, tuple) or len(tensors) != 2 or not all(isinstance(t, Ref) for t in tensors):
+            return None
+        pad, body = graph.node(tensors[0]), graph.node(tensors[1])
+        rank = len(cat.shape or ())
+        if (pad is None or body is None or body.shape is None or _normalized_dim(cat.arg(1, "dim", 0), rank) != dim
+                or pad.op != _PADS[op] or str(pad.dtype) != _FLOAT32 or str(body.dtype) != _FLOAT32):
+            return None
+        if pad.shape != tuple(1 if d == dim else size for d, size in enumerate(body.shape)):
+            return None
+        if any(key not in ("dtype",) for key in pad.kwargs) or len(pad.inputs) != 1:
+            return None
+        # The pad only borrows a shape: every node it reads is a shape op leading back to the body.
+        pending, seen = [pad], {cat.name}
+        while pending:
+            current = pending.pop()
+            if current.name == body.name or current.op in ("input",):
+                continue
+            if current.op not in _SHAPE_OPS:
+                return None
+            seen.add(current.name)
+            pending.extend(n for n in (graph.node(r) for r in current.inputs) if n is not None)
+        used.update(seen)
+        return body
+
+    def _operands(self, graph: OpGraph, source: Node, used: set[str]) -> tuple[Node | None, str | None]:
+        """The scanned input and the name of the bool mask multiplying it (None when unmasked)."""
+        if source.op == "input":
+            return source, None
+        if source.op != "mul" or len(source.args) != 2 or not all(isinstance(a, Ref) for a in source.args):
+            return None, None
+        first, second = (graph.node(a) for a in source.args)
+        for x, mask in ((first, second), (second, first)):
+            if (x.op == "input" and mask.op == "input" and str(x.dtype) == _FLOAT32
+                    and str(mask.dtype) == _BOOL and mask.shape == x.shape == source.shape):
+                used.add(source.name)
+                return x, mask.name
+        return None, None
+
+    def generate(self, match: Match, knobs: Mapping[str, Any], context: GenerationContext) -> str:
+        facts = match.facts
+        dim, rank = facts["dim"], facts["rank"]
+        cpp = _kernel(facts, knobs, rows_last=dim == rank - 1)
+        x, mask = facts["x"], facts["mask"]
+        tensors = [x] + ([mask] if mask else [])
+        lines = []
+        view = [[None, None] if d == dim else bounds for d, bounds in enumerate(facts["slices"])]
+        if view != [[None, None]] * rank:
+            index = ", ".join(":" if b == [None, None] else f"{'' if b[0] is None else b[0]}:{'' if b[1] is None else b[1]}"
+                              for b in view)
+            lines += [f"{t} = {t}[{index}]" for t in tensors]
+        lines += [f"{t} = {t}.contiguous()" for t in tensors]
+        lines.append(f"n_in = {x}.shape[{dim}]")
+        scan_stop = facts["slices"][dim][1]
+        length = f"n_in + 1" if facts["exclusive"] else "n_in"
+        lines.append(f"n_out = {length}" if scan_stop is None else f"n_out = len(range({length})[:{scan_stop}])")
+        lines += [
+            f"shape = list({x}.shape)",
+            f"shape[{dim}] = n_out",
+            f"out = torch.empty(shape, dtype={x}.dtype)",
+            f"lib.scan({', '.join(tensors)}, out, {x}.shape[:{dim}].numel(), n_in, n_out, "
+            f"{x}.shape[{dim + 1}:].numel())",
+            "return out",
+        ]
+        flags = [] if knobs["simd"] else ["-fno-tree-vectorize"]
+        return candidate_module(match=match, knobs=knobs, context=context, cpp=cpp, forward_body="\n".join(lines),
+                                flags=flags)
+
+
+def _kernel(facts: dict[str, Any], knobs: Mapping[str, Any], *, rows_last: bool) -> str:
+    """The C++ source: ``scan(x, [mask,] out, outer, n_in, n_out, inner)`` on contiguous tensors of
+    shape (outer, n_in, inner) and (outer, n_out, inner)."""
+    prod = facts["op"] == "prod"
+    identity, combine = ("1.0", "*=") if prod else ("0.0", "+=")
+    masked, reverse, exclusive = bool(facts["mask"]), facts["reverse"], facts["exclusive"]
+    parameters = ", ".join(["const float* __restrict__ x"] + (["const bool* __restrict__ mask"] if masked else [])
+                           + ["float* __restrict__ out", "int64_t outer", "int64_t n_in", "int64_t n_out",
+                              "int64_t inner"])
+    simd = "#pragma omp simd" if knobs["simd"] else ""
+    parallel = "#pragma omp parallel for schedule(static)" if knobs["parallel"] else ""
+
+    def load(values: str, flags: str, index: str) -> str:
+        """The scanned value ``values[index]`` as a double (the identity where ``flags`` is false)."""
+        value = f"(double){values}[{index}]"
+        return f"({flags}[{index}] ? {value} : {identity})" if masked else value
+
+    if rows_last:
+        body = _rows_body(knobs, identity, combine, load, masked, simd, parallel, reverse, exclusive, prod)
+    else:
+        body = _columns_body(knobs, identity, combine, load, masked, simd, reverse, exclusive)
+    return f"""
+#include <algorithm>
+#include <cstdint>
+#include <vector>
+
+// {'Product' if prod else 'Sum'} scan{' (reversed)' if reverse else ''}{' (exclusive)' if exclusive else ''} \
+in double, like PyTorch; each output rounded to float.
+extern "C" void scan({parameters}) {{
+    if (n_out <= 0) return;
+    const int64_t m = n_out{' - 1' if exclusive else ''};  // inputs scanned per row
+{body}
+}}
+"""
+
+
+def _rows_body(knobs: Mapping[str, Any], identity: str, combine: str, load: Callable[[str, str, str], str],
+               masked: bool, simd: str, parallel: str, reverse: bool, exclusive: bool, prod: bool) -> str:
+    """Rows scanned along the last dim (inner == 1): ``accumulators`` chunks per row advance together."""
+    chains = int(knobs["accumulators"])
+    at = (lambda p: f"m - 1 - {p}") if reverse else (lambda p: p)
+
+    def value(index: str) -> str:
+        return load("xr", "mr", at(index))
+
+    row = [
+        "const float* xr = x + r * n_in;",
+        *(["const bool* mr = mask + r * n_in;"] if masked else []),
+        "float* o = out + r * n_out;",
+        *([f"o[0] = {identity}f;  // the exclusive scan starts at the identity", "++o;"] if exclusive else []),
+    ]
+    sequential = [
+        f"double acc = {identity};",
+        "for (int64_t j = 0; j < m; ++j) {",
+        f"    acc {combine} {value('j')};",
+        f"    o[{at('j')}] = (float)acc;",
+        "}",
+    ]
+    if chains == 1:
+        return _body([parallel, "for (int64_t r = 0; r < outer; ++r) {", *_nested(*row, *sequential), "}"])
+    reduction = f"{simd} reduction({'*' if prod else '+'}:total)" if simd else ""
+    chained = [
+        "const int64_t len = m / A;  // chunk length; the last chunk also takes the remainder",
+        "if (len == 0) {",
+        *_nested(*sequential, "continue;"),
+        "}",
+        "// Carries: the total of the chunks before each one.",
+        "double acc[A];",
+        f"acc[0] = {identity};",
+        "for (int c = 1; c < A; ++c) {",
+        f"    double total = {identity};",
+        f"    {reduction}",
+        "    for (int64_t j = (c - 1) * len; j < c * len; ++j) {",
+        f"        total {combine} {value('j')};",
+        "    }",
+        f"    acc[c] = acc[c - 1] {combine[0]} total;",
+        "}",
+        "// The chunks advance together: A independent dependency chains.",
+        "for (int64_t j = 0; j < len; ++j) {",
+        "    for (int c = 0; c < A; ++c) {",
+        "        const int64_t p = c * len + j;",
+        f"        acc[c] {combine} {value('p')};",
+        f"        o[{at('p')}] = (float)acc[c];",
+        "    }",
+        "}",
+        "for (int64_t p = A * len; p < m; ++p) {  // the last chunk's remainder",
+        f"    acc[A - 1] {combine} {value('p')};",
+        f"    o[{at('p')}] = (float)acc[A - 1];",
+        "}",
+    ]
+    return _body([f"constexpr int A = {chains};  // chunks per row, scanned as independent chains", parallel,
+                  "for (int64_t r = 0; r < outer; ++r) {", *_nested(*row, *chained), "}"])
+
+
+def _nested(*lines: str) -> list[str]:
+    """``lines`` one level (four spaces) deeper; blank ones (an absent pragma) dropped."""
+    return ["    " + line for line in lines if line.strip()]
+
+
+def _body(lines: list[str]) -> str:
+    """The statements of the kernel's body, indented inside the function."""
+    return "\n".join(_nested(*lines))
+
+
+def _columns_body(knobs: Mapping[str, Any], identity: str, combine: str, load: Callable[[str, str, str], str],
+                  masked: bool, simd: str, reverse: bool, exclusive: bool) -> str:
+    """A middle dim scanned: each step adds a contiguous run of ``block`` inner columns (all of them
+    at block 0) to a row of running values."""
+    block = int(knobs["block"])
+    at = "m - 1 - j" if reverse else "j"
+    tile = f"{block}" if block else "inner"
+    value = load("xj", "mj", "i")
+    parallel = bool(knobs["parallel"])
+    step = [
+        f"const float* xj = xb + ({at}) * inner;",
+        *([f"const bool* mj = mb + ({at}) * inner;"] if masked else []),
+        f"float* oj = ob + ({at}) * inner;",
+        simd,
+        "for (int64_t i = 0; i < w; ++i) {",
+        f"    acc[i] {combine} {value};",
+        "    oj[i] = (float)acc[i];",
+        "}",
+    ]
+    column_run = [
+        "const int64_t b = t / tiles, i0 = (t % tiles) * tile;",
+        "const int64_t w = std::min(tile, inner - i0);",
+        "const float* xb = x + b * n_in * inner + i0;",
+        *(["const bool* mb = mask + b * n_in * inner + i0;"] if masked else []),
+        "float* ob = out + b * n_out * inner + i0;",
+        *([f"for (int64_t i = 0; i < w; ++i) ob[i] = {identity}f;  // the exclusive scan starts at the identity",
+           "ob += inner;"] if exclusive else []),
+        f"for (int64_t i = 0; i < w; ++i) acc[i] = {identity};",
+        "for (int64_t j = 0; j < m; ++j) {",
+        *_nested(*step),
+        "}",
+    ]
+    return _body([
+        f"const int64_t tile = std::min<int64_t>({tile}, inner);  // inner columns per work item",
+        "if (tile <= 0) return;",
+        "const int64_t tiles = (inner + tile - 1) / tile;",
+        "#pragma omp parallel" if parallel else "",
+        "{",
+        "    std::vector<double> running(tile);  // the running values of one run of columns",
+        "    double* __restrict__ acc = running.data();",
+        "    #pragma omp for schedule(static)" if parallel else "",
+        "    for (int64_t t = 0; t < outer * tiles; ++t) {",
+        *_nested(*_nested(*column_run)),
+        "    }",
+        "}",
+    ])

@@ -1,0 +1,149 @@
+"""The norm recipe: which references it claims, and that its candidates verify correct."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from pragma_core import VerdictStatus, load_task
+from pragma_core.offline.graph import trace_reference
+from pragma_core.offline.modules import read_marker
+from pragma_core.offline.recipe import GenerationContext
+from pragma_core.offline.recipes.norms import NormRecipe
+from pragma_core.verifier import VerifySettings, verify
+
+from .conftest import EXAMPLES, REPO
+
+TASKS = REPO / "tests" / "data" / "offline_tasks" / "norms"
+QUICK = VerifySettings(reps=3, warmup=1, timeout_s=120, threads=2)
+DEFAULT = {name: knob.default for name, knob in NormRecipe.knobs.items()}
+BEST = {**DEFAULT, "parallel": True, "simd": True, "accumulators": 4}
+SMALL_4D = {"batch_size": 2, "features": 8, "dim1": 16, "dim2": 24}
+
+# (task file, size overrides, expected kind): every variant the recipe generates.
+VARIANTS = {
+    "layer_norm": (EXAMPLES / "level1" / "4_LayerNorm.py", {"batch_size": 8, "dim": 300}, "layer_norm"),
+    "rms_llama": (EXAMPLES / "level1" / "5_RMSNorm.py", {"batch_size": 8, "dim": 300}, "RMS"),
+    "l2": (EXAMPLES / "level1" / "6_L2Norm.py", {"batch_size": 8, "dim": 300}, "L2"),
+    "l1": (TASKS / "l1_norm.py", {"batch_size": 8, "dim": 300}, "L1"),
+    "frobenius": (TASKS / "frobenius_norm.py", SMALL_4D, "Frobenius"),
+    "rms_features": (TASKS / "rms_norm_features.py", SMALL_4D, "RMS"),
+    "layer_norm_3d": (TASKS / "layer_norm_3d.py", SMALL_4D, "layer_norm"),
+    "instance_norm": (TASKS / "instance_norm_2d.py", SMALL_4D, "instance_norm"),
+}
+
+
+def _task_file(tmp_path: Path, name: str, init: str, forward: str, shape: str = "(4, 6, 10, 12)") -> Path:
+    path = tmp_path / f"{name}.py"
+    path.write_text(textwrap.dedent(f"""\
+        import torch
+        import torch.nn as nn
+        import torch.nn.functional as F
+
+
+        class Model(nn.Module):
+            def __init__(self):
+                super().__init__()
+                {init}
+
+            def forward(self, x):
+                return {forward}
+
+
+        def get_inputs():
+            return [torch.randn{shape}]
+
+
+        def get_init_inputs():
+            return []
+        """))
+    return path
+
+
+# Variants written inline: (init statement, forward expression, input shape, expected kind).
+INLINE = {
+    "normalize": ("pass", "F.normalize(x, p=2.0, dim=1)", "(6, 50)", "l2"),
+    "norm_p2_middle": ("pass", "x / torch.norm(x, p=2, dim=1, keepdim=True)", "(4, 6, 10, 12)", "L2"),
+    "rms_rsqrt_square": ("pass", "x * torch.rsqrt((x * x).mean(dim=(2, 3), keepdim=True) + 1e-6)", "(4, 6, 10, 12)",
+                         "RMS"),
+    "instance_norm_affine": ("self.n = nn.InstanceNorm2d(6, affine=True)\n                "
+                             "nn.init.uniform_(self.n.weight); nn.init.uniform_(self.n.bias)",
+                             "self.n(x)", "(4, 6, 10, 12)", "instance_norm"),
+    "layer_norm_plain": ("self.n = nn.LayerNorm(12, elementwise_affine=False)", "self.n(x)", "(4, 6, 10, 12)",
+                         "layer_norm"),
+}
+# The inline variants whose code paths the task files do not already take (the verifier costs ~12 s each).
+VERIFIED_INLINE = ("normalize", "norm_p2_middle", "instance_norm_affine")
+
+# References the recipe must leave alone.
+NOT_NORMS = {
+    "softmax": ("pass", "torch.softmax(x, dim=1)", "(6, 50)"),
+    "sum_only": ("pass", "torch.sum(x * x, dim=1, keepdim=True)", "(6, 50)"),
+    "divide_by_max": ("pass", "x / torch.amax(x, dim=1, keepdim=True)", "(6, 50)"),
+    "spectral_norm": ("pass", "x / torch.linalg.norm(x, 2)", "(6, 50)"),
+    "no_keepdim_rows": ("pass", "x / torch.norm(x, p=2, dim=1)", "(50, 50)"),
+    "gapped_dims": ("pass", "x / x.abs().sum(dim=(1, 3), keepdim=True)", "(4, 6, 10, 12)"),
+    "reciprocal_order": ("pass", "torch.norm(x, p=2, dim=1, keepdim=True) / x", "(6, 50)"),
+    "mean_of_cubes": ("pass", "x / torch.sqrt((x ** 3).mean(dim=1, keepdim=True))", "(6, 50)"),
+}
+
+
+def _generate(path: Path, sizes: dict, knobs: dict) -> tuple[object, str, object]:
+    task = load_task(path, sizes)
+    graph = trace_reference(task)
+    recipe = NormRecipe()
+    match = recipe.match(graph)
+    assert match is not None, f"{path.name} was not recognized"
+    source = recipe.generate(match, knobs, GenerationContext(graph=graph, task_source=task.source, task_key=task.key))
+    return task, source, match
+
+
+def _verified(path: Path, sizes: dict, knobs: dict) -> None:
+    task, source, _ = _generate(path, sizes, knobs)
+    verdict = verify(task, source, QUICK)
+    assert verdict.status is VerdictStatus.CORRECT, f"{path.name}: {verdict.message}"
+
+
+@pytest.mark.parametrize("name", sorted(VARIANTS))
+def test_every_variant_verifies_correct_at_best_knobs(name):
+    path, sizes, kind = VARIANTS[name]
+    _, source, match = _generate(path, sizes, BEST)
+    assert match.facts["kind"] == kind and read_marker(source) == {"family": "norm", "knobs": BEST}
+    _verified(path, sizes, BEST)
+
+
+@pytest.mark.parametrize("name", ["layer_norm", "rms_features", "instance_norm"])
+def test_the_plain_version_verifies_correct(name):
+    _verified(*VARIANTS[name][:2], DEFAULT)
+
+
+@pytest.mark.parametrize("name", sorted(INLINE))
+def test_inline_variants_are_claimed_and_the_new_paths_verify(tmp_path, name):
+    init, forward, shape, kind = INLINE[name]
+    path = _task_file(tmp_path, name, init, forward, shape)
+    assert _generate(path, {}, BEST)[2].facts["kind"] == kind
+    if name in VERIFIED_INLINE:
+        _verified(path, {}, BEST)
+
+
+def test_middle_dim_reduction_walks_inner_dims_in_tiles():
+    _, source, match = _generate(*VARIANTS["rms_features"][:2], BEST)
+    assert match.facts["layout"] == "columns" and "norm_columns" in source
+
+
+@pytest.mark.parametrize("name", sorted(NOT_NORMS))
+def test_other_references_are_not_claimed(tmp_path, name):
+    init, forward, shape = NOT_NORMS[name]
+    graph = trace_reference(load_task(_task_file(tmp_path, name, init, forward, shape)))
+    assert NormRecipe().match(graph) is None
+
+
+def test_other_examples_are_not_claimed():
+    for name in ("1_GELUTanh", "3_Softmax", "7_SumReduction", "14_MSELoss"):
+        assert NormRecipe().match(trace_reference(load_task(EXAMPLES / "level1" / f"{name}.py"))) is None, name
+
+
+def test_knob_defaults_are_the_plain_version():
+    assert DEFAULT == {"parallel": False, "simd": False, "accumulators": 1, "fast_math": False, "chunk": 0}
