@@ -7,18 +7,20 @@ from ..graph import NotRecognized, OpGraph
 from ..recipe import Match, Recipe
 from .elementwise import ElementwiseRecipe
 from .losses import LossRecipe
+from .matmul import MatmulRecipe
 from .norms import NormRecipe
 from .reduction import ReductionRecipe
 from .scans import ScanRecipe
 from .softmax import SoftmaxRecipe
 
-__all__ = ["RECIPES", "recognize", "recipe_for"]
+__all__ = ["RECIPES", "recognize"]
 
 RECIPES: tuple[Recipe, ...] = (
     LossRecipe(),
     NormRecipe(),
     SoftmaxRecipe(),
     ScanRecipe(),
+    MatmulRecipe(),
     ReductionRecipe(),
     ElementwiseRecipe(),
 )
@@ -32,10 +34,3 @@ def recognize(graph: OpGraph) -> tuple[Recipe, Match]:
             return recipe, match
     ops = ", ".join(dict.fromkeys(node.op for node in graph.ops)) or "nothing"
     raise NotRecognized(f"it computes {ops}")
-
-
-def recipe_for(family: str) -> Recipe:
-    for recipe in RECIPES:
-        if recipe.family == family:
-            return recipe
-    raise KeyError(family)

@@ -1,0 +1,550 @@
+"""Matrix products: ``a @ b``, ``torch.mm``, ``torch.bmm``, ``torch.matmul`` and ``nn.Linear``, with
+transposed operands and a fused elementwise epilogue.
+
+Recognizes one product of float32 operands, each an input or a parameter read directly or through a
+swap of its last two dims (``a.T``, ``a.t()``, ``a.mT``, ``transpose(-2, -1)``, ``permute``), then a
+chain of elementwise ops on the product (bias, ReLU, GELU, scaling by constants or per-column
+vectors). The transposes are never materialized: the generated loads read the stored layout.
+
+The blocked kernel packs a ``kc``-deep panel of B (``NR``-wide strips) and a block of A
+(``MR``-tall strips) per tile, and a register-blocked micro-kernel keeps an ``MR x NR`` tile of
+accumulators (``MR`` = the accumulators knob, ``NR`` = 2 AVX-512 vectors when ``simd``). Tiles are
+independent work items (batch x row blocks x column blocks) for OpenMP. The epilogue is applied
+when a tile's last K panel is stored. The summation over K runs in order within each panel and
+panels add in order, so results stay well within fp32 tolerance of a BLAS sgemm. When the product
+has a single column (matrix-vector), a row-blocked dot-product kernel is generated instead.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from ..graph import Node, OpGraph, Ref
+from ..modules import candidate_module, forward_argument, param_expr
+from ..recipe import GenerationContext, Knob, Match
+from .elementwise import c_float, elementwise_expression
+
+__all__ = ["MatmulRecipe"]
+
+_PRODUCTS = ("matmul", "mm", "bmm", "linear")
+_SWAPS = ("transpose", "swapaxes", "swapdims")
+_FLOAT32 = "torch.float32"
+
+# block knob -> cache tiles (rows of A per tile, columns of B per tile, K panel depth).
+_TILES = {32: (32, 128, 128), 64: (64, 256, 256), 128: (128, 256, 256), 256: (256, 512, 256)}
+_VECTOR = 16  # floats in one AVX-512 register
+_VECTORS_PER_ROW = 2  # NR = 32 columns in the vector micro-kernel
+_SCALAR_COLUMNS = 4  # NR of the scalar micro-kernel
+
+
+def _is_float32(node: Node | None) -> bool:
+    return node is not None and node.shape is not None and str(node.dtype) == _FLOAT32
+
+
+def _swaps_last_two(node: Node, ndim: int) -> bool:
+    """Whether ``node`` (reading a tensor of ``ndim`` dims) swaps exactly its last two dims."""
+    if ndim < 2:
+        return False
+    if node.op == "t":
+        return ndim == 2 and len(node.args) == 1
+    if node.op == "getattr" and len(node.args) == 2:
+        return (node.args[1] == "T" and ndim == 2) or node.args[1] == "mT"
+    if node.op in _SWAPS:
+        dims = (node.arg(1, "dim0"), node.arg(2, "dim1"))
+        if not all(isinstance(d, int) and -ndim <= d < ndim for d in dims):
+            return False
+        return {d % ndim for d in dims} == {ndim - 2, ndim - 1}
+    if node.op == "permute":
+        order = node.kwargs.get("dims", node.args[1:])
+        if len(order) == 1 and isinstance(order[0], tuple):
+            order = order[0]
+        if not all(isinstance(d, int) and -ndim <= d < ndim for d in order) or len(order) != ndim:
+            return False
+        return [d % ndim for d in order] == [*range(ndim - 2), ndim - 1, ndim - 2]
+    return False
+
+
+def _leaf(graph: OpGraph, ref: Any) -> tuple[Node, bool, list[str]] | None:
+    """The input or parameter behind ``ref``, whether it is read transposed, and the swap nodes
+    crossed; None when ``ref`` is anything else."""
+    node, transposed, crossed = graph.node(ref), False, []
+    while node is not None and node.op not in ("input", "param"):
+        source = graph.node(node.args[0]) if node.args else None
+        if source is None or source.shape is None or not _swaps_last_two(node, len(source.shape)):
+            return None
+        crossed.append(node.name)
+        node, transposed = source, not transposed
+    if not _is_float32(node):
+        return None
+    return node, transposed, crossed
+
+
+def _operand(graph: OpGraph, node: Node, transposed: bool) -> dict[str, Any]:
+    """A tensor the kernel reads: a parameter path or the position of a forward argument."""
+    if node.op == "param":
+        return {"param": graph.params[node.name], "transposed": transposed}
+    return {"input": graph.inputs.index(node.name), "transposed": transposed}
+
+
+def _c_operands(operands: list[Any], extras: list[dict[str, Any]], offset: int) -> list[str]:
+    """C expressions of an epilogue step's operands; extra ``i`` is kernel parameter ``e{i + offset}``."""
+    expressions = []
+    for operand in operands:
+        if operand == "v":
+            expressions.append("v")
+        elif "const" in operand:
+            expressions.append(c_float(operand["const"]))
+        else:
+            index = operand["extra"] + offset
+            column = extras[index]["broadcast"] == "column" if index < len(extras) else False
+            expressions.append(f"e{index}[{'j' if column else '0'}]")
+    return expressions
+
+
+def _expression(operand: Mapping[str, Any], arguments: list[str]) -> str:
+    """The Python expression of an operand in ``forward``."""
+    return param_expr(operand["param"]) if "param" in operand else arguments[operand["input"]]
+
+
+class MatmulRecipe:
+    """One matrix product (optionally batched, transposed operands) with a fused epilogue."""
+
+    family = "matmul"
+    knobs: Mapping[str, Knob] = {
+        "parallel": Knob(default=False, values=(False, True)),
+        "simd": Knob(default=False, values=(False, True)),
+        "accumulators": Knob(default=1, values=(1, 2, 4, 8)),
+        "block": Knob(default=0, values=(0, 32, 64, 128, 256)),
+        "fast_math": Knob(default=False, values=(False, True)),
+    }
+
+    # -- recognizing --------------------------------------------------------------------------
+
+    def match(self, graph: OpGraph) -> Match | None:
+        if len(graph.outputs) != 1 or not isinstance(graph.outputs[0], Ref):
+            return None
+        products = [node for node in graph.ops if node.op in _PRODUCTS]
+        if len(products) != 1 or not _is_float32(products[0]):
+            return None
+        product = products[0]
+        facts = self._product_facts(graph, product)
+        if facts is None:
+            return None
+        epilogue = self._epilogue(graph, product, facts["n"])
+        if epilogue is None:
+            return None
+        steps, extras, last = epilogue
+        crossed = facts.pop("crossed")
+        expected = {*crossed, product.name, *(step["name"] for step in steps)}
+        if {node.name for node in graph.ops} != expected or graph.outputs[0] != Ref(last):
+            return None
+        if any(len(graph.users(name)) != 1 for name in crossed):
+            return None
+        facts.update(steps=steps, extras=extras)
+        kind = ("matrix-vector product" if facts["n"] == 1 else
+                "batched matrix product" if facts["layout"] == "batched" else "matrix product")
+        transposes = [name for name, side in (("A", "a"), ("B", "b")) if facts[side]["transposed"]]
+        details = [f"{' and '.join(transposes)} transposed"] if transposes else []
+        if steps:
+            details.append("epilogue " + ", ".join(graph[step["name"]].op for step in steps))
+        summary = f"{kind} ({product.op}{'; ' + '; '.join(details) if details else ''})"
+        return Match(family=self.family, summary=summary, facts=facts)
+
+    def _product_facts(self, graph: OpGraph, product: Node) -> dict[str, Any] | None:
+        """Operands, layout (``flat``: leading dims of A fold into rows, or ``batched``) and
+        the traced sizes; None for shapes this recipe does not generate."""
+        if product.op == "linear":
+            left_ref, right_ref = product.arg(0, "input"), product.arg(1, "weight")
+            bias_ref = product.arg(2, "bias")
+        else:
+            left_ref, right_ref, bias_ref = product.arg(0, "input"), product.arg(1, "other" if product.op == "matmul" else "mat2"), None
+        if "out" in product.kwargs:
+            return None
+        left, right = _leaf(graph, left_ref), _leaf(graph, right_ref)
+        if left is None or right is None:
+            return None
+        (a, a_t, a_crossed), (b, b_t, b_crossed) = left, right
+        sa, sb = a.shape, b.shape
+        if product.op == "linear":
+            if b_t or len(sb) != 2 or len(sa) < 2 or a_t:
+                return None
+            b_t = True  # the weight is (N, K): the product reads it transposed
+        if len(sa) < 2:
+            return None
+        m, k = (sa[-1], sa[-2]) if a_t else (sa[-2], sa[-1])
+        if len(sb) == 1:
+            if product.op != "matmul" or b_t or (a_t and len(sa) != 2):
+                return None
+            kb, n, layout = sb[0], 1, "flat"
+        else:
+            kb, n = (sb[-1], sb[-2]) if b_t else (sb[-2], sb[-1])
+            if product.op == "mm" and (len(sa), len(sb)) != (2, 2):
+                return None
+            if product.op == "bmm" and (len(sa), len(sb)) != (3, 3):
+                return None
+            if len(sb) == 2:
+                layout = "batched" if a_t and len(sa) > 2 else "flat"
+            elif len(sa) == len(sb) and sa[:-2] == sb[:-2]:
+                layout = "batched"
+            else:
+                return None
+        if kb != k or min(m, n, k) < 1:
+            return None
+        expected = (*sa[:-2], m) if len(sb) == 1 else (*sa[:-2], m, n)
+        if tuple(product.shape) != tuple(expected):
+            return None
+        bias = None
+        if bias_ref is not None:
+            bias_node = graph.node(bias_ref)
+            if bias_node is None or bias_node.op not in ("param", "input") or not _is_float32(bias_node) or tuple(bias_node.shape) != (n,):
+                return None
+            bias = _operand(graph, bias_node, False)
+        return {
+            "layout": layout, "a": _operand(graph, a, a_t), "b": _operand(graph, b, b_t),
+            "b_vector": len(sb) == 1, "b_batched": len(sb) > 2, "bias": bias,
+            "m": m, "n": n, "k": k, "crossed": [*a_crossed, *b_crossed],
+        }
+
+    def _epilogue(self, graph: OpGraph, product: Node, n: int) -> tuple[list[dict[str, Any]], list[dict[str, Any]], str] | None:
+        """The chain of elementwise ops on the product: each step's node and operands (``"v"`` the
+        running value, ``{"extra": i}`` a tensor read besides it, ``{"const": x}``), the extra
+        tensors (per-column vectors or one-element tensors) and the last node; None when not a chain."""
+        steps: list[dict[str, Any]] = []
+        extras: list[dict[str, Any]] = []
+        current = product
+        while True:
+            users = graph.users(current.name)
+            if len(users) > 1:
+                return None
+            if not users or users[0].op == "output":
+                return steps, extras, current.name
+            node = users[0]
+            if node.shape != product.shape or str(node.dtype) != _FLOAT32 or any(isinstance(v, Ref) for v in node.kwargs.values()):
+                return None
+            operands: list[Any] = []
+            for argument in node.args:
+                if argument == Ref(current.name):
+                    operands.append("v")
+                elif isinstance(argument, Ref):
+                    extra = graph.node(argument)
+                    if extra is None or extra.op not in ("input", "param") or not _is_float32(extra):
+                        return None
+                    if tuple(extra.shape) in ((), (1,)):
+                        broadcast = "scalar"
+                    elif tuple(extra.shape) in ((n,), (1, n)):
+                        broadcast = "column"
+                    else:
+                        return None
+                    extras.append({**_operand(graph, extra, False), "broadcast": broadcast})
+                    operands.append({"extra": len(extras) - 1})
+                elif isinstance(argument, (int, float)) and not isinstance(argument, bool):
+                    operands.append({"const": float(argument)})
+                elif argument is not None and not isinstance(argument, str):
+                    return None
+            if "v" not in operands or elementwise_expression(node, _c_operands(operands, extras, 0), False) is None:
+                return None
+            if node.op in ("maximum", "minimum", "pow") and len(operands) < 2:
+                return None
+            steps.append({"name": node.name, "operands": operands})
+            current = node
+
+    # -- generating ---------------------------------------------------------------------------
+
+    def generate(self, match: Match, knobs: Mapping[str, Any], context: GenerationContext) -> str:
+        facts = match.facts
+        parallel, simd = bool(knobs["parallel"]), bool(knobs["simd"])
+        accumulators, block = int(knobs["accumulators"]), int(knobs["block"])
+        fast = bool(knobs["fast_math"])
+        extras = ([{**facts["bias"], "broadcast": "column"}] if facts["bias"] else []) + list(facts["extras"])
+        cpp = "\n".join([
+            "#include <algorithm>", "#include <cmath>", "#include <cstdint>", "#include <cstdlib>", "",
+            self._loads(facts),
+            self._epilogue_function(facts, extras, context.graph, fast),
+            self._kernel(facts, parallel, simd, accumulators, block, len(extras)),
+        ])
+        flags = (["-ffast-math"] if fast else []) + ([] if simd else ["-fno-tree-vectorize"])
+        return candidate_module(match=match, knobs=knobs, context=context, cpp=cpp,
+                                forward_body=self._forward(facts, extras, [forward_argument(context, i) for i in range(len(context.graph.inputs))]),
+                                flags=flags)
+
+    @staticmethod
+    def _loads(facts: Mapping[str, Any]) -> str:
+        a_index = "k * M + i" if facts["a"]["transposed"] else "i * K + k"
+        b_index = "j * K + k" if facts["b"]["transposed"] else "k * N + j"
+        if facts["n"] == 1:
+            b_index = "k"  # one column (j = 0), contiguous in either layout
+        return f"""// Element (i, k) of A and (k, j) of B in their stored layouts (one batch entry).
+static inline float load_a(const float* __restrict__ a, int64_t i, int64_t k, int64_t M, int64_t K) {{
+    return a[{a_index}];
+}}
+static inline float load_b(const float* __restrict__ b, int64_t k, int64_t j, int64_t N, int64_t K) {{
+    return b[{b_index}];
+}}
+"""
+
+    @staticmethod
+    def _epilogue_function(facts: Mapping[str, Any], extras: list[dict[str, Any]], graph: OpGraph, fast: bool) -> str:
+        offset = 1 if facts["bias"] else 0
+        parameters = "".join(f", const float* __restrict__ e{i}" for i in range(len(extras)))
+        lines = ["v = v + e0[j];  // bias"] if facts["bias"] else []
+        for step in facts["steps"]:
+            node = graph[step["name"]]
+            expression = elementwise_expression(node, _c_operands(step["operands"], extras, offset), fast)
+            lines.append(f"v = {expression};  // {node.op}")
+        body = "\n".join("    " + line for line in [*lines, "return v;"])
+        return f"""// The fused epilogue of output column j.
+static inline __attribute__((always_inline)) float epilogue(float v, int64_t j{parameters}) {{
+{body}
+}}
+"""
+
+    def _kernel(self, facts: Mapping[str, Any], parallel: bool, simd: bool, accumulators: int, block: int,
+                extra_count: int) -> str:
+        extra_parameters = "".join(f", const float* __restrict__ e{i}" for i in range(extra_count))
+        extra_arguments = "".join(f", e{i}" for i in range(extra_count))
+        b_stride = "K * N" if facts["b_batched"] else "0"
+        header = (f'extern "C" void matmul(const float* __restrict__ a, const float* __restrict__ b, float* __restrict__ c'
+                  f'{extra_parameters}, int64_t batch, int64_t M, int64_t N, int64_t K)')
+        if facts["n"] == 1 or block == 0:
+            # A matrix-vector product is memory-bound: summing in double costs nothing there.
+            partial = "double" if facts["n"] == 1 else "float"
+            return self._row_blocked_kernel(header, b_stride, parallel, simd, accumulators, extra_arguments, partial)
+        return self._blocked_kernel(facts, header, b_stride, parallel, simd, accumulators, block,
+                                    extra_parameters, extra_arguments)
+
+    @staticmethod
+    def _row_blocked_kernel(header: str, b_stride: str, parallel: bool, simd: bool, accumulators: int,
+                            extra_arguments: str, partial: str) -> str:
+        """Unblocked: each output is one dot product over K, summed in ``partial`` precision over
+        panels of ``KP`` and in double across panels (long sums stay far inside the tolerance, which the reference's
+        own rounding already uses much of); ``accumulators`` rows at a time share the loads of B."""
+        r = accumulators
+        totals = " ".join(f"double s{u} = 0.0;" for u in range(r))
+        partials = " ".join(f"{partial} p{u} = 0;" for u in range(r))
+        updates = "\n".join(f"                    p{u} += ({partial})load_a(ab, i + {u}, k, M, K) * bk;" for u in range(r))
+        adds = " ".join(f"s{u} += p{u};" for u in range(r))
+        stores = "\n".join(f"                cb[(i + {u}) * N + j] = epilogue(float(s{u}), j{extra_arguments});" for u in range(r))
+        reduction = f"#pragma omp simd reduction(+:{', '.join(f'p{u}' for u in range(r))})" if simd else ""
+        tail_reduction = "#pragma omp simd reduction(+:p)" if simd else ""
+        omp = "#pragma omp parallel for schedule(static)" if parallel else ""
+        panel = 256 if simd else 32  # vector lanes split a panel 16 ways: each lane sums 16 values
+        return f"""constexpr int64_t KP = {panel};  // K panel of one float partial sum
+
+{header} {{
+    const int64_t row_blocks = (M + {r} - 1) / {r};
+    {omp}
+    for (int64_t task = 0; task < batch * row_blocks; ++task) {{
+        const int64_t bi = task / row_blocks, i = (task % row_blocks) * {r};
+        const float* __restrict__ ab = a + bi * M * K;
+        const float* __restrict__ bb = b + bi * {b_stride};
+        float* __restrict__ cb = c + bi * M * N;
+        if (i + {r} <= M) {{
+            for (int64_t j = 0; j < N; ++j) {{
+                {totals}
+                for (int64_t k0 = 0; k0 < K; k0 += KP) {{
+                    const int64_t k1 = std::min(k0 + KP, K);
+                    {partials}
+                    {reduction}
+                    for (int64_t k = k0; k < k1; ++k) {{
+                        const {partial} bk = load_b(bb, k, j, N, K);
+{updates}
+                    }}
+                    {adds}
+                }}
+{stores}
+            }}
+        }} else {{
+            // The last, partial block of rows: one dot product at a time.
+            for (int64_t row = i; row < M; ++row)
+                for (int64_t j = 0; j < N; ++j) {{
+                    double s = 0.0;
+                    for (int64_t k0 = 0; k0 < K; k0 += KP) {{
+                        const int64_t k1 = std::min(k0 + KP, K);
+                        {partial} p = 0;
+                        {tail_reduction}
+                        for (int64_t k = k0; k < k1; ++k) p += ({partial})load_a(ab, row, k, M, K) * load_b(bb, k, j, N, K);
+                        s += p;
+                    }}
+                    cb[row * N + j] = epilogue(float(s), j{extra_arguments});
+                }}
+        }}
+    }}
+}}
+"""
+
+    @staticmethod
+    def _blocked_kernel(facts: Mapping[str, Any], header: str, b_stride: str, parallel: bool, simd: bool,
+                        accumulators: int, block: int, extra_parameters: str, extra_arguments: str) -> str:
+        """Cache tiles with packed panels and an ``MR x NR`` register-blocked micro-kernel."""
+        mb, nb, kc = _TILES[block]
+        mr = accumulators
+        nr = _VECTOR * _VECTORS_PER_ROW if simd else _SCALAR_COLUMNS
+        # Pack in the order that reads the stored operand contiguously.
+        if facts["a"]["transposed"]:
+            pack_a = """for (int64_t s = 0; s < mb; s += MR)
+        for (int64_t k = 0; k < kc; ++k)
+            for (int64_t r = 0; r < MR; ++r)
+                ap[s * kc + k * MR + r] = s + r < mb ? load_a(a, i0 + s + r, k0 + k, M, K) : 0.0f;"""
+        else:
+            pack_a = """for (int64_t s = 0; s < mb; s += MR)
+        for (int64_t k1 = 0; k1 < kc; k1 += 8)  // 8-deep chunks keep the transposing writes in L1
+            for (int64_t r = 0; r < MR; ++r)
+                for (int64_t k = k1; k < std::min(k1 + 8, kc); ++k)
+                    ap[s * kc + k * MR + r] = s + r < mb ? load_a(a, i0 + s + r, k0 + k, M, K) : 0.0f;"""
+        if facts["b"]["transposed"]:
+            pack_b = """for (int64_t s = 0; s < nb; s += NR)
+        for (int64_t k1 = 0; k1 < kc; k1 += 8)  // 8-deep chunks keep the transposing writes in L1
+            for (int64_t q = 0; q < NR; ++q)
+                for (int64_t k = k1; k < std::min(k1 + 8, kc); ++k)
+                    bp[s * kc + k * NR + q] = s + q < nb ? load_b(b, k0 + k, j0 + s + q, N, K) : 0.0f;"""
+        else:
+            pack_b = """for (int64_t s = 0; s < nb; s += NR)
+        for (int64_t k = 0; k < kc; ++k)
+            for (int64_t q = 0; q < NR; ++q)
+                bp[s * kc + k * NR + q] = s + q < nb ? load_b(b, k0 + k, j0 + s + q, N, K) : 0.0f;"""
+        if simd:
+            broadcast = "{" + ", ".join(["x"] * _VECTOR) + "}"
+            micro = f"""typedef float vfloat __attribute__((vector_size({4 * _VECTOR})));
+constexpr int64_t NV = NR / {_VECTOR};  // vectors per row of the register tile
+
+// tile (MR x NR) = A strip (kc x MR, packed) times B strip (kc x NR, packed), in registers.
+static inline void micro_kernel(const float* __restrict__ ap, const float* __restrict__ bp, int64_t kc,
+                                float* __restrict__ tile) {{
+    vfloat acc[MR][NV];
+    #pragma GCC unroll 16
+    for (int64_t r = 0; r < MR; ++r)
+        #pragma GCC unroll 4
+        for (int64_t v = 0; v < NV; ++v) acc[r][v] = (vfloat){{}};
+    for (int64_t k = 0; k < kc; ++k) {{
+        vfloat bv[NV];
+        #pragma GCC unroll 4
+        for (int64_t v = 0; v < NV; ++v) __builtin_memcpy(&bv[v], bp + k * NR + v * {_VECTOR}, sizeof(vfloat));
+        #pragma GCC unroll 16
+        for (int64_t r = 0; r < MR; ++r) {{
+            const float x = ap[k * MR + r];
+            const vfloat av = {broadcast};
+            #pragma GCC unroll 4
+            for (int64_t v = 0; v < NV; ++v) acc[r][v] += av * bv[v];
+        }}
+    }}
+    #pragma GCC unroll 16
+    for (int64_t r = 0; r < MR; ++r)
+        #pragma GCC unroll 4
+        for (int64_t v = 0; v < NV; ++v) __builtin_memcpy(tile + r * NR + v * {_VECTOR}, &acc[r][v], sizeof(vfloat));
+}}"""
+        else:
+            micro = """// tile (MR x NR) = A strip (kc x MR, packed) times B strip (kc x NR, packed), in registers.
+static inline void micro_kernel(const float* __restrict__ ap, const float* __restrict__ bp, int64_t kc,
+                                float* __restrict__ tile) {
+    float acc[MR][NR] = {};
+    for (int64_t k = 0; k < kc; ++k)
+        #pragma GCC unroll 16
+        for (int64_t r = 0; r < MR; ++r)
+            #pragma GCC unroll 8
+            for (int64_t q = 0; q < NR; ++q) acc[r][q] += ap[k * MR + r] * bp[k * NR + q];
+    for (int64_t r = 0; r < MR; ++r)
+        for (int64_t q = 0; q < NR; ++q) tile[r * NR + q] = acc[r][q];
+}"""
+        omp_region = "#pragma omp parallel" if parallel else ""
+        omp_for = "#pragma omp for schedule(dynamic, 1)" if parallel else ""
+        store_simd = "#pragma omp simd" if simd else ""
+        return f"""constexpr int64_t MR = {mr}, NR = {nr};              // register tile
+constexpr int64_t MB = {mb}, NB = {nb}, KC = {kc};  // cache tile: rows, columns, K panel depth
+
+{micro}
+
+// Pack rows [i0, i0 + mb) x K panel [k0, k0 + kc) of A into MR-tall strips (zero padded).
+static void pack_a(const float* __restrict__ a, int64_t M, int64_t K, int64_t i0, int64_t mb, int64_t k0,
+                   int64_t kc, float* __restrict__ ap) {{
+    {pack_a}
+}}
+
+// Pack K panel [k0, k0 + kc) x columns [j0, j0 + nb) of B into NR-wide strips (zero padded).
+static void pack_b(const float* __restrict__ b, int64_t N, int64_t K, int64_t j0, int64_t nb, int64_t k0,
+                   int64_t kc, float* __restrict__ bp) {{
+    {pack_b}
+}}
+
+// One cache tile of C: rows [i0, i0 + MB) x columns [j0, j0 + NB), all of K.
+static void tile(const float* __restrict__ a, const float* __restrict__ b, float* __restrict__ c{extra_parameters},
+                 int64_t M, int64_t N, int64_t K, int64_t i0, int64_t j0, float* __restrict__ ap,
+                 float* __restrict__ bp) {{
+    const int64_t mb = std::min(MB, M - i0), nb = std::min(NB, N - j0);
+    for (int64_t k0 = 0; k0 < K; k0 += KC) {{
+        const int64_t kc = std::min(KC, K - k0);
+        const bool first = k0 == 0, last = k0 + kc >= K;
+        pack_b(b, N, K, j0, nb, k0, kc, bp);
+        pack_a(a, M, K, i0, mb, k0, kc, ap);
+        for (int64_t js = 0; js < nb; js += NR)
+            for (int64_t is = 0; is < mb; is += MR) {{
+                alignas(64) float acc[MR * NR];
+                micro_kernel(ap + is * kc, bp + js * kc, kc, acc);
+                const int64_t rows = std::min(MR, mb - is), cols = std::min(NR, nb - js);
+                for (int64_t r = 0; r < rows; ++r) {{
+                    float* __restrict__ crow = c + (i0 + is + r) * N + j0 + js;
+                    const float* __restrict__ arow = acc + r * NR;
+                    {store_simd}
+                    for (int64_t q = 0; q < cols; ++q) {{
+                        float v = first ? arow[q] : crow[q] + arow[q];
+                        crow[q] = last ? epilogue(v, j0 + js + q{extra_arguments}) : v;
+                    }}
+                }}
+            }}
+    }}
+}}
+
+{header} {{
+    const int64_t row_tiles = (M + MB - 1) / MB, column_tiles = (N + NB - 1) / NB;
+    const int64_t tiles = batch * row_tiles * column_tiles;
+    {omp_region}
+    {{
+        // Per-thread packing buffers, padded to whole strips.
+        float* ap = static_cast<float*>(std::aligned_alloc(64, sizeof(float) * (MB + MR) * KC + 64));
+        float* bp = static_cast<float*>(std::aligned_alloc(64, sizeof(float) * (NB + NR) * KC + 64));
+        {omp_for}
+        for (int64_t t = 0; t < tiles; ++t) {{
+            const int64_t bi = t / (row_tiles * column_tiles), rest = t % (row_tiles * column_tiles);
+            const int64_t i0 = (rest / column_tiles) * MB, j0 = (rest % column_tiles) * NB;
+            tile(a + bi * M * K, b + bi * {b_stride}, c + bi * M * N{extra_arguments}, M, N, K, i0, j0, ap, bp);
+        }}
+        std::free(ap);
+        std::free(bp);
+    }}
+}}
+"""
+
+    @staticmethod
+    def _forward(facts: Mapping[str, Any], extras: list[dict[str, Any]], arguments: list[str]) -> str:
+        a, b = _expression(facts["a"], arguments), _expression(facts["b"], arguments)
+        lines = [f"a_ = {a}.contiguous()", f"b_ = {b}.contiguous()"]
+        lines += [f"e{i}_ = {_expression(extra, arguments)}.contiguous()" for i, extra in enumerate(extras)]
+        if facts["a"]["transposed"]:
+            lines.append("K, M = a_.shape[-2], a_.shape[-1]")
+        elif facts["layout"] == "batched":
+            lines.append("M, K = a_.shape[-2], a_.shape[-1]")
+        else:
+            lines.append("K = a_.shape[-1]")
+            lines.append("M = a_.numel() // K")
+        if facts["b_vector"]:
+            lines.append("N = 1")
+        elif facts["b"]["transposed"]:
+            lines.append("N = b_.shape[-2]")
+        else:
+            lines.append("N = b_.shape[-1]")
+        if facts["layout"] == "batched":
+            lines.append("batch = a_.numel() // (M * K)")
+            shape = "(*a_.shape[:-2], M, N)"
+        else:
+            lines.append("batch = 1")
+            if facts["b_vector"]:
+                shape = "(*a_.shape[:-2], M)" if facts["a"]["transposed"] else "tuple(a_.shape[:-1])"
+            else:
+                shape = "(M, N)" if facts["a"]["transposed"] else "(*a_.shape[:-1], N)"
+        extra_arguments = "".join(f", e{i}_" for i in range(len(extras)))
+        lines += [
+            f"out = torch.empty({shape}, dtype=torch.float32)",
+            f"lib.matmul(a_, b_, out{extra_arguments}, batch, M, N, K)",
+            "return out",
+        ]
+        return "\n".join(lines)

@@ -1,0 +1,98 @@
+"""The matmul recipe: each product variant (mm, bmm, batched matmul, transposed operands,
+matrix-vector, Linear with an epilogue) is matched and its generated candidate verifies correct at
+the plain default knobs and at the fast knobs, on small sizes; other references are not claimed."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from pragma_core import Candidate, VerdictStatus, load_task
+from pragma_core.offline.graph import trace_reference
+from pragma_core.offline.modules import read_marker
+from pragma_core.offline.recipe import GenerationContext
+from pragma_core.offline.recipes.matmul import MatmulRecipe
+from pragma_core.verifier import VerifySettings, verify
+
+from .conftest import EXAMPLES
+
+TASKS = Path(__file__).parent / "data" / "offline_tasks" / "matmul"
+QUICK = VerifySettings(trials=2, reps=3, warmup=1, timeout_s=120, threads=2)
+RECIPE = MatmulRecipe()
+DEFAULT = {name: knob.default for name, knob in RECIPE.knobs.items()}
+FAST = {**DEFAULT, "parallel": True, "simd": True, "accumulators": 8, "block": 256}
+
+# task, small sizes, words the match summary must contain
+VARIANTS = [
+    (EXAMPLES / "level1" / "10_Matmul.py", {"M": 96, "K": 80, "N": 112}, ("matrix product", "matmul")),
+    (EXAMPLES / "level1" / "11_BatchedMatmul.py", {"batch_size": 3, "M": 40, "K": 72, "N": 56}, ("batched", "bmm")),
+    (EXAMPLES / "level2" / "1_LinearBiasReLU.py", {"batch_size": 48, "in_features": 96, "out_features": 80},
+     ("linear", "relu")),
+    (TASKS / "matmul_transposed_a.py", {"M": 72, "K": 64, "N": 88}, ("A transposed",)),
+    (TASKS / "matmul_transposed_b.py", {"M": 72, "K": 64, "N": 88}, ("B transposed",)),
+    (TASKS / "matvec.py", {"M": 100, "K": 300}, ("matrix-vector",)),
+    (TASKS / "matmul_odd_sizes.py", {"M": 67, "K": 301, "N": 45}, ("mm",)),
+    (TASKS / "linear_gelu.py", {"batch_size": 37, "in_features": 64, "out_features": 70}, ("gelu",)),
+    (TASKS / "gemm_bias_scale_sigmoid.py", {"batch_size": 33, "in_features": 48, "out_features": 40},
+     ("add", "sigmoid")),
+    (TASKS / "batched_matmul_4d.py", {"batch_size": 2, "heads": 3, "M": 24, "N": 40, "K": 16}, ("batched",)),
+]
+
+
+def generate(task, knobs) -> str:
+    graph = trace_reference(task)
+    match = RECIPE.match(graph)
+    assert match is not None
+    return RECIPE.generate(match, knobs, GenerationContext(graph=graph, task_source=task.source, task_key=task.key))
+
+
+@pytest.mark.parametrize("path, sizes, words", VARIANTS, ids=[path.stem for path, _, _ in VARIANTS])
+def test_variant_matches_and_verifies_at_default_and_fast_knobs(path, sizes, words):
+    task = load_task(path, sizes)
+    match = RECIPE.match(trace_reference(task))
+    assert match is not None and match.family == "matmul"
+    assert all(word in match.summary for word in words), match.summary
+    for knobs in (DEFAULT, FAST):
+        source = generate(task, knobs)
+        assert read_marker(source) == {"family": "matmul", "knobs": knobs}
+        verdict = verify(task, Candidate(source=source, backend="cpu-cpp"), QUICK)
+        assert verdict.status is VerdictStatus.CORRECT, (knobs, verdict.message)
+
+
+@pytest.mark.parametrize("knobs", [
+    {"block": 32, "accumulators": 2},
+    {"block": 128, "accumulators": 1, "simd": True, "parallel": True, "fast_math": True},
+], ids=lambda knobs: "-".join(f"{k}={v}" for k, v in knobs.items()))
+def test_other_knob_combinations_stay_correct_on_ragged_tiles(knobs):
+    task = load_task(TASKS / "linear_gelu.py", {"batch_size": 37, "in_features": 300, "out_features": 70})
+    verdict = verify(task, Candidate(source=generate(task, {**DEFAULT, **knobs}), backend="cpu-cpp"),
+                     VerifySettings(trials=2, reps=2, warmup=0, timeout_s=120, threads=2))
+    assert verdict.status is VerdictStatus.CORRECT, verdict.message
+
+
+def test_transposes_are_read_in_place_not_copied():
+    source = generate(load_task(TASKS / "matmul_transposed_a.py", {"M": 8, "K": 4, "N": 8}), FAST)
+    forward_body = source.split("def forward")[1].split("\n", 1)[1]
+    assert "a[k * M + i]" in source and ".T" not in forward_body and "transpose" not in forward_body
+
+
+@pytest.mark.parametrize("path", [
+    EXAMPLES / "level1" / "7_SumReduction.py",
+    EXAMPLES / "level1" / "1_GELUTanh.py",
+    EXAMPLES / "level1" / "3_Softmax.py",
+])
+def test_other_references_are_not_claimed(path):
+    assert RECIPE.match(trace_reference(load_task(path))) is None
+
+
+def test_a_product_whose_result_is_reduced_is_not_claimed(tmp_path):
+    task_file = tmp_path / "matmul_sum.py"
+    task_file.write_text(
+        "import torch\nimport torch.nn as nn\n\n\nclass Model(nn.Module):\n"
+        "    def __init__(self):\n        super().__init__()\n\n"
+        "    def forward(self, a, b):\n        return (a @ b).sum(dim=1)\n\n\n"
+        "def get_inputs():\n    return [torch.randn(8, 4), torch.randn(4, 6)]\n\n\n"
+        "def get_init_inputs():\n    return []\n"
+    )
+    assert RECIPE.match(trace_reference(load_task(task_file))) is None
