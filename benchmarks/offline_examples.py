@@ -7,9 +7,12 @@ against eager PyTorch and ``torch.compile`` for the final numbers. Prints per ta
 speedup against eager and against torch.compile with 95% intervals, fast_1, roofline attainment and the
 attempt that reached the best; checks the issue's targets; writes ``results.json`` and ``speedups.png``.
 
-    python benchmarks/offline_examples.py [DIR ...] [--set NAME=VALUE ...] [--max-attempts 8] [--out DIR]
+    python benchmarks/offline_examples.py [DIR ...] [--set NAME=VALUE ...] [--only TEXT ...] [--max-attempts 8] [--out DIR]
+    python benchmarks/offline_examples.py --combine RESULTS.json [RESULTS.json ...] --out DIR
 
-Defaults: ``examples/tasks``; results under ``benchmarks/results/offline-<time>``.
+Defaults: ``examples/tasks``; results under ``benchmarks/results/offline-<time>``. ``--only`` keeps the
+tasks whose key contains one of the texts (run heavy tasks at their own sizes); ``--combine`` prints the
+tables and the plot of several earlier runs together.
 """
 
 from __future__ import annotations
@@ -48,14 +51,22 @@ def main() -> None:
     parser.add_argument("--patience", type=int, default=3)
     parser.add_argument("--reps", type=int, default=50)
     parser.add_argument("--profilers", default="valgrind")
+    parser.add_argument("--only", action="append", default=[], metavar="TEXT")
+    parser.add_argument("--combine", nargs="+", type=Path, default=[], metavar="RESULTS")
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args()
     out = args.out or ROOT / "benchmarks" / "results" / time.strftime("offline-%Y%m%d-%H%M%S")
     out.mkdir(parents=True, exist_ok=True)
     console = Console()
+    if args.combine:
+        rows = [row for path in args.combine for row in json.loads(path.read_text())["rows"]]
+        skipped = {k: v for path in args.combine for k, v in json.loads(path.read_text()).get("skipped", {}).items()}
+        _report(rows, skipped, out, console)
+        return
 
     sizes = parse_size_assignments(args.assignments)
-    tasks = [task for directory in args.dirs for task in load_tasks(directory, sizes)]
+    tasks = [task for directory in args.dirs for task in load_tasks(directory, sizes)
+             if not args.only or any(text in task.key for text in args.only)]
     recognized, skipped = [], {}
     for task in tasks:
         try:
@@ -77,6 +88,10 @@ def main() -> None:
                 progress.advance(bar)
                 (out / "results.json").write_text(json.dumps({"rows": rows, "skipped": skipped}, indent=2) + "\n")
 
+    _report(rows, skipped, out, console)
+
+
+def _report(rows: list[dict[str, Any]], skipped: dict[str, str], out: Path, console: Console) -> None:
     console.print(_task_table(rows))
     summary = _summary(rows)
     console.print(_summary_table(summary))

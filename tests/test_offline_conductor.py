@@ -36,29 +36,30 @@ def test_scalar_gelu_spends_its_instructions_in_library_calls():
 
 
 def test_library_calls_ask_for_fast_math_and_vectorization_together():
-    base = {"parallel": True, "simd": False, "fast_math": False, "vector_width": 256}
+    base = {"parallel": True, "simd": False, "fast_math": False, "vector_width": 256, "unroll": 1}
     evidence = read_evidence([recorded("gelu_knobs0.valgrind.json")], GELU)
     (first, reason), *_ = rank_moves(ELEMENTWISE, base, [base], evidence, attainment=0.3, profiled=True)
     assert first == {"fast_math": True, "simd": True} and "library calls" in reason
 
 
 def test_without_a_profile_moves_follow_the_fixed_order():
-    base = {"parallel": True, "simd": False, "fast_math": False, "vector_width": 256}
+    base = {"parallel": True, "simd": False, "fast_math": False, "vector_width": 256, "unroll": 1}
     moves = rank_moves(ELEMENTWISE, base, [base], Evidence(), attainment=0.3, profiled=False)
-    assert [changes for changes, _ in moves] == [{"simd": True}, {"fast_math": True}, {"vector_width": 512}]
+    assert [changes for changes, _ in moves] == [{"simd": True}, {"fast_math": True}, {"unroll": 2},
+                                                 {"vector_width": 512}]
 
 
 def test_perf_without_hardware_counters_gives_no_evidence_and_the_fixed_order():
     evidence = read_evidence([recorded("gelu_knobs0.perf.json")], GELU)
     assert evidence == Evidence()
-    base = {"parallel": False, "simd": False, "fast_math": False, "vector_width": 256}
+    base = {"parallel": False, "simd": False, "fast_math": False, "vector_width": 256, "unroll": 1}
     profiled = rank_moves(ELEMENTWISE, base, [base], evidence, attainment=0.05, profiled=True)
     assert [c for c, _ in profiled] == [c for c, _ in rank_moves(ELEMENTWISE, base, [base], evidence,
                                                                  attainment=0.05, profiled=False)]
 
 
 def test_parallelizing_comes_first_while_far_from_the_roofline():
-    base = {"parallel": False, "simd": False, "fast_math": False, "vector_width": 256}
+    base = {"parallel": False, "simd": False, "fast_math": False, "vector_width": 256, "unroll": 1}
     evidence = read_evidence([recorded("gelu_knobs0.valgrind.json")], GELU)
     (first, reason), *_ = rank_moves(ELEMENTWISE, base, [base], evidence, attainment=0.01, profiled=True)
     assert first == {"parallel": True} and "1% of the roofline" in reason
@@ -75,11 +76,11 @@ def test_many_d1_misses_ask_for_blocking_first_and_few_put_it_last():
 
 
 def test_a_tried_setting_is_never_proposed_again():
-    base = {"parallel": True, "simd": False, "fast_math": False, "vector_width": 256}
+    base = {"parallel": True, "simd": False, "fast_math": False, "vector_width": 256, "unroll": 1}
     tried = [base, {**base, "simd": True}]
     moves = rank_moves(ELEMENTWISE, base, tried, Evidence(), attainment=0.3, profiled=False)
     assert {"simd": True} not in [c for c, _ in moves]
-    tried += [{**base, "fast_math": True}, {**base, "vector_width": 512}]
+    tried += [{**base, "fast_math": True}, {**base, "vector_width": 512}, {**base, "unroll": 2}]
     assert rank_moves(ELEMENTWISE, base, tried, Evidence(), attainment=0.3, profiled=False) == []
 
 

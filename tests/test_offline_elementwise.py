@@ -17,8 +17,8 @@ from pragma_core.verifier import VerifySettings, verify
 from .conftest import EXAMPLES
 
 TASKS = sorted((Path(__file__).parent / "data" / "offline_tasks" / "elementwise").glob("*.py"))
-TUNED = {"parallel": True, "simd": True, "fast_math": True, "vector_width": 512}
-PLAIN = {"parallel": False, "simd": False, "fast_math": False, "vector_width": 256}
+TUNED = {"parallel": True, "simd": True, "fast_math": True, "vector_width": 512, "unroll": 4}
+PLAIN = {"parallel": False, "simd": False, "fast_math": False, "vector_width": 256, "unroll": 1}
 QUICK = VerifySettings(reps=5, warmup=1)
 
 
@@ -54,6 +54,7 @@ def test_knobs_change_the_code_as_named():
     plain, tuned = generated(task, PLAIN).source, generated(task, TUNED).source
     assert "-fno-tree-vectorize" in plain and "omp parallel" not in plain and "std::tanh" in plain
     assert "#pragma omp parallel for simd" in tuned and "-ffast-math" in tuned and "-mprefer-vector-width=512" in tuned
+    assert "--param=max-unroll-times=4" in tuned and "unroll" not in plain.split('SOURCE = r"""')[1]
 
 
 def test_a_reduction_or_a_convolution_is_not_elementwise():

@@ -7,16 +7,14 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-import torch
 
 from pragma_core import Candidate, VerdictStatus, load_task
 from pragma_core.offline.graph import trace_reference
-from pragma_core.offline.recipe import GenerationContext
 from pragma_core.offline.recipes.reduction import ReductionRecipe
-from pragma_core.tasks import task_namespace
 from pragma_core.verifier import VerifySettings, verify
 
 from .conftest import EXAMPLES
+from .offline_support import agrees_with_reference, generated
 
 TASKS = Path(__file__).parent / "data" / "offline_tasks" / "reduction"
 QUICK = VerifySettings(reps=5, warmup=1, trials=2, timeout_s=120, threads=2)
@@ -41,28 +39,7 @@ CASES = [
 
 
 def _generate(path: Path, sizes: dict, knobs: dict) -> tuple:
-    task = load_task(path, sizes)
-    graph = trace_reference(task)
-    recipe = ReductionRecipe()
-    match = recipe.match(graph)
-    assert match is not None, graph.describe()
-    source = recipe.generate(match, knobs, GenerationContext(graph=graph, task_source=task.source, task_key=task.key))
-    return task, match, source
-
-
-def _agrees_with_reference(task, source: str) -> None:
-    """Run the candidate in this process on the task's inputs; its output must match the reference."""
-    task_ns = task_namespace(task)
-    candidate_ns: dict = {}
-    exec(compile(source, "candidate.py", "exec"), candidate_ns)
-    init = task_ns["get_init_inputs"]()
-    for seed in (0, 1):
-        torch.manual_seed(seed)
-        inputs = task_ns["get_inputs"]()
-        want = task_ns["Model"](*init)(*inputs)
-        got = candidate_ns["ModelNew"](*init)(*inputs)
-        assert got.shape == want.shape and got.dtype == want.dtype
-        assert torch.allclose(got, want, atol=1e-4, rtol=1e-4) if got.is_floating_point() else torch.equal(got, want)
+    return generated(ReductionRecipe(), path, sizes, knobs)
 
 
 @pytest.mark.parametrize("knobs", [DEFAULT, FAST], ids=["default", "fast"])
@@ -70,7 +47,7 @@ def _agrees_with_reference(task, source: str) -> None:
 def test_reduction_candidate_matches_the_reference(path, sizes, op, dim, knobs):
     task, match, source = _generate(path, sizes, knobs)
     assert (match.family, match.facts["op"], match.facts["dim"]) == ("reduction", op, dim)
-    _agrees_with_reference(task, source)
+    agrees_with_reference(task, source)
 
 
 @pytest.mark.parametrize("knobs", [{"parallel": False, "simd": True, "accumulators": 8},
@@ -79,7 +56,7 @@ def test_reduction_candidate_matches_the_reference(path, sizes, op, dim, knobs):
 def test_other_knob_values_stay_correct(path, knobs):
     sizes = {"batch_size": 2, "dim1": 3, "dim2": 261}
     task, _, source = _generate(path, sizes, knobs)
-    _agrees_with_reference(task, source)
+    agrees_with_reference(task, source)
 
 
 @pytest.mark.parametrize("knobs", [DEFAULT, FAST], ids=["default", "fast"])

@@ -14,7 +14,8 @@ Knob names are shared across recipes so one Conductor rule works on all of them:
 ``fast_math``     ``-ffast-math`` (vectorized ``expf``, ``tanhf`` ... from libmvec), where the
                   tolerance allows
 ``vector_width``  bits per vector the compiler prefers (``-mprefer-vector-width``): 256, 512
-``unroll``        inner-loop unroll factor: 1, 2, 4, 8
+``unroll``        inner-loop unroll factor: 1, 2, 4, 8 (a recipe may unroll in its code, or by
+                  ``compiler_flags``)
 ``accumulators``  independent partial results in a reduction: 1, 2, 4, 8
 ``block``         tile edge for loops that reuse data: 0 (none), 32, 64, 128
 ``branchless``    selects instead of data-dependent branches
@@ -100,7 +101,8 @@ class GenerationContext:
 
 def compiler_flags(knobs: Mapping[str, Any]) -> list[str]:
     """The flags the shared knobs mean: no vectorizer without ``simd``, ``-ffast-math`` with
-    ``fast_math``, the preferred vector width with ``vector_width`` (where a recipe has them)."""
+    ``fast_math``, the preferred vector width with ``vector_width``, loops unrolled up to
+    ``unroll`` times (where a recipe has them)."""
     flags = []
     if knobs.get("fast_math"):
         flags.append("-ffast-math")
@@ -108,4 +110,6 @@ def compiler_flags(knobs: Mapping[str, Any]) -> list[str]:
         flags.append("-fno-tree-vectorize")
     if knobs.get("vector_width"):
         flags.append(f"-mprefer-vector-width={knobs['vector_width']}")
+    if knobs.get("unroll", 1) > 1:
+        flags += ["-funroll-loops", f"--param=max-unroll-times={knobs['unroll']}"]
     return flags

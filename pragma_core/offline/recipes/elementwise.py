@@ -136,6 +136,7 @@ class ElementwiseRecipe:
         "simd": Knob(default=False, values=(False, True)),
         "fast_math": Knob(default=False, values=(False, True)),
         "vector_width": Knob(default=256, values=(256, 512)),
+        "unroll": Knob(default=1, values=(1, 2, 4)),
     }
 
     def match(self, graph: OpGraph) -> Match | None:

@@ -209,7 +209,7 @@ class ScanRecipe:
         lines += [f"{t} = {t}.contiguous()" for t in tensors]
         lines.append(f"n_in = {x}.shape[{dim}]")
         scan_stop = facts["slices"][dim][1]
-        length = f"n_in + 1" if facts["exclusive"] else "n_in"
+        length = "n_in + 1" if facts["exclusive"] else "n_in"
         lines.append(f"n_out = {length}" if scan_stop is None else f"n_out = len(range({length})[:{scan_stop}])")
         lines += [
             f"shape = list({x}.shape)",
