@@ -268,6 +268,9 @@ def optimize_command(context: click.Context, task_path: Path | None, model: str 
                      profilers: str, reps: int, threads: int | None, runs_dir: Path, resume: Path | None) -> None:
     """Optimize TASK with the agent loop; every attempt is written under --runs-dir.
 
+    The agents are a language model with --model (or PRAGMA_MODEL), else the built-in offline
+    agents: a recipe Coder and a rule-based Conductor, no network needed.
+
     With --resume RUN_DIR the task and settings come from that run (options given on the command
     line override them, e.g. a larger --max-attempts); it continues after its last complete
     attempt. Ctrl-C stops after saving what is complete.

@@ -8,8 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from pragma_core import Profile, from_dict, load_task
-from pragma_core.offline.conductor import Evidence, rank_moves, read_evidence
+from pragma_core import (
+    Attempt, Candidate, ChatMessage, CompletionRequest, Profile, Speedup, Verdict, from_dict, load_task,
+)
+from pragma_core.offline.conductor import Evidence, advise, rank_moves, read_evidence
 from pragma_core.offline.recipe import Knob
 from pragma_core.offline.recipes.elementwise import ElementwiseRecipe
 
@@ -88,3 +90,27 @@ def test_a_tried_setting_is_never_proposed_again():
 def test_recorded_profiles_are_real_cachegrind_output(name):
     profile = recorded(name)
     assert profile.profiler == "valgrind" and any("cachegrind" in note for note in profile.notes)
+
+
+def _gelu_attempt(number: int, knobs: dict, speedup: tuple[float, float, float]) -> Attempt:
+    from pragma_core.offline.coder import recognized
+    from pragma_core.offline.recipe import GenerationContext
+
+    recipe, match, graph = recognized(GELU)
+    source = recipe.generate(match, knobs, GenerationContext(graph=graph, task_source=GELU.source, task_key=GELU.key))
+    value, low, high = speedup
+    verdict = Verdict(status="correct", message="correct", speedup=Speedup(value=value, low=low, high=high))
+    return Attempt(number=number, candidate=Candidate(source=source, backend="cpu-cpp", attempt=number), verdict=verdict)
+
+
+@pytest.mark.parametrize(("current_speedup", "base"), [((1.8, 0.8, 2.5), 2), ((1.1, 0.8, 1.5), 1), ((3.0, 2.0, 4.0), 2)],
+                         ids=["promising", "within-noise", "new-best"])
+def test_the_next_move_builds_on_the_best_or_on_a_promising_candidate(current_speedup, base):
+    plain = {"parallel": False, "simd": False, "fast_math": False, "vector_width": 256, "unroll": 1}
+    first = _gelu_attempt(1, plain, (1.0, 0.9, 1.1))
+    second = _gelu_attempt(2, {**plain, "parallel": True}, current_speedup)
+    request = CompletionRequest(role="conductor", messages=(ChatMessage(role="user", content="advise"),), task=GELU,
+                                candidate=second.candidate, verdict=second.verdict, best=first, history=(first,))
+    reply = json.loads(advise(request).split("```json")[1].split("```")[0])
+    assert reply["actions"][0].split("(from attempt ")[1].startswith(f"{base})")
+    assert reply["new_best"] is (current_speedup[1] > 1.1)

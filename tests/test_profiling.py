@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import subprocess
+from pathlib import Path
 
 import pytest
 
@@ -35,6 +36,17 @@ def test_fast_path_candidate_gets_a_replay_of_its_kernel_calls(tmp_path):
     assert replay.returncode == 0, replay.stderr
     run = subprocess.run(list(target.python_argv), capture_output=True, text=True, env=target.env, timeout=120)
     assert run.returncode == 0, run.stderr
+
+
+@pytest.mark.parametrize("profiler", ["valgrind", "perf"])
+def test_a_relative_output_folder_gets_the_tools_output(tmp_path, monkeypatch, profiler):
+    """`pragma optimize --runs-dir runs/demo` profiles into a relative folder; the tools run elsewhere."""
+    monkeypatch.chdir(tmp_path)
+    task = load_task(EXAMPLES / "level1" / "1_GELUTanh.py", {"batch_size": 4, "dim": 1024})
+    fast = (EXAMPLES.parent / "candidates" / "1_GELUTanh_fast.py").read_text()
+    result = profile(task, fast, profiler=profiler, out_dir="runs/profile", threads=1)
+    assert result.metrics, result.not_collected
+    assert all(Path(path).is_absolute() and Path(path).exists() for path in result.raw_paths)
 
 
 def test_the_reference_and_non_fast_path_candidates_run_through_python(tmp_path):

@@ -2,7 +2,8 @@
 it names the bottleneck and picks the next move (a knob change of the recipe) with its reason, and
 answers in the same JSON a model would.
 
-The base of a move is the best attempt (the current one when it just became best). A move never
+The base of a move is the best attempt (the current one when it just became best, or when its
+median is 1.5 times the best's and only timing noise keeps it from replacing it). A move never
 repeats a knob setting already tried. Without profiles, moves follow a fixed order (parallelize,
 vectorize, fast math, accumulators, unroll, block, branchless, vector width, chunk). With profiles, the evidence
 reorders them: instructions per element spent outside the kernel (scalar libm calls) ask for fast
@@ -37,6 +38,7 @@ _SCALAR = 3.0  # kernel instructions per element of a loop that is not vectorize
 _VECTORIZED = 1.0
 _D1_HIGH, _D1_LOW = 5.0, 1.0  # %
 _MISPREDICT_HIGH, _MISPREDICT_LOW = 2.0, 0.5  # %
+_PROMISING = 1.5  # median speedup over the best's that is worth building on while the intervals still overlap
 
 
 @attrs.frozen(kw_only=True)
@@ -100,7 +102,8 @@ def advise(request: CompletionRequest) -> str:
                       verdict=verdict, profiles=request.profiles)
     best = request.best
     new_best = _beats(verdict, best)
-    base = current if new_best else best
+    promising = not new_best and _promising(verdict, best)
+    base = current if new_best or promising else best
     base_knobs = knobs_of(base, recipe.family, knobs) or defaults(knobs)
     tried = [k for k in (knobs_of(a, recipe.family, knobs) for a in [*history, current]) if k is not None]
     evidence = read_evidence(request.profiles, task)
@@ -108,7 +111,7 @@ def advise(request: CompletionRequest) -> str:
     attainment = verdict.attainment if verdict.ok else None
     moves = rank_moves(knobs, base_knobs, tried, evidence, attainment=attainment, profiled=bool(request.profiles))
 
-    analysis = [_judgement(current, verdict, best, new_best)]
+    analysis = [_judgement(current, verdict, best, new_best, promising)]
     if diagnosis is not None and verdict.ok:
         bound = diagnosis.bound.value.replace("_", " ")
         share = f" at {attainment:.0%} of the roofline floor" if attainment is not None else ""
@@ -202,7 +205,7 @@ def _metrics_moves_need(knobs: Mapping[str, Knob], profiles: Sequence[Profile]) 
     return []
 
 
-def _judgement(current: Attempt, verdict: Verdict, best: Attempt | None, new_best: bool) -> str:
+def _judgement(current: Attempt, verdict: Verdict, best: Attempt | None, new_best: bool, promising: bool) -> str:
     if not verdict.ok:
         back = f"back to attempt {best.number}" if best else "back to the plain version"
         return f"Attempt {current.number} is {verdict.status.value}: {verdict.message.splitlines()[0]}; {back}."
@@ -210,7 +213,18 @@ def _judgement(current: Attempt, verdict: Verdict, best: Attempt | None, new_bes
     if new_best:
         return f"Attempt {current.number} is correct at {speed}, the new best."
     best_speed = f"{best.verdict.speedup.value:.2f}x" if best and best.verdict and best.verdict.speedup else "?"
-    return f"Attempt {current.number} is correct at {speed}, not beyond the best (attempt {best.number if best else '?'}, {best_speed}); its move is undone."
+    versus = f"the best (attempt {best.number if best else '?'}, {best_speed})"
+    if promising:
+        return (f"Attempt {current.number} is correct at {speed}, {_PROMISING:g} times or more {versus} but within "
+                "its timing noise: the next move builds on it, and the best changes only when the noise allows.")
+    return f"Attempt {current.number} is correct at {speed}, not beyond {versus}; its move is undone."
+
+
+def _promising(verdict: Verdict, best: Attempt | None) -> bool:
+    """Faster than the best by :data:`_PROMISING` in the median, though the intervals overlap."""
+    if not verdict.ok or verdict.speedup is None or best is None or best.verdict is None or best.verdict.speedup is None:
+        return False
+    return verdict.speedup.value >= _PROMISING * best.verdict.speedup.value
 
 
 def _beats(verdict: Verdict, best: Attempt | None) -> bool:

@@ -52,6 +52,7 @@ def profile(
     wanted += [name for name in (metrics or ()) if name not in wanted]
     if isinstance(candidate, str):
         candidate = Candidate(source=candidate, backend="cpu-cpp")
-    folder = Path(out_dir) if out_dir is not None else Path(tempfile.mkdtemp(prefix=f"pragma-profile-{profiler}-"))
+    # Absolute: the tools run in the job folder, where a relative path would name another place.
+    folder = Path(out_dir).resolve() if out_dir is not None else Path(tempfile.mkdtemp(prefix=f"pragma-profile-{profiler}-"))
     target = prepare_target(task, candidate, folder, device=device, repetitions=repetitions, threads=threads)
     return chosen.collect(target, wanted)
