@@ -40,7 +40,7 @@ from .records import (
     Profile, RunResult, Task, TokenUsage, Verdict, VerdictStatus,
 )
 from .run_directory import RunDirectory
-from .statistics import beats
+from .statistics import improves_on
 from .verifier import VerifySettings, verify
 
 __all__ = ["OptimizeSettings", "optimize", "settings_of_run"]
@@ -127,7 +127,7 @@ def optimize(
         for number in range(len(attempts) + 1, settings.max_attempts + 1):
             attempt = _one_attempt(number, task, settings, provider, backend.guide, run, attempts, best)
             attempts.append(attempt)
-            if attempt.guidance is not None and attempt.verdict is not None and _is_new_best(attempt, best):
+            if attempt.guidance is not None and improves_on(attempt.verdict, best):
                 best = attempt
                 run.write_best(best)
             run.append_event("attempt_done", attempt=number, status=attempt.verdict.status.value if attempt.verdict else None,
@@ -278,19 +278,10 @@ def _roofline_bound(task: Task, settings: OptimizeSettings) -> BoundClass | None
     return floor_ms(task.analysis, machine_peaks(settings.verify.threads)).bound
 
 
-def _is_new_best(attempt: Attempt, best: Attempt | None) -> bool:
-    verdict = attempt.verdict
-    if verdict is None or not verdict.ok or verdict.speedup is None:
-        return False
-    if best is None or best.verdict is None or best.verdict.speedup is None:
-        return True
-    return beats(verdict.speedup, best.verdict.speedup)
-
-
 def _best_of(attempts: list[Attempt]) -> Attempt | None:
     best = None
     for attempt in attempts:
-        if _is_new_best(attempt, best):
+        if improves_on(attempt.verdict, best):
             best = attempt
     return best
 

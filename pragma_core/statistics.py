@@ -10,9 +10,9 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from .records import Speedup, Timing
+from .records import Attempt, Speedup, Timing, Verdict
 
-__all__ = ["summarize", "bootstrap_speedup", "beats"]
+__all__ = ["summarize", "bootstrap_speedup", "beats", "improves_on"]
 
 BOOTSTRAP_RESAMPLES = 2000
 
@@ -58,3 +58,13 @@ def bootstrap_speedup(
 def beats(new: Speedup, old: Speedup) -> bool:
     """True when ``new`` is faster than ``old`` beyond noise: its interval lies wholly above."""
     return new.low > old.high
+
+
+def improves_on(verdict: Verdict | None, best: Attempt | None) -> bool:
+    """The loop's rule for a new best: a correct, timed verdict that beats the best's speedup, or
+    any such verdict when there is no timed best yet."""
+    if verdict is None or not verdict.ok or verdict.speedup is None:
+        return False
+    if best is None or best.verdict is None or best.verdict.speedup is None:
+        return True
+    return beats(verdict.speedup, best.verdict.speedup)

@@ -10,11 +10,11 @@ import pytest
 from pragma_core import VerdictStatus, load_task
 from pragma_core.offline.graph import trace_reference
 from pragma_core.offline.modules import read_marker
-from pragma_core.offline.recipe import GenerationContext
 from pragma_core.offline.recipes.norms import NormRecipe
 from pragma_core.verifier import VerifySettings, verify
 
 from .conftest import EXAMPLES, REPO
+from .offline_support import generated
 
 TASKS = REPO / "tests" / "data" / "offline_tasks" / "norms"
 QUICK = VerifySettings(reps=3, warmup=1, timeout_s=120, threads=2)
@@ -90,18 +90,8 @@ NOT_NORMS = {
 }
 
 
-def _generate(path: Path, sizes: dict, knobs: dict) -> tuple[object, str, object]:
-    task = load_task(path, sizes)
-    graph = trace_reference(task)
-    recipe = NormRecipe()
-    match = recipe.match(graph)
-    assert match is not None, f"{path.name} was not recognized"
-    source = recipe.generate(match, knobs, GenerationContext(graph=graph, task_source=task.source, task_key=task.key))
-    return task, source, match
-
-
 def _verified(path: Path, sizes: dict, knobs: dict) -> None:
-    task, source, _ = _generate(path, sizes, knobs)
+    task, _, source = generated(NormRecipe(), path, sizes, knobs)
     verdict = verify(task, source, QUICK)
     assert verdict.status is VerdictStatus.CORRECT, f"{path.name}: {verdict.message}"
 
@@ -109,7 +99,7 @@ def _verified(path: Path, sizes: dict, knobs: dict) -> None:
 @pytest.mark.parametrize("name", sorted(VARIANTS))
 def test_every_variant_verifies_correct_at_best_knobs(name):
     path, sizes, kind = VARIANTS[name]
-    _, source, match = _generate(path, sizes, BEST)
+    _, match, source = generated(NormRecipe(), path, sizes, BEST)
     assert match.facts["kind"] == kind and read_marker(source) == {"family": "norm", "knobs": BEST}
     _verified(path, sizes, BEST)
 
@@ -123,13 +113,13 @@ def test_the_plain_version_verifies_correct(name):
 def test_inline_variants_are_claimed_and_the_new_paths_verify(tmp_path, name):
     init, forward, shape, kind = INLINE[name]
     path = _task_file(tmp_path, name, init, forward, shape)
-    assert _generate(path, {}, BEST)[2].facts["kind"] == kind
+    assert generated(NormRecipe(), path, {}, BEST)[1].facts["kind"] == kind
     if name in VERIFIED_INLINE:
         _verified(path, {}, BEST)
 
 
 def test_middle_dim_reduction_walks_inner_dims_in_tiles():
-    _, source, match = _generate(*VARIANTS["rms_features"][:2], BEST)
+    _, match, source = generated(NormRecipe(), *VARIANTS["rms_features"][:2], BEST)
     assert match.facts["layout"] == "columns" and "norm_columns" in source
 
 

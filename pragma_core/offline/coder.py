@@ -13,7 +13,7 @@ import hashlib
 from ..records import Attempt, CompletionRequest, Task
 from ..tasks import task_program
 from .graph import NotRecognized, OpGraph, trace_reference
-from .knobs import apply_moves, defaults, knobs_of, parse_moves
+from .knobs import defaults, knobs_of, parse_moves
 from .recipe import GenerationContext, Match, Recipe
 from .recipes import recognize
 
@@ -48,7 +48,7 @@ def write_module_reply(request: CompletionRequest) -> str:
     changes, base_number = parse_moves(last.guidance.actions if last and last.guidance else (), recipe.knobs)
     base = _attempt(request.history, base_number) or request.best
     base_knobs = knobs_of(base, recipe.family, recipe.knobs) or defaults(recipe.knobs)
-    knobs = apply_moves(base_knobs, changes)
+    knobs = {**base_knobs, **changes}
     source = recipe.generate(match, knobs, GenerationContext(graph=graph, task_source=task.source, task_key=task.key))
     setting = ", ".join(f"{name}={value}" for name, value in knobs.items())
     if last is None:

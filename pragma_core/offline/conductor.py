@@ -16,6 +16,7 @@ library calls and a vectorized loop) goes last.
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -23,7 +24,7 @@ from typing import Any
 import attrs
 
 from ..records import Attempt, CompletionRequest, Profile, Task, Verdict
-from ..statistics import beats
+from ..statistics import improves_on
 from .coder import recognized
 from .knobs import defaults, format_move, knobs_of
 from .recipe import KNOB_MEANINGS, Knob
@@ -101,7 +102,7 @@ def advise(request: CompletionRequest) -> str:
     current = Attempt(number=(history[-1].number + 1) if history else 1, candidate=request.candidate,
                       verdict=verdict, profiles=request.profiles)
     best = request.best
-    new_best = _beats(verdict, best)
+    new_best = improves_on(verdict, best)
     promising = not new_best and _promising(verdict, best)
     base = current if new_best or promising else best
     base_knobs = knobs_of(base, recipe.family, knobs) or defaults(knobs)
@@ -227,27 +228,11 @@ def _promising(verdict: Verdict, best: Attempt | None) -> bool:
     return verdict.speedup.value >= _PROMISING * best.verdict.speedup.value
 
 
-def _beats(verdict: Verdict, best: Attempt | None) -> bool:
-    if not verdict.ok or verdict.speedup is None:
-        return False
-    if best is None or best.verdict is None or best.verdict.speedup is None:
-        return True
-    return beats(verdict.speedup, best.verdict.speedup)
-
-
 def _elements(task: Task) -> int:
     analysis = task.analysis
     if analysis is None:
         return 0
-    sizes = [1] + [_numel(spec.shape) for spec in (*analysis.inputs, *analysis.outputs)]
-    return max(sizes)
-
-
-def _numel(shape: Sequence[int]) -> int:
-    count = 1
-    for size in shape:
-        count *= size
-    return count
+    return max([1] + [math.prod(spec.shape) for spec in (*analysis.inputs, *analysis.outputs)])
 
 
 def _note_number(profile: Profile, pattern: str) -> int | None:

@@ -53,8 +53,8 @@ class Node:
     dtype: torch.dtype | None = None
 
     def arg(self, index: int, name: str, default: Any = None) -> Any:
-        """The argument passed as ``name=`` or at position ``index`` (after the first tensor
-        argument counts as 0), else ``default``."""
+        """The argument passed as ``name=`` or at position ``index`` of ``args`` (the first
+        argument, usually the input tensor, is position 0), else ``default``."""
         if name in self.kwargs:
             return self.kwargs[name]
         return self.args[index] if index < len(self.args) else default

@@ -11,7 +11,7 @@ from ..records import Attempt
 from .modules import read_marker
 from .recipe import Knob
 
-__all__ = ["defaults", "knobs_of", "format_move", "parse_moves", "apply_moves"]
+__all__ = ["defaults", "knobs_of", "format_move", "parse_moves"]
 
 _SET = re.compile(r"\bset\s+([a-z_]+)\s*=\s*([A-Za-z0-9_.+-]+)")
 _FROM = re.compile(r"\bfrom attempt (\d+)")
@@ -54,10 +54,6 @@ def parse_moves(actions: Sequence[str], knobs: Mapping[str, Knob]) -> tuple[dict
         if found and base is None:
             base = int(found.group(1))
     return changes, base
-
-
-def apply_moves(base: Mapping[str, Any], changes: Mapping[str, Any]) -> dict[str, Any]:
-    return {**base, **changes}
 
 
 def _value(text: str, knob: Knob) -> Any:

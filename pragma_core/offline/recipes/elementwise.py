@@ -162,7 +162,7 @@ class ElementwiseRecipe:
                         return None
                 else:
                     operands.append({"const": float(argument)})
-            if node.op in ("clamp",) or node.op in UNARY:
+            if node.op in UNARY:
                 operands = operands[:1]
             steps.append({"name": node.name, "op": node.op, "operands": operands})
         ops = ", ".join(step["op"] for step in steps)
