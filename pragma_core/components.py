@@ -155,7 +155,12 @@ class Backend:
 
 @attrs.frozen(kw_only=True)
 class Profiler:
-    """A hardware or simulation profiler: what it measures by default and how to run and parse it."""
+    """A hardware or simulation profiler: what it measures by default and how to run and parse it.
+
+    ``doc_sources`` are the official pages the knowledge builder reads for it; ``formulas`` name
+    the metrics the plugin computes itself from the tool's own (``"ipc": "instructions / cycles"``),
+    so the compendium documents them by their formula and the documented meaning of each term.
+    """
 
     name: str = attrs.field(validator=_name)
     devices: tuple[str, ...] = attrs.field(converter=tuple, validator=_devices)
@@ -165,6 +170,7 @@ class Profiler:
     collect: CollectProfile
     parse: ParseOutput
     doc_sources: tuple[str, ...] = attrs.field(default=(), converter=tuple)
+    formulas: dict[str, str] = attrs.field(factory=dict)
 
 
 @attrs.frozen(kw_only=True)

@@ -16,6 +16,7 @@ __all__ = [
     "HARDWARE_EVENTS",
     "SOFTWARE_EVENTS",
     "DERIVED",
+    "FORMULAS",
     "DEFAULT_METRICS",
     "MEANINGS",
     "base_name",
@@ -44,6 +45,12 @@ DERIVED: dict[str, tuple[str, str, float, str]] = {
     "LLC-load-miss-rate": ("LLC-load-misses", "LLC-loads", 100.0, "%"),
 }
 """Ratios computed from counts: name -> (numerator, denominator, scale, unit)."""
+
+FORMULAS: dict[str, str] = {
+    name: f"{numerator} / {denominator}" if scale == 1.0 else f"{scale:g} * {numerator} / {denominator}"
+    for name, (numerator, denominator, scale, _unit) in DERIVED.items()
+}
+"""Each ratio as the formula over perf's events that computes it."""
 
 DEFAULT_METRICS = (
     *TOPDOWN_L1,

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pragma_core import Profiler, hookimpl
 
 from .collect import collect
-from .metrics import DEFAULT_METRICS
+from .metrics import DEFAULT_METRICS, FORMULAS
 from .parse import PROFILER, parse
 from .probe import probe
 
@@ -14,6 +14,7 @@ _KERNEL_DOCS = "https://git.kernel.org/pub/scm/linux/kernel/git/torvalds/linux.g
 DOC_SOURCES = (
     "https://man7.org/linux/man-pages/man1/perf-stat.1.html",
     "https://man7.org/linux/man-pages/man1/perf-list.1.html",
+    "https://man7.org/linux/man-pages/man2/perf_event_open.2.html",
     f"{_KERNEL_DOCS}/perf-stat.txt",
     f"{_KERNEL_DOCS}/perf-list.txt",
     f"{_KERNEL_DOCS}/topdown.txt",
@@ -21,7 +22,8 @@ DOC_SOURCES = (
     "https://perfwiki.github.io/main/top-down-analysis/",
     "https://www.intel.com/content/www/us/en/docs/vtune-profiler/cookbook/2024-0/top-down-microarchitecture-analysis-method.html",
 )
-"""perf stat and perf list manuals (man7.org, kernel.org), the top-down notes of perf and its wiki,
+"""perf stat and perf list manuals (man7.org, kernel.org), perf_event_open(2) (what the generic
+hardware, software and cache events count), the top-down notes of perf and its wiki,
 perf_event_paranoid (kernel.org), and Intel's description of the top-down method."""
 
 
@@ -38,5 +40,6 @@ def pragma_register_profilers(register):
             collect=collect,
             parse=parse,
             doc_sources=DOC_SOURCES,
+            formulas=FORMULAS,
         )
     )

@@ -29,6 +29,7 @@ __all__ = [
     "MetricInfo",
     "KNOWN_METRICS",
     "DEFAULT_METRICS",
+    "FORMULAS",
     "COUNTER_NAME",
     "V1_COLUMN_NAMES",
     "info",
@@ -201,6 +202,19 @@ DEFAULT_METRICS: tuple[str, ...] = (
 """The PRAGMA paper's GPU set mapped to AMD: kernel duration, occupancy and its limiters (registers,
 LDS, scratch), matrix-core activity, vector/memory pipe activity, HBM traffic, L2 and L1 hit rates.
 The counter order makes the passes of :data:`~pragma_rocprof.commands.COUNTERS_PER_PASS`."""
+
+FORMULAS: dict[str, str] = {
+    "Calls": "count of the kernel's dispatches (rows of the kernel trace, one per Dispatch_Id)",
+    "TotalDurationNs": "sum over the kernel's dispatches of End_Timestamp - Start_Timestamp",
+    "AverageNs": "mean over the kernel's dispatches of End_Timestamp - Start_Timestamp",
+    "MinNs": "min over the kernel's dispatches of End_Timestamp - Start_Timestamp",
+    "MaxNs": "max over the kernel's dispatches of End_Timestamp - Start_Timestamp",
+    "L2CacheHit": "100 * TCC_HIT_sum / (TCC_HIT_sum + TCC_MISS_sum)",
+    "L1CacheHit": "100 * (1 - (TCP_TCC_READ_REQ_sum + TCP_TCC_WRITE_REQ_sum) / TCP_TOTAL_CACHE_ACCESSES_sum)",
+    "HBMBandwidth": "(FETCH_SIZE + WRITE_SIZE) * 1024 / TotalDurationNs",
+}
+"""The metrics pragma computes from rocprof's own columns and counters, as formulas over them
+(durations from the kernel trace's timestamps; the ratios of :func:`pragma_rocprof.parse.derive`)."""
 
 COUNTER_NAME = re.compile(r"[A-Z][A-Za-z0-9]*(?:_[A-Za-z0-9]+)*(?:\[\d+\])?(?::device=\d+)?")
 """rocprof counter grammar: ``SQ_WAVES``, ``TCC_HIT_sum``, ``TCC_HIT[3]``, ``VALUBusy``,

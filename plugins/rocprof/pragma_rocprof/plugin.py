@@ -5,7 +5,7 @@ from __future__ import annotations
 from pragma_core import Profiler, hookimpl
 
 from .collect import collect
-from .metrics import DEFAULT_METRICS
+from .metrics import DEFAULT_METRICS, FORMULAS
 from .parse import PROFILER, parse
 from .probe import probe
 
@@ -38,5 +38,6 @@ def pragma_register_profilers(register):
             collect=collect,
             parse=parse,
             doc_sources=DOC_SOURCES,
+            formulas=FORMULAS,
         )
     )

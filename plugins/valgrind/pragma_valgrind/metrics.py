@@ -18,6 +18,7 @@ __all__ = [
     "EVENTS",
     "LEGACY_EVENTS",
     "RATES",
+    "FORMULAS",
     "DEFAULT_METRICS",
     "KNOWN_METRICS",
     "COUNT_UNIT",
@@ -68,6 +69,12 @@ RATES: dict[str, tuple[tuple[str, ...], tuple[str, ...], str]] = {
                      "branch mispredict rate: mispredicted branches per branch, (Bcm + Bim) / (Bc + Bi)"),
 }
 """Rates in percent, named as in cachegrind's exit summary, computed from the event counts."""
+
+FORMULAS: dict[str, str] = {
+    name: f"100 * ({' + '.join(numerator)}) / ({' + '.join(denominator)})"
+    for name, (numerator, denominator, _meaning) in RATES.items()
+}
+"""Each rate as the formula over cachegrind's events that computes it, in percent."""
 
 DEFAULT_METRICS: tuple[str, ...] = (*RATES, *EVENTS)
 """What the valgrind profiler collects by default: the rates first (they fit a prompt), then counts."""

@@ -6,7 +6,7 @@ from pragma_core.components import Profiler
 from pragma_core.hookspecs import hookimpl
 
 from .collect import collect
-from .metrics import DEFAULT_METRICS, PROFILER_NAME
+from .metrics import DEFAULT_METRICS, FORMULAS, PROFILER_NAME
 from .parse import parse
 from .probe import probe
 
@@ -33,5 +33,6 @@ def pragma_register_profilers(register):
             collect=collect,
             parse=parse,
             doc_sources=DOC_SOURCES,
+            formulas=FORMULAS,
         )
     )
