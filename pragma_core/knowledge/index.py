@@ -1,0 +1,142 @@
+"""The semantic index over compendium entries: a Chroma collection on disk.
+
+One collection, :data:`COLLECTION`, holds every metric and guide entry of every compendium, each
+embedded as its short ``index_text()`` with the whole entry in the metadata. Ids are content hashes, so
+:meth:`KnowledgeIndex.sync` adds only entries whose text changed and deletes the ones that are
+gone: a rebuild of an unchanged compendium embeds nothing. The embedding function
+(:class:`~.embedding.MiniLMEmbedding`) is passed on every collection call::
+
+    index = KnowledgeIndex(Path("~/.cache/pragma/knowledge/index"))
+    index.sync(compendia)                      # SyncStats(embedded=..., removed=..., unchanged=...)
+    index.search("why is my kernel memory bound", profiler="ncu", k=5)
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
+
+import attrs
+import chromadb
+from chromadb.config import Settings
+
+from ..serialization import from_dict, to_dict
+from .embedding import MiniLMEmbedding
+from .entries import Compendium, GuideEntry, MetricEntry
+
+__all__ = ["COLLECTION", "Hit", "SyncStats", "KnowledgeIndex", "entry_id"]
+
+COLLECTION = "pragma-compendium"
+_BATCH = 128
+
+Entry = MetricEntry | GuideEntry
+
+
+@attrs.frozen(kw_only=True)
+class Hit:
+    """One search result: the entry and its cosine similarity to the query (1 is identical)."""
+
+    entry: MetricEntry | GuideEntry
+    score: float
+
+    @property
+    def kind(self) -> str:
+        return "metric" if isinstance(self.entry, MetricEntry) else "guide"
+
+    @property
+    def title(self) -> str:
+        return self.entry.name if isinstance(self.entry, MetricEntry) else self.entry.topic
+
+
+@attrs.frozen(kw_only=True)
+class SyncStats:
+    """What a sync did: entries embedded (new or changed), removed, and left as they were."""
+
+    embedded: int
+    removed: int
+    unchanged: int
+
+    @property
+    def total(self) -> int:
+        return self.embedded + self.unchanged
+
+
+def entry_id(entry: Entry) -> str:
+    """A content hash of the whole entry and of the text embedded for it: it changes exactly when
+    either does."""
+    kind = "metric" if isinstance(entry, MetricEntry) else "guide"
+    payload = json.dumps({"kind": kind, "embedded": entry.index_text(), **to_dict(entry)}, sort_keys=True,
+                         ensure_ascii=False)
+    return hashlib.sha256(payload.encode()).hexdigest()[:32]
+
+
+def _metadata(entry: Entry) -> dict[str, str]:
+    kind = "metric" if isinstance(entry, MetricEntry) else "guide"
+    return {"kind": kind, "profiler": entry.profiler,
+            "entry": json.dumps(to_dict(entry), sort_keys=True, ensure_ascii=False)}
+
+
+def _entry(metadata: dict) -> Entry:
+    cls = MetricEntry if metadata["kind"] == "metric" else GuideEntry
+    return from_dict(cls, json.loads(metadata["entry"]))
+
+
+class KnowledgeIndex:
+    """A Chroma ``PersistentClient`` folder holding the :data:`COLLECTION` collection."""
+
+    def __init__(self, path: Path, embedding: MiniLMEmbedding | None = None) -> None:
+        self.path = Path(path)
+        self.path.mkdir(parents=True, exist_ok=True)
+        self.embedding = embedding or MiniLMEmbedding()
+        self._client = chromadb.PersistentClient(
+            path=str(self.path), settings=Settings(anonymized_telemetry=False))
+        self._collection = self._client.get_or_create_collection(
+            COLLECTION, embedding_function=self.embedding)
+
+    def __len__(self) -> int:
+        return self._collection.count()
+
+    def sync(self, compendia: Iterable[Compendium],
+             on_progress: Callable[[int, int], None] | None = None) -> SyncStats:
+        """Make the collection hold exactly the entries of ``compendia``, embedding only what is new.
+
+        ``on_progress(done, total)`` is called after each batch of new entries.
+        """
+        wanted: dict[str, Entry] = {}
+        for compendium in compendia:
+            for entry in (*compendium.metrics, *compendium.guides):
+                wanted.setdefault(entry_id(entry), entry)
+        present = set(self._collection.get(include=[])["ids"])
+        stale = sorted(present - set(wanted))
+        for start in range(0, len(stale), 5000):
+            self._collection.delete(ids=stale[start:start + 5000])
+        new = [(key, entry) for key, entry in wanted.items() if key not in present]
+        for start in range(0, len(new), _BATCH):
+            batch = new[start:start + _BATCH]
+            self._collection.upsert(ids=[key for key, _ in batch],
+                                    documents=[entry.index_text() for _, entry in batch],
+                                    metadatas=[_metadata(entry) for _, entry in batch])
+            if on_progress is not None:
+                on_progress(min(start + _BATCH, len(new)), len(new))
+        return SyncStats(embedded=len(new), removed=len(stale), unchanged=len(wanted) - len(new))
+
+    def search(self, query: str, *, profiler: str | Sequence[str] | None = None, kind: str | None = None,
+               k: int = 5, within: Sequence[Entry] | None = None) -> list[Hit]:
+        """The ``k`` entries nearest in meaning to ``query``, best first, optionally of some
+        profilers (a name or several), of one kind (``metric`` or ``guide``), among some entries."""
+        if not query.strip() or len(self) == 0 or (within is not None and not within):
+            return []
+        clauses = []
+        if profiler is not None:
+            names = [profiler] if isinstance(profiler, str) else list(profiler)
+            clauses.append({"profiler": names[0]} if len(names) == 1 else {"profiler": {"$in": names}})
+        if kind is not None:
+            clauses.append({"kind": kind})
+        where = None if not clauses else clauses[0] if len(clauses) == 1 else {"$and": clauses}
+        ids = None if within is None else [entry_id(entry) for entry in within]
+        result = self._collection.query(query_texts=[query], n_results=k, where=where, ids=ids,
+                                        include=["metadatas", "distances"])
+        return [Hit(entry=_entry(metadata), score=1.0 - float(distance))
+                for metadata, distance in zip(result["metadatas"][0], result["distances"][0])]

@@ -1,0 +1,78 @@
+"""The Chroma index: built with the packaged model offline, synced by content hash, searched by meaning."""
+
+from __future__ import annotations
+
+import attrs
+import pytest
+
+from pragma_core.knowledge import Compendium, GuideEntry, MetricEntry
+from pragma_core.knowledge.embedding import EMBEDDING_NAME, MiniLMEmbedding
+from pragma_core.knowledge.index import COLLECTION, KnowledgeIndex
+
+
+def _metric(name: str, meaning: str, profiler: str = "ncu") -> MetricEntry:
+    return MetricEntry(profiler=profiler, name=name, meaning=meaning, source=f"https://example.org/{profiler}",
+                       built_by="structural")
+
+
+NCU = Compendium(profiler="ncu", metrics=[
+    _metric("dram__throughput.avg.pct_of_peak_sustained_elapsed", "DRAM throughput as a percentage of its peak"),
+    _metric("launch__registers_per_thread", "Number of registers allocated per thread"),
+    _metric("sm__warps_active.avg.pct_of_peak_sustained_active",
+            "Achieved occupancy: active warps per SM as a percentage of the maximum"),
+])
+PERF = Compendium(profiler="perf", metrics=[
+    _metric("tma_bad_speculation", "Fraction of slots wasted due to incorrect speculations, such as branch "
+                                   "mispredictions", "perf"),
+    _metric("page-faults", "Page faults: first touches of memory and pages read from disk", "perf"),
+], guides=[GuideEntry(profiler="perf", topic="Topdown", text="Topdown analysis splits pipeline slots into four "
+                      "categories: frontend bound, backend bound, bad speculation and retiring.",
+                      source="https://example.org/topdown", built_by="structural")])
+
+
+@pytest.fixture(scope="module")
+def index(tmp_path_factory) -> KnowledgeIndex:
+    index = KnowledgeIndex(tmp_path_factory.mktemp("index"))
+    index.sync([NCU, PERF])
+    return index
+
+
+def test_the_embedding_function_is_registered_with_chroma_by_name():
+    from chromadb.utils.embedding_functions import known_embedding_functions
+
+    assert known_embedding_functions[EMBEDDING_NAME] is MiniLMEmbedding
+    rebuilt = MiniLMEmbedding.build_from_config(MiniLMEmbedding().get_config())
+    assert isinstance(rebuilt, MiniLMEmbedding)
+
+
+def test_search_finds_the_metric_a_question_is_about(index):
+    assert index.search("is my kernel limited by memory bandwidth", k=1)[0].title.startswith("dram__throughput")
+    assert index.search("how many registers does each thread use", k=1)[0].title == "launch__registers_per_thread"
+    top = index.search("branch mispredicts waste cycles", profiler="perf", k=1)[0]
+    assert top.title == "tma_bad_speculation" and 0 < top.score <= 1
+
+
+def test_filters_keep_to_the_profilers_and_the_kind_asked_for(index):
+    assert {hit.entry.profiler for hit in index.search("occupancy", profiler="perf", k=5)} == {"perf"}
+    assert {hit.entry.profiler for hit in index.search("occupancy", profiler=["perf", "ncu"], k=5)} == {"perf", "ncu"}
+    guides = index.search("top-down method categories", kind="guide", profiler="perf", k=3)
+    assert [hit.kind for hit in guides] == ["guide"] and guides[0].title == "Topdown"
+
+
+def test_a_second_sync_embeds_nothing_and_a_change_embeds_only_that_entry(index):
+    again = index.sync([NCU, PERF])
+    assert (again.embedded, again.removed, again.unchanged) == (0, 0, 6)
+    changed = attrs.evolve(PERF, metrics=[attrs.evolve(PERF.metrics[1], meaning="Page faults of the process")
+                                          if m.name == "page-faults" else m for m in PERF.metrics])
+    before = index.embedding.embedded
+    stats = index.sync([NCU, changed])
+    assert (stats.embedded, stats.removed, stats.unchanged) == (1, 1, 5)
+    assert index.embedding.embedded - before == 1
+    assert len(index) == 6
+
+
+def test_reopening_the_folder_finds_the_collection_with_no_embedding(index):
+    reopened = KnowledgeIndex(index.path)
+    stats = reopened.sync([NCU, PERF])
+    assert reopened._collection.name == COLLECTION
+    assert stats.unchanged + stats.embedded == 6 and reopened.embedding.embedded == stats.embedded
