@@ -29,7 +29,10 @@ from .structural import opening
 __all__ = ["merge_stage1", "MergeReport", "TERM_CHARS"]
 
 TERM_CHARS = 200
-"""How much of a term's meaning a composed or formula entry quotes."""
+"""How much of a term's meaning a formula entry quotes."""
+
+GLOSS_CHARS = 110
+"""How much of a glossary text a meaning read from a name quotes: about its first sentence."""
 
 _FORMULA_TOKEN = re.compile(r"[A-Za-z][\w.\-]*[\w]|[A-Za-z]")
 
@@ -74,12 +77,28 @@ def _most_common(values: Iterable[str]) -> str:
     return max(counted, key=lambda value: (counted[value], len(value), value))
 
 
-def _glossary(notes: Sequence[MetricNote]) -> dict[str, str]:
-    by_term: dict[str, list[str]] = {}
+def _glossary_key(term: str) -> str:
+    """``Hit Rate`` and ``hit_rate`` are one glossary term: names join words with underscores."""
+    return re.sub(r"[\s\-]+", "_", term.strip("._ ").casefold())
+
+
+def _glossary(notes: Sequence[MetricNote]) -> dict[str, list[str]]:
+    """Glossary term -> its distinct texts, most common first (a column label such as ``Hit Rate``
+    is explained once per cache)."""
+    by_term: dict[str, Counter] = {}
     for note in notes:
         if note.glossary and note.meaning:
-            by_term.setdefault(note.name.strip("._").casefold(), []).append(note.meaning)
-    return {term: _most_common(texts) for term, texts in by_term.items()}
+            by_term.setdefault(_glossary_key(note.name), Counter())[opening(note.meaning, GLOSS_CHARS)] += 1
+    return {term: [text for text, _n in texts.most_common()] for term, texts in by_term.items()}
+
+
+def _words(text: str) -> set[str]:
+    return set(re.findall(r"[a-z0-9]+", text.lower()))
+
+
+def _fitting(texts: list[str], context: set[str]) -> str:
+    """The text sharing most words with what the name already says (the L2 text for an L2 metric)."""
+    return max(texts, key=lambda text: (len(_words(text) & context), -texts.index(text)))
 
 
 def _name_parts(name: str) -> list[str]:
@@ -88,16 +107,16 @@ def _name_parts(name: str) -> list[str]:
     return [unit, *rest.split(".")] if rest else name.split(".")
 
 
-def _gloss(piece: str, glossary: Mapping[str, str]) -> list[tuple[str, str]]:
+def _gloss(piece: str, glossary: Mapping[str, list[str]]) -> list[tuple[str, list[str]]]:
     """The glossary terms covering ``piece``: the whole piece, else its longest ``_``-joined runs."""
-    if piece.casefold() in glossary:
-        return [(piece, glossary[piece.casefold()])]
+    if _glossary_key(piece) in glossary:
+        return [(piece, glossary[_glossary_key(piece)])]
     words, found, start = piece.split("_"), [], 0
     while start < len(words):
         for end in range(len(words), start, -1):
             term = "_".join(words[start:end])
-            if term.casefold() in glossary:
-                found.append((term, glossary[term.casefold()]))
+            if _glossary_key(term) in glossary:
+                found.append((term, glossary[_glossary_key(term)]))
                 start = end
                 break
         else:
@@ -105,7 +124,7 @@ def _gloss(piece: str, glossary: Mapping[str, str]) -> list[tuple[str, str]]:
     return found
 
 
-def _composed(name: str, label: str, glossary: Mapping[str, str]) -> str:
+def _composed(name: str, label: str, glossary: Mapping[str, list[str]]) -> str:
     """A meaning built from the documented parts of a structured metric name, or "".
 
     Parts the glossary does not know are named as they are (``time_duration``): the name is the
@@ -116,11 +135,11 @@ def _composed(name: str, label: str, glossary: Mapping[str, str]) -> str:
     glossed = [_gloss(piece, glossary) for piece in parts]
     if not glossed[0] or sum(1 for g in glossed if g) < 2:
         return ""
+    context = _words(label) | _words(glossed[0][0][1][0])
     pieces = []
     for piece, found in zip(parts, glossed):
-        named = {term for term, _text in found}
-        pieces += [f"{term}: {_clip(text, TERM_CHARS)}" for term, text in found]
-        if piece not in named:
+        pieces += [f"{term}: {_fitting(texts, context).rstrip('.')}" for term, texts in found]
+        if not found:
             pieces.append(piece)
     intro = f"{label}. " if label else ""
     return f"{intro}Read from its name: " + "; ".join(pieces)
@@ -168,7 +187,7 @@ def merge_stage1(profiler: str, stage1: Stage1, *, formulas: Mapping[str, str] |
         meaning = _most_common(note.meaning for note in described)
         origin = next((note for note in described if note.meaning == meaning), group[0])
         if not meaning:  # a section's label names this metric even where other metrics share it
-            label = _most_common(a for note in group for a in note.aliases if " " in a)
+            label = _most_common(a for note in group for a in note.aliases if "__" not in a)
             meaning = _composed(name, label, glossary)
         if not meaning:
             undocumented.append(name)
@@ -216,12 +235,15 @@ def _formula_entry(profiler: str, name: str, formula: str, known: Mapping[str, M
         return known.get(token) or known.get(token.casefold())
 
     terms = [token for token in dict.fromkeys(_FORMULA_TOKEN.findall(formula)) if entry_of(token)]
-    where = "; ".join(f"{term}: {_clip(entry_of(term).meaning, TERM_CHARS)}" for term in terms)
+    where = "; ".join(f"{term}: {_clip(entry_of(term).meaning, TERM_CHARS).rstrip('.')}" for term in terms)
     meaning = f"{name} = {formula}" + (f", where {where}" if where else "")
     meaning += f". Computed by pragma-{profiler} from the tool's own counters."
+    # what the terms reveal, and what the name says (HBMBandwidth: HBM bandwidth)
+    spoken = re.sub(r"(?<=[a-z])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])", " ", name).replace("_", " ")
+    bottleneck = dict.fromkeys((*terms_in(spoken), *(t for term in terms for t in entry_of(term).bottleneck)))
     source = entry_of(terms[0]).source if terms else f"pragma-{profiler} (the plugin's formula)"
     return MetricEntry(profiler=profiler, name=name, meaning=meaning, measured=formula,
-                       bottleneck=terms_in(f"{name.replace('_', ' ')} {formula}"), source=source, built_by="formula")
+                       bottleneck=tuple(bottleneck), source=source, built_by="formula")
 
 
 def _unique(guides: Iterable[GuideEntry], profiler: str) -> tuple[GuideEntry, ...]:

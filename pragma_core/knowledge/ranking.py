@@ -7,7 +7,7 @@ alias the query writes out (an identifier such as ``VALUBusy`` or ``context-swit
 of several words such as ``Achieved Occupancy``) gains :data:`NAME_BONUS`, and a metric some
 installed profiler plugin collects by default gains :data:`DEFAULT_BONUS`: among near-equals, the
 metric the Conductor actually sees comes first. The score of a hit is its cosine similarity plus
-these bonuses.
+these bonuses; cosines of related texts rarely pass 0.7, so a metric the query names comes first.
 """
 
 from __future__ import annotations
@@ -21,13 +21,13 @@ from .entries import Compendium, GuideEntry, MetricEntry
 
 __all__ = ["NAME_BONUS", "DEFAULT_BONUS", "CANDIDATES", "named_in", "rerank", "ranked_search"]
 
-NAME_BONUS = 0.25
-DEFAULT_BONUS = 0.05
+NAME_BONUS = 0.5
+DEFAULT_BONUS = 0.15
 CANDIDATES = 40
 """Semantic candidates fetched before ranking."""
 
 _SEPARATORS = re.compile(r"[\s\-_./:()%\[\],]+")
-_IDENTIFIER = re.compile(r"[_\-.\d]|[a-z][A-Z]")
+_IDENTIFIER = re.compile(r"[_\-.\d]|[a-z][A-Z]|[A-Z]{2}[a-z]")
 
 
 def _normal(text: str) -> str:
@@ -77,12 +77,16 @@ def rerank(hits: Sequence, *, named: Iterable[MetricEntry | GuideEntry] = (),
 
 def ranked_search(index, compendia: Sequence[Compendium], query: str, *, profiler: str | Sequence[str] | None = None,
                   kind: str | None = None, k: int = 5, defaults: Iterable[tuple[str, str]] = ()) -> list:
-    """Semantic candidates from ``index`` plus the entries of ``compendia`` the query names,
+    """Semantic candidates from ``index``, plus the entries of ``compendia`` the query names and
+    the default metrics among them (so a bonus can lift an entry the semantic cut left out),
     re-scored by :func:`rerank`."""
+    defaults = set(defaults)
     hits = index.search(query, profiler=profiler, kind=kind, k=max(k, CANDIDATES))
-    named = [] if kind == "guide" else named_in(query, (e for c in compendia for e in c.metrics))
+    metrics = [] if kind == "guide" else [entry for compendium in compendia for entry in compendium.metrics]
+    named = named_in(query, metrics)
+    preferred = [entry for entry in metrics if any((entry.profiler, n) in defaults for n in entry.names)]
     seen = {(hit.entry.profiler, hit.title) for hit in hits if hit.kind == "metric"}
-    missing = [entry for entry in named if (entry.profiler, entry.name) not in seen]
+    missing = list({(e.profiler, e.name): e for e in (*named, *preferred) if (e.profiler, e.name) not in seen}.values())
     if missing:
         hits += index.search(query, kind="metric", k=len(missing), within=missing)
     return rerank(hits, named=named, defaults=defaults, k=k)
