@@ -336,6 +336,82 @@ def trace_command(run_dir: Path) -> None:
     _stdout().print(trace_text(run.task(), run.completed_attempts()))
 
 
+@cli.group("knowledge")
+def knowledge_group() -> None:
+    """Ask the compendium of profiler metrics built from the profilers' own documentation.
+
+    The semantic index is built from the shipped compendium on first use (cached in
+    $PRAGMA_KNOWLEDGE_DIR, default <cache>/knowledge) and rebuilt when the compendium changes.
+    """
+
+
+@knowledge_group.command("search")
+@click.argument("query")
+@click.option("--profiler", "profilers", multiple=True, help="Only this profiler's entries (repeatable).")
+@click.option("--kind", type=click.Choice(["metric", "guide"]), default=None, help="Only metrics, or only guide passages.")
+@click.option("-k", "--top", "top", default=5, show_default=True, help="How many entries.")
+@click.option("--compendium", "folder", type=click.Path(path_type=Path), default=None,
+              help="A folder of <profiler>.json files from `pragma-kb build` [default: the shipped one].")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
+def knowledge_search_command(query: str, profilers: tuple[str, ...], kind: str | None, top: int,
+                             folder: Path | None, as_json: bool) -> None:
+    """The entries nearest in meaning to QUERY, e.g. "kernel waits on DRAM bandwidth"."""
+    from . import knowledge
+
+    compendia = knowledge.load_compendia(folder)
+    unknown = sorted(set(profilers) - set(compendia))
+    if unknown:
+        raise knowledge.KnowledgeError(f"--profiler {', '.join(unknown)}: no compendium for it; "
+                                       f"there are {', '.join(sorted(compendia))}")
+    hits = knowledge.search(query, profiler=list(profilers) or None, kind=kind, k=top, compendia=compendia)
+    if as_json:
+        click.echo(json.dumps([{"score": round(hit.score, 4), "kind": hit.kind, **to_dict(hit.entry)}
+                               for hit in hits], indent=2))
+        return
+    table = Table(title=f"{len(hits)} entries for {query!r}", title_justify="left")
+    for column in ("score", "profiler", "entry", "meaning", "source"):
+        table.add_column(column, overflow="fold")
+    for hit in hits:
+        text = hit.entry.meaning if hit.kind == "metric" else hit.entry.text
+        table.add_row(f"{hit.score:.2f}", hit.entry.profiler, hit.title if hit.kind == "metric" else f"[guide] {hit.title}",
+                      text, hit.entry.source)
+    _stdout().print(table)
+
+
+@knowledge_group.command("show")
+@click.argument("metric")
+@click.option("--profiler", default=None, help="Only this profiler's compendium (names can differ by tool).")
+@click.option("--compendium", "folder", type=click.Path(path_type=Path), default=None,
+              help="A folder of <profiler>.json files from `pragma-kb build` [default: the shipped one].")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+def knowledge_show_command(metric: str, profiler: str | None, folder: Path | None, as_json: bool) -> None:
+    """Everything the compendium says of METRIC (a name as the profiler spells it, or an alias)."""
+    from . import knowledge
+
+    compendia = knowledge.load_compendia(folder)
+    entries = [entry for name in sorted(compendia) if profiler in (None, name)
+               for entry in knowledge.lookup([metric], profiler=name, compendia=compendia).values()]
+    if not entries:
+        hits = knowledge.search(metric, profiler=profiler, kind="metric", k=3, compendia=compendia)
+        near = ", ".join(f"{hit.title} ({hit.entry.profiler})" for hit in hits)
+        raise knowledge.KnowledgeError(f"no metric named {metric!r} in the compendium"
+                                       + (f"; nearest in meaning: {near}" if near else ""))
+    if as_json:
+        click.echo(json.dumps([to_dict(entry) for entry in entries], indent=2))
+        return
+    console = _stdout()
+    for entry in entries:
+        console.print(f"[bold]{entry.name}[/bold] ({entry.profiler})")
+        console.print(entry.meaning, markup=False)
+        for label, value in (("aliases", ", ".join(entry.aliases)), ("unit", entry.unit),
+                             ("measured", entry.measured), ("reveals", ", ".join(entry.bottleneck)),
+                             ("remedies", "; ".join(entry.remedies)), ("source", entry.source),
+                             ("built by", entry.built_by)):
+            if value:
+                console.print(f"  {label}: {value}", markup=False, highlight=False)
+        console.print()
+
+
 def _task_summary(task: Task) -> dict[str, Any]:
     summary = {key: value for key, value in to_dict(task).items() if key not in ("source", "analysis")}
     analysis = task.analysis

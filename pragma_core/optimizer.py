@@ -34,6 +34,7 @@ from .components import LLMProvider
 from .diagnosis import diagnose
 from .errors import PragmaError, ProfilerUnavailable
 from .files import atomic_write_text
+from .knowledge import conductor_documentation, unmeasured_citations
 from .plugins import get_registry
 from .records import (
     AgentRole, Attempt, Baseline, BoundClass, Candidate, ChatMessage, Completion, CompletionRequest, Diagnosis, Guidance,
@@ -180,14 +181,20 @@ def _one_attempt(number: int, task: Task, settings: OptimizeSettings, provider: 
         profiles = _profile(task, candidate, settings, staging, extra)
     diagnosis = diagnose(verdict, profiles, best=best, roofline_bound=_roofline_bound(task, settings))
 
+    documentation = conductor_documentation([*profiles, *(best.profiles if best else ())], diagnosis)
+    previous = last.guidance.unmeasured_citations if last and last.guidance else ()
     messages = conductor_messages(task=task, candidate=candidate, verdict=verdict, profiles=profiles,
-                                  diagnosis=diagnosis, best=best, metric_docs={})
+                                  diagnosis=diagnosis, best=best, metric_docs=documentation.metric_docs,
+                                  related_docs=documentation.related, unmeasured_citations=previous)
+    if documentation.note:
+        files["knowledge_note"] = documentation.note
     reply = _ask(provider, AgentRole.CONDUCTOR, messages, settings, task, verdict, profiles, diagnosis, best,
                  candidate=candidate, history=history)
     usage = usage + reply.usage
     files.update(conductor_prompt=_transcript(messages), conductor_reply=reply.text)
     guidance, repair_usage, note = _guidance(provider, messages, reply, settings, task, diagnosis)
     usage = usage + repair_usage
+    guidance = _check_citations(guidance, [*profiles, *(best.profiles if best else ())])
     if note:
         files["conductor_note"] = note
     attempt = Attempt(number=number, candidate=candidate, verdict=verdict,
@@ -222,6 +229,14 @@ def _guidance(provider: LLMProvider, messages: tuple[ChatMessage, ...], reply: C
                                 + "; ".join(diagnosis.hints), actions=diagnosis.hints,
                                 extra_metrics=diagnosis.request_metrics)
             return fallback, second.usage, f"unparseable twice: {first}; then: {error}\n--- repair reply ---\n{second.text}"
+
+
+def _check_citations(guidance: Guidance, profiles: list[Profile]) -> Guidance:
+    """The guidance with the metric names it cites that none of ``profiles`` measured."""
+    cited = unmeasured_citations([guidance.analysis, *guidance.actions],
+                                 measured=[metric.name for profile in profiles for metric in profile.metrics],
+                                 requested=guidance.extra_metrics)
+    return attrs.evolve(guidance, unmeasured_citations=cited)
 
 
 def _profile(task: Task, candidate: Candidate, settings: OptimizeSettings, staging: Path,

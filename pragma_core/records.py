@@ -85,10 +85,11 @@ class BoundClass(str, enum.Enum):
 
 
 class AgentRole(str, enum.Enum):
-    """Which agent a model request is for."""
+    """Who a model request is for: the loop's two agents, or the knowledge builder's summarizer."""
 
     CODER = "coder"
     CONDUCTOR = "conductor"
+    SUMMARIZER = "summarizer"
 
 
 # -- validators ---------------------------------------------------------------------------------
@@ -312,13 +313,15 @@ class Diagnosis:
 @attrs.frozen(kw_only=True)
 class Guidance:
     """The Conductor's advice to the Coder after one attempt; ``done`` says no change is left worth
-    an attempt, and the run ends."""
+    an attempt, and the run ends. ``unmeasured_citations`` are metric names its reply cites that
+    no profile it read had measured (the loop's citation check), shown to it on the next turn."""
 
     analysis: str = attrs.field(validator=v.instance_of(str))
     actions: tuple[str, ...] = attrs.field(default=(), converter=_str_tuple)
     extra_metrics: tuple[str, ...] = attrs.field(default=(), converter=_str_tuple)
     new_best: bool = attrs.field(default=False, validator=v.instance_of(bool))
     done: bool = attrs.field(default=False, validator=v.instance_of(bool))
+    unmeasured_citations: tuple[str, ...] = attrs.field(default=(), converter=_str_tuple)
 
 
 # -- model traffic ------------------------------------------------------------------------------

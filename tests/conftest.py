@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+import os
 import sys
 import textwrap
 from pathlib import Path
@@ -13,6 +14,10 @@ from pragma_core.plugins import reset_registry
 
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLES = REPO / "examples" / "tasks"
+
+# One knowledge index for the whole session, child processes included: tests that give each run a
+# cache folder of its own would otherwise embed the compendium again for every run.
+os.environ.setdefault("PRAGMA_KNOWLEDGE_DIR", str(REPO / "build" / "test-knowledge"))
 
 
 @pytest.fixture(autouse=True)

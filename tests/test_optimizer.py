@@ -46,7 +46,8 @@ CODER = [BROKEN_REPLY := coder(BROKEN), coder(SLOW, "Fixed: no undefined symbol.
 CONDUCTOR = [
     conductor("undefined_scale is not declared", ["declare the constant or drop it"]),
     "litellm.RateLimitError",                                          # transient: retried
-    conductor("correct but pow() in double on one thread", ["use float math and OpenMP"]),
+    conductor("correct but pow() in double on one thread; tma_backend_bound would tell more",
+              ["use float math and OpenMP"]),
     "Sure! I think it is memory bound.",                               # unparseable ...
     "still not JSON",                                                  # ... and after repair
     conductor("the reply held no code", ["resend the whole module"]),
@@ -108,6 +109,12 @@ def test_compile_error_fix_slow_then_fast(scripted, tmp_path):
     for path in run.root.rglob("*"):
         if path.is_file() and path.suffix in (".json", ".txt", ".py", ".jsonl"):
             assert SECRET not in path.read_text(errors="replace"), path
+    second = (run.attempt_folder(2) / "conductor_prompt.txt").read_text()
+    assert "D1 miss rate (valgrind)" in second and "https://valgrind.org/docs/manual/cg-manual.html" in second
+    assert "From the profilers' documentation, on the diagnosed bottleneck" in second
+    assert result.attempts[1].guidance.unmeasured_citations == ("tma_backend_bound",)
+    third = (run.attempt_folder(3) / "conductor_prompt.txt").read_text()
+    assert "Citation check: your previous reply cited tma_backend_bound" in third
     trace = trace_text(run.task(), run.completed_attempts())
     assert "historical best: #2" in trace and "action: use float math and OpenMP" in trace
 

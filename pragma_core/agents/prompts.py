@@ -29,6 +29,7 @@ from .clipping import clip
 from .history import MAX_HISTORY_ROWS, history_rows
 from .rendering import render_parts
 from .views import (
+    METRIC_DOC_CHARS,
     SelectMetrics,
     comparison_rows,
     delta_lines,
@@ -52,6 +53,8 @@ GUIDANCE_CHARS = 4_000
 """Characters of the Conductor's analysis and, separately, of its actions the Coder sees."""
 
 _MAX_ACTIONS = 8
+_MAX_RELATED = 4
+_MAX_UNMEASURED = 12
 
 
 def coder_messages(
@@ -110,6 +113,8 @@ def conductor_messages(
     profiles: Sequence[Profile] = (),
     best: Attempt | None = None,
     metric_docs: Mapping[str, str] | None = None,
+    related_docs: Sequence[str] = (),
+    unmeasured_citations: Sequence[str] = (),
     select: SelectMetrics = metric_selectors.select,
     attempt: int | None = None,
 ) -> tuple[ChatMessage, ...]:
@@ -119,7 +124,9 @@ def conductor_messages(
     candidate's, one per profiler (none when it was not correct, or with ``--no-profile``);
     ``best`` is the best attempt before this one; ``metric_docs`` maps metric names to their
     documentation from the knowledge index (a metric without an entry is documented by its
-    one-line meaning); ``select`` is the configured metric selector's choice of what reaches the
+    one-line meaning); ``related_docs`` are compendium entries that match the diagnosis, one line
+    each; ``unmeasured_citations`` the metric names the Conductor's previous reply cited that its
+    profiles had not measured (pointed out to it); ``select`` is the configured metric selector's choice of what reaches the
     prompt; ``attempt`` numbers the current attempt (default: the candidate's). The reply is read
     with :func:`pragma_core.agents.replies.parse_guidance`.
     """
@@ -142,6 +149,8 @@ def conductor_messages(
         diagnostics=diagnostics_text(verdict),
         remedies=verdict_remedies(verdict),
         metric_docs=metric_doc_lines(current_metrics + best_metrics, metric_docs),
+        related_docs=[clip(" ".join(line.split()), METRIC_DOC_CHARS) for line in related_docs[:_MAX_RELATED]],
+        unmeasured=list(unmeasured_citations[:_MAX_UNMEASURED]),
         profiles=[profile_facts(profile, metrics) for profile, metrics in selected],
         not_profiled=(
             "only correct candidates are profiled." if not verdict.ok

@@ -6,6 +6,7 @@ from __future__ import annotations
 import time
 
 from ..components import LLMProvider
+from ..errors import PragmaError
 from ..hookspecs import hookimpl
 from ..records import AgentRole, Completion, CompletionRequest, Task
 
@@ -19,6 +20,9 @@ def complete(request: CompletionRequest) -> Completion:
     from .coder import write_module_reply
     from .conductor import advise
 
+    if request.role is AgentRole.SUMMARIZER:
+        raise PragmaError("the offline provider answers only the Coder and the Conductor; summarize "
+                          "documentation with a model (--model), or build with no model at all")
     started = time.monotonic()
     text = write_module_reply(request) if request.role is AgentRole.CODER else advise(request)
     return Completion(text=text, model=OFFLINE_MODEL, cost_usd=0.0, latency_s=time.monotonic() - started)
