@@ -211,7 +211,8 @@ def merge_stage1(profiler: str, stage1: Stage1, *, formulas: Mapping[str, str] |
         entries[name] = _formula_entry(profiler, name, formula, known)
     if report is not None:
         report.undocumented[profiler] = sorted(n for n in undocumented if n not in entries)
-    return Compendium(profiler=profiler, metrics=tuple(entries.values()), guides=_unique(stage1.guides, profiler))
+    return Compendium(profiler=profiler, metrics=tuple(entries.values()),
+                      guides=_unique(stage1.guides, profiler)).in_order()
 
 
 def _adopt_spellings(entries: dict[str, MetricEntry], preferred: set[str], formulas: Mapping[str, str]) -> None:

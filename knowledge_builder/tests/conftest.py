@@ -1,18 +1,23 @@
-"""Test set-up for the knowledge builder: import the package from the source tree and find the docs mirror."""
+"""Test set-up for the knowledge builder: where the profiler documentation mirror is.
+
+The mirror (``shared/docs-mirror`` beside the clone, or ``$PRAGMA_DOCS_MIRROR``) holds the real
+pages the readers are tested on; it is not copied into the repository, since several of its pages
+carry no open licence.
+"""
+
+from __future__ import annotations
+
 import os
-import sys
 from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
 
 def _mirror() -> Path:
-    env = os.environ.get("PRAGMA_DOCS_MIRROR")
-    if env:
-        return Path(env)
-    return Path(__file__).resolve().parents[3] / "shared" / "docs-mirror"   # /work/shared/docs-mirror beside the clone
+    configured = os.environ.get("PRAGMA_DOCS_MIRROR")
+    if configured:
+        return Path(configured)
+    return Path(__file__).resolve().parents[3] / "shared" / "docs-mirror"
 
 
 @pytest.fixture(scope="session")

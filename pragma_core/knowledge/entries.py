@@ -157,9 +157,14 @@ class Compendium:
         """Every canonical name and alias."""
         return frozenset(self._by_name)
 
+    def in_order(self) -> Compendium:
+        """The same entries in the order files keep them: metrics by name, guides by topic."""
+        return attrs.evolve(self, metrics=sorted(self.metrics, key=lambda e: (e.name.lower(), e.name)),
+                            guides=sorted(self.guides, key=lambda e: (e.topic.lower(), e.source, e.text)))
+
     def content_hash(self) -> str:
-        """A hash of every entry: equal compendia hash equal, any change changes it."""
-        text = json.dumps(_plain(self), sort_keys=True)
+        """A hash of every entry, whatever their order: any change of an entry changes it."""
+        text = json.dumps(_plain(self.in_order()), sort_keys=True)
         return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
@@ -174,12 +179,8 @@ def _plain(compendium: Compendium) -> dict[str, Any]:
 
 def write_compendium(path: Path, compendium: Compendium) -> None:
     """Write ``<profiler>.json`` atomically, entries in a stable order so rebuilds diff cleanly."""
-    ordered = attrs.evolve(
-        compendium,
-        metrics=sorted(compendium.metrics, key=lambda e: e.name.lower()),
-        guides=sorted(compendium.guides, key=lambda e: (e.topic.lower(), e.source)),
-    )
-    atomic_write_text(Path(path), json.dumps(_plain(ordered), indent=1, sort_keys=True, ensure_ascii=False) + "\n")
+    text = json.dumps(_plain(compendium.in_order()), indent=1, sort_keys=True, ensure_ascii=False)
+    atomic_write_text(Path(path), text + "\n")
 
 
 def read_compendium(path: Path) -> Compendium:
