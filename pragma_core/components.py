@@ -179,13 +179,16 @@ class LLMProvider:
 
     ``prepare``, when given, is called with the task before a run starts and raises
     :class:`~pragma_core.errors.PragmaError` when this provider cannot work on it (the offline
-    provider does for a task no recipe knows).
+    provider does for a task no recipe knows). ``reads_messages`` is False for a provider that
+    answers from the request's structured context alone, so the loop spares the work of filling
+    the prompt's documentation search for it.
     """
 
     name: str = attrs.field(validator=_name)
     description: str = ""
     complete: Complete
     prepare: Callable[[Task], None] | None = None
+    reads_messages: bool = True
 
 
 @attrs.frozen(kw_only=True)

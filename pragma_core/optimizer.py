@@ -35,6 +35,7 @@ from .diagnosis import diagnose
 from .errors import PragmaError, ProfilerUnavailable
 from .files import atomic_write_text
 from .knowledge import conductor_documentation, unmeasured_citations
+from .knowledge.conductor_docs import RELATED_ENTRIES
 from .plugins import get_registry
 from .records import (
     AgentRole, Attempt, Baseline, BoundClass, Candidate, ChatMessage, Completion, CompletionRequest, Diagnosis, Guidance,
@@ -181,7 +182,8 @@ def _one_attempt(number: int, task: Task, settings: OptimizeSettings, provider: 
         profiles = _profile(task, candidate, settings, staging, extra)
     diagnosis = diagnose(verdict, profiles, best=best, roofline_bound=_roofline_bound(task, settings))
 
-    documentation = conductor_documentation([*profiles, *(best.profiles if best else ())], diagnosis)
+    documentation = conductor_documentation([*profiles, *(best.profiles if best else ())], diagnosis,
+                                            related=RELATED_ENTRIES if provider.reads_messages else 0)
     previous = last.guidance.unmeasured_citations if last and last.guidance else ()
     messages = conductor_messages(task=task, candidate=candidate, verdict=verdict, profiles=profiles,
                                   diagnosis=diagnosis, best=best, metric_docs=documentation.metric_docs,

@@ -60,6 +60,8 @@ class ProfilerPluginTests:
         assert profiler.default_metrics, "say which metrics to collect by default"
         assert profiler.description
         assert profiler.doc_sources and all(url.startswith("https://") for url in profiler.doc_sources)
+        for name, formula in profiler.formulas.items():  # the compendium documents these by formula
+            assert name.strip() and isinstance(formula, str) and formula.strip(), (name, formula)
 
     def test_probe_is_fast_and_explains_itself(self, profiler: Profiler):
         started = time.monotonic()

@@ -41,6 +41,11 @@ def test_optimize_without_a_model_runs_the_offline_agents(tmp_path):
     trace = pragma("trace", str(run_dir), cwd=tmp_path)
     assert "kernel instructions per element" in trace.stdout and "action: set" in trace.stdout
     assert RunDirectory(run_dir).info()["settings"]["provider"] == "offline"
+    # the prompt it records documents each metric from the compendium; the offline Conductor does
+    # not read prose, so no search for related entries is made for it
+    prompt = (RunDirectory(run_dir).attempt_folder(1) / "conductor_prompt.txt").read_text()
+    assert "- D1 miss rate: D1 miss rate (valgrind). D1 miss rate = 100 * (D1mr + D1mw) / (Dr + Dw)" in prompt
+    assert "From the profilers' documentation" not in prompt
 
 
 def test_a_task_written_outside_the_project_is_optimized_end_to_end(tmp_path):

@@ -126,9 +126,9 @@ def conductor_messages(
     documentation from the knowledge index (a metric without an entry is documented by its
     one-line meaning); ``related_docs`` are compendium entries that match the diagnosis, one line
     each; ``unmeasured_citations`` the metric names the Conductor's previous reply cited that its
-    profiles had not measured (pointed out to it); ``select`` is the configured metric selector's choice of what reaches the
-    prompt; ``attempt`` numbers the current attempt (default: the candidate's). The reply is read
-    with :func:`pragma_core.agents.replies.parse_guidance`.
+    profiles had not measured (pointed out to it); ``select`` is the configured metric selector's
+    choice of what reaches the prompt; ``attempt`` numbers the current attempt (default: the
+    candidate's). The reply is read with :func:`pragma_core.agents.replies.parse_guidance`.
     """
     number = attempt if attempt is not None else (candidate.attempt if candidate else None)
     selected = [(profile, tuple(select(profile))) for profile in profiles]

@@ -41,5 +41,5 @@ def pragma_register_llm_providers(register):
         name="offline",
         description="no model: a recipe Coder writes C++ for the patterns it recognizes in the traced reference, "
                     "a rule-based Conductor picks each next move from the verdict and the profiles",
-        complete=complete, prepare=prepare,
+        complete=complete, prepare=prepare, reads_messages=False,
     ))
