@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from mirror_pages import mirror_page
 
-from knowledge_builder.documents import Page
 from knowledge_builder.formats import asciidoc
 
 PERF_DOCS = "perf/linux-6.1.192/tools/perf/Documentation"
@@ -14,9 +14,7 @@ UPSTREAM = "perf/upstream"
 
 
 def _read(mirror: Path, path: str) -> list:
-    page = Page(url=f"https://mirror.invalid/{path}", profiler="perf", format="txt",
-                text=(mirror / path).read_text(encoding="utf-8"), path=path)
-    return asciidoc.read(page)
+    return asciidoc.read(mirror_page(mirror, path, profiler="perf", fmt="txt"))
 
 
 def _definitions(chunks: list) -> dict:

@@ -5,25 +5,19 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from mirror_pages import definitions_by_term, mirror_page
 
-from knowledge_builder.documents import Page
 from knowledge_builder.formats import csv_table
 
 PERFMON = "perf/intel-perfmon"
 
 
 def _read(mirror: Path, path: str, profiler: str = "perf") -> list:
-    page = Page(url=f"https://mirror.invalid/{path}", profiler=profiler, format="csv",
-                text=(mirror / path).read_text(encoding="utf-8"), path=path)
-    return csv_table.read(page)
-
-
-def _by_term(chunks: list) -> dict:
-    return {d.term: (chunk, d) for chunk in chunks for d in chunk.definitions}
+    return csv_table.read(mirror_page(mirror, path, profiler=profiler, fmt="csv"))
 
 
 def test_tma_tree_nodes_are_defined_under_their_parents(docs_mirror):
-    found = _by_term(_read(docs_mirror, f"{PERFMON}/TMA_Metrics-full.csv"))
+    found = definitions_by_term(_read(docs_mirror, f"{PERFMON}/TMA_Metrics-full.csv"))
     chunk, frontend = found["Frontend_Bound"]
     assert chunk.kind == "definitions" and chunk.headings == ("TMA_Metrics-full.csv", "FE")
     assert frontend.text.startswith("This category represents fraction of slots where the processor's "
@@ -38,7 +32,7 @@ def test_tma_tree_nodes_are_defined_under_their_parents(docs_mirror):
 
 
 def test_info_metrics_and_helpers(docs_mirror):
-    found = _by_term(_read(docs_mirror, f"{PERFMON}/TMA_Metrics-full.csv"))
+    found = definitions_by_term(_read(docs_mirror, f"{PERFMON}/TMA_Metrics-full.csv"))
     chunk, ipc = found["IPC"]
     assert chunk.headings[-1] == "Info.Thread"
     assert ipc.text == "Instructions Per Cycle (per Logical Processor)"
@@ -50,7 +44,7 @@ def test_info_metrics_and_helpers(docs_mirror):
 
 @pytest.mark.parametrize("path", [f"{PERFMON}/E-core_TMA_Metrics.csv", f"{PERFMON}/Atom_TMA.csv"])
 def test_header_is_found_below_the_title_rows(docs_mirror, path):
-    found = _by_term(_read(docs_mirror, path))
+    found = definitions_by_term(_read(docs_mirror, path))
     frontend = found["Frontend_Bound"][1]
     assert "not consumed by the backend due to frontend stalls" in frontend.text
     assert frontend.measured.startswith("TOPDOWN_FE_BOUND.ALL")

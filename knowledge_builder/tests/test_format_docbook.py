@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import attrs
 import pytest
+from mirror_pages import definitions_by_term, mirror_page
 
 from knowledge_builder.documents import Page
 from knowledge_builder.formats import docbook, read_page
@@ -13,17 +15,12 @@ MANUAL = "cachegrind/cg-manual.xml"
 EVENTS = ("Ir", "I1mr", "ILmr", "Dr", "D1mr", "DLmr", "Dw", "D1mw", "DLmw", "Bc", "Bcm", "Bi", "Bim")
 
 
-def _page(mirror: Path, path: str, text: str | None = None) -> Page:
-    return Page(url=f"https://mirror.invalid/{path}", profiler="cachegrind", format="xml",
-                text=(mirror / path).read_text(encoding="utf-8") if text is None else text, path=path)
-
-
-def _by_term(chunks: list) -> dict:
-    return {d.term: (chunk, d) for chunk in chunks for d in chunk.definitions}
+def _page(mirror: Path, path: str) -> Page:
+    return mirror_page(mirror, path, profiler="cachegrind", fmt="xml")
 
 
 def test_every_cachegrind_event_is_defined(docs_mirror):
-    found = _by_term(docbook.read(_page(docs_mirror, MANUAL)))
+    found = definitions_by_term(docbook.read(_page(docs_mirror, MANUAL)))
     for event in EVENTS:
         chunk, definition = found[event]
         assert definition.text, event
@@ -41,7 +38,7 @@ def test_every_cachegrind_event_is_defined(docs_mirror):
 
 def test_summary_line_is_defined_by_the_paragraph_that_names_it(docs_mirror):
     chunks = docbook.read(_page(docs_mirror, MANUAL))
-    chunk, refs = _by_term(chunks)["I refs"]
+    chunk, refs = definitions_by_term(chunks)["I refs"]
     assert refs.context == "cachegrind summary output"
     assert refs.text.startswith('The I refs number is short for "Instruction cache references", '
                                 'which is equivalent to "instructions executed".')
@@ -89,8 +86,8 @@ def test_dispatcher_routes_the_manual_here(docs_mirror):
 
 
 def test_unparsable_xml_falls_back_to_plain_text(docs_mirror):
-    truncated = (docs_mirror / MANUAL).read_text(encoding="utf-8")[:2000]
-    chunks = docbook.read(_page(docs_mirror, MANUAL, text=truncated))
+    page = _page(docs_mirror, MANUAL)
+    chunks = docbook.read(attrs.evolve(page, text=page.text[:2000]))
     assert chunks and all(c.kind == "prose" for c in chunks)
     text = "\n".join(c.text for c in chunks)
     assert "Cachegrind is a high-precision tracing profiler." in text and "<para>" not in text

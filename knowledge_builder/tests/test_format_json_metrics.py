@@ -6,8 +6,8 @@ import json
 from pathlib import Path
 
 import pytest
+from mirror_pages import definitions_by_term, mirror_page
 
-from knowledge_builder.documents import Page
 from knowledge_builder.formats import json_metrics
 
 X86 = "perf/linux-6.1.192/tools/perf/pmu-events/arch/x86"
@@ -16,17 +16,11 @@ LEVEL1 = ("tma_frontend_bound", "tma_backend_bound", "tma_bad_speculation", "tma
 
 
 def _read(mirror: Path, path: str) -> list:
-    page = Page(url=f"https://mirror.invalid/{path}", profiler="perf", format="json",
-                text=(mirror / path).read_text(encoding="utf-8"), path=path)
-    return json_metrics.read(page)
-
-
-def _by_term(chunks: list) -> dict:
-    return {d.term: (chunk, d) for chunk in chunks for d in chunk.definitions}
+    return json_metrics.read(mirror_page(mirror, path, profiler="perf", fmt="json"))
 
 
 def test_tma_level1_metrics_from_pmu_events(docs_mirror):
-    found = _by_term(_read(docs_mirror, f"{X86}/skylake/skl-metrics.json"))
+    found = definitions_by_term(_read(docs_mirror, f"{X86}/skylake/skl-metrics.json"))
     for term in LEVEL1:
         chunk, definition = found[term]
         assert chunk.kind == "definitions"
@@ -44,7 +38,7 @@ def test_tma_level1_metrics_from_pmu_events(docs_mirror):
 
 
 def test_summary_metrics_keep_perf_spelling(docs_mirror):
-    found = _by_term(_read(docs_mirror, f"{X86}/skylake/skl-metrics.json"))
+    found = definitions_by_term(_read(docs_mirror, f"{X86}/skylake/skl-metrics.json"))
     ipc = found["IPC"][1]
     assert ipc.text == "Instructions Per Cycle (per Logical Processor)"
     assert ipc.measured == "INST_RETIRED.ANY / CLKS"
@@ -62,7 +56,7 @@ def test_hybrid_cpu_metrics_are_chunked_per_pmu(docs_mirror):
 
 
 def test_amd_recommended_metrics_and_events(docs_mirror):
-    found = _by_term(_read(docs_mirror, f"{X86}/amdzen3/recommended.json"))
+    found = definitions_by_term(_read(docs_mirror, f"{X86}/amdzen3/recommended.json"))
     ratio = found["branch_misprediction_ratio"][1]
     assert ratio.text == "Execution-Time Branch Misprediction Ratio (Non-Speculative)"
     assert ratio.measured == "d_ratio(ex_ret_brn_misp, ex_ret_brn)" and ratio.unit == "%"
@@ -72,7 +66,7 @@ def test_amd_recommended_metrics_and_events(docs_mirror):
 
 
 def test_perfmon_tma_metrics_are_named_as_perf_names_them(docs_mirror):
-    found = _by_term(_read(docs_mirror, f"{PERFMON}/SPR/metrics/sapphirerapids_metrics.json"))
+    found = definitions_by_term(_read(docs_mirror, f"{PERFMON}/SPR/metrics/sapphirerapids_metrics.json"))
     for term in LEVEL1:
         assert found[term][0].headings[-1] == "TmaL1"
     frontend = found["tma_frontend_bound"][1]
@@ -87,14 +81,14 @@ def test_perfmon_tma_metrics_are_named_as_perf_names_them(docs_mirror):
 
 
 def test_perfmon_formula_aliases_are_resolved(docs_mirror):
-    found = _by_term(_read(docs_mirror, f"{PERFMON}/SPR/metrics/sapphirerapids_metrics.json"))
+    found = definitions_by_term(_read(docs_mirror, f"{PERFMON}/SPR/metrics/sapphirerapids_metrics.json"))
     frequency = found["cpu_operating_frequency"][1]
     assert frequency.measured == "(CPU_CLK_UNHALTED.THREAD / CPU_CLK_UNHALTED.REF_TSC * SYSTEM_TSC_FREQ) / 1000000000"
     assert frequency.unit == "GHz" and frequency.aliases == ("metric_CPU operating frequency (in GHz)",)
 
 
 def test_perfmon_perf_format_file(docs_mirror):
-    found = _by_term(_read(docs_mirror, f"{PERFMON}/SPR/metrics/perf/sapphirerapids_metrics_perf.json"))
+    found = definitions_by_term(_read(docs_mirror, f"{PERFMON}/SPR/metrics/perf/sapphirerapids_metrics_perf.json"))
     cpi = found["cpi"][1]
     assert cpi.measured == "CPU_CLK_UNHALTED.THREAD / INST_RETIRED.ANY" and cpi.unit == "per_instr"
     assert cpi.text.startswith("Cycles per instruction retired")

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from mirror_pages import definitions_by_term
 
 from knowledge_builder.documents import Chunk, Page
 from knowledge_builder.formats import read_page
@@ -27,10 +28,6 @@ def _all_pages(mirror: Path) -> dict[str, list[Chunk]]:
             for path in sorted(root.rglob("*.rst"))}
 
 
-def _definitions(chunks: list[Chunk]) -> dict:
-    return {d.term: (chunk, d) for chunk in chunks for d in chunk.definitions}
-
-
 def _chunk_with(chunks: list[Chunk], words: str) -> Chunk:
     return next(chunk for chunk in chunks if words in chunk.text)
 
@@ -41,7 +38,7 @@ def rocprofv3(docs_mirror: Path) -> list[Chunk]:
 
 
 def test_output_file_fields_become_metric_definitions(rocprofv3):
-    defined = _definitions(rocprofv3)
+    defined = definitions_by_term(rocprofv3)
     chunk, vgprs = defined["VGPR_Count"]
     assert chunk.kind == "table"
     assert chunk.source == ORIGIN + ROCPROFV3 + "#output-file-fields"
@@ -107,23 +104,24 @@ def test_read_page_dispatches_rst_here(docs_mirror, rocprofv3):
 
 def test_bulleted_field_list_gives_definitions(docs_mirror):
     chunks = _read(docs_mirror, "rocprofiler-sdk/source/docs/how-to/using-pc-sampling.rst")
-    chunk, dispatch = _definitions(chunks)["Dispatch_Id"]
+    chunk, dispatch = definitions_by_term(chunks)["Dispatch_Id"]
     assert chunk.kind == "definitions" and chunk.source.endswith("#pc-sampling-fields")
     assert dispatch.text == "Originating kernel dispatch ID"
     assert dispatch.context == "Using PC sampling > PC sampling fields"
     # The paragraph after the list is not part of its last item.
-    assert _definitions(chunks)["Correlation_Id"][1].text == "API launch call ID that matches dispatch ID"
-    assert _definitions(chunks)["Exec_Mask"][1].text == "Active SIMD lanes when sampled"
+    assert definitions_by_term(chunks)["Correlation_Id"][1].text == "API launch call ID that matches dispatch ID"
+    assert definitions_by_term(chunks)["Exec_Mask"][1].text == "Active SIMD lanes when sampled"
 
 
 def test_vocabulary_tables_give_glossary_terms_with_units(docs_mirror):
-    terms = _definitions(_read(docs_mirror, "rocprofiler-compute/docs/conceptual/includes/terms.rst"))
+    terms = definitions_by_term(_read(docs_mirror, "rocprofiler-compute/docs/conceptual/includes/terms.rst"))
     kernel_time = terms["Kernel time"][1]
     assert kernel_time.role == "glossary" and kernel_time.unit == "Seconds"
     assert kernel_time.text.startswith("The number of seconds the accelerator was executing a kernel")
     assert "command processor's (CP) start-of-kernel" in kernel_time.text
     assert terms["Wavefront"][1].unit == ""  # "N/A" is no unit
-    units = _definitions(_read(docs_mirror, "rocprofiler-compute/docs/conceptual/includes/normalization-units.rst"))
+    units = definitions_by_term(
+        _read(docs_mirror, "rocprofiler-compute/docs/conceptual/includes/normalization-units.rst"))
     assert units["per_wave"][1].role == "glossary"
     assert "wavefronts launched in the kernel" in units["per_wave"][1].text
 

@@ -7,32 +7,12 @@ import time
 from pathlib import Path
 
 import pytest
+from pragma_ncu.metrics import DEFAULT_METRICS
 
 from knowledge_builder.documents import Chunk, Definition, Page
 from knowledge_builder.formats import markdown, section
 
 SECTIONS = "ncu/sections"
-
-# The metrics pragma's ncu plugin collects by default.
-DEFAULT_METRICS = (
-    "gpu__time_duration.sum",
-    "sm__warps_active.avg.pct_of_peak_sustained_active",
-    "launch__occupancy_limit_registers",
-    "launch__occupancy_limit_shared_mem",
-    "launch__occupancy_limit_warps",
-    "launch__occupancy_limit_blocks",
-    "launch__registers_per_thread",
-    "launch__shared_mem_per_block_static",
-    "launch__shared_mem_per_block_dynamic",
-    "sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active",
-    "dram__throughput.avg.pct_of_peak_sustained_elapsed",
-    "lts__t_sector_hit_rate.pct",
-    "l1tex__t_sector_hit_rate.pct",
-    "lts__throughput.avg.pct_of_peak_sustained_elapsed",
-    "l1tex__throughput.avg.pct_of_peak_sustained_elapsed",
-    "sm__throughput.avg.pct_of_peak_sustained_elapsed",
-    "gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed",
-)
 
 
 def _read(mirror: Path, name: str) -> list[Chunk]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from mirror_pages import definitions_by_term
 
 from knowledge_builder.documents import Chunk, Page
 from knowledge_builder.formats import read_page
@@ -36,10 +37,6 @@ def _snippet(text: str) -> list[Chunk]:
     return read(Page(url="https://example.org/input.yaml", profiler="rocprof", format="yaml", text=text))
 
 
-def _by_term(chunks: list[Chunk]) -> dict:
-    return {d.term: (chunk, d) for chunk in chunks for d in chunk.definitions}
-
-
 @pytest.fixture(scope="module")
 def counter_defs(docs_mirror: Path) -> list[Chunk]:
     return read(_page(docs_mirror, COUNTER_DEFS))
@@ -57,7 +54,7 @@ def test_every_counter_is_defined_once(counter_defs):
 
 
 def test_derived_metric_measured_by_the_newest_architecture(counter_defs):
-    chunk, fetch = _by_term(counter_defs)["FETCH_SIZE"]
+    chunk, fetch = definitions_by_term(counter_defs)["FETCH_SIZE"]
     assert fetch.text.startswith("The total kilobytes fetched from the video memory.")
     assert fetch.measured == "(GL2C_EA_RDREQ_32B_sum*32+GL2C_EA_RDREQ_64B_sum*64+GL2C_EA_RDREQ_128B_sum*128)/1024"
     assert {"gfx90a", "gfx942", "gfx950", "gfx1201"} <= set(fetch.context.split(", "))
@@ -68,7 +65,7 @@ def test_derived_metric_measured_by_the_newest_architecture(counter_defs):
 
 
 def test_hardware_counters_give_block_and_event(counter_defs):
-    chunk, mops = _by_term(counter_defs)["SQ_INSTS_VALU_MFMA_MOPS_F16"]
+    chunk, mops = definitions_by_term(counter_defs)["SQ_INSTS_VALU_MFMA_MOPS_F16"]
     assert mops.measured == "hardware counter SQ event 51"  # gfx950's event
     assert mops.context == "gfx90a, gfx940, gfx941, gfx942, gfx950"
     assert "MFMA (Matrix-Fused-Multiply-Add) and operating on F16 (float16) data" in mops.text
@@ -77,12 +74,12 @@ def test_hardware_counters_give_block_and_event(counter_defs):
 
 
 def test_unit_only_descriptions_give_the_unit(counter_defs):
-    _, mfma = _by_term(counter_defs)["MfmaUtil"]
+    _, mfma = definitions_by_term(counter_defs)["MfmaUtil"]
     assert mfma.text == "Unit: percent" and mfma.unit == "percent"
 
 
 def test_metric_descriptions_by_panel(metric_descriptions):
-    defined = _by_term(metric_descriptions)
+    defined = definitions_by_term(metric_descriptions)
     chunk, hbm = defined["HBM Bandwidth"]
     assert hbm.context == "L2 Speed-of-Light" and hbm.unit == "GB/s"
     assert hbm.text.startswith("Maximum theoretical bandwidth of the accelerator's local high-bandwidth memory (HBM)")
@@ -146,7 +143,7 @@ def test_extra_counter_file_from_the_guide():
           block: CPC
           event: 25
 """)
-    defined = _by_term(chunks)
+    defined = definitions_by_term(chunks)
     assert defined["GRBM_GUI_ACTIVE_SUM"][1].unit == "cycles"
     assert defined["GRBM_GUI_ACTIVE_SUM"][1].context == "gfx90a, gfx942, gfx10"
     assert defined["CPC_CPC_STAT_BUSY"][1].measured == "hardware counter CPC event 25"

@@ -16,6 +16,7 @@ import re
 from collections.abc import Iterator
 
 from ..documents import Chunk, Definition, Page
+from .sizing import runs
 
 __all__ = ["read"]
 
@@ -170,14 +171,9 @@ def _clean_inline(text: str) -> str:
 
 def _pack(units: list[str]) -> Iterator[str]:
     """Units joined into texts of at most about ``_MAX_CHARS`` characters."""
-    current = ""
-    for separator, piece in (pair for unit in units for pair in _pieces(unit)):
-        if current and len(current) + len(separator) + len(piece) > _MAX_CHARS:
-            yield current
-            current = ""
-        current = current + separator + piece if current else piece
-    if current:
-        yield current
+    pieces = (pair for unit in units for pair in _pieces(unit))
+    for run in runs(pieces, lambda pair: len(pair[1]), _MAX_CHARS, gap=lambda pair: len(pair[0])):
+        yield run[0][1] + "".join(separator + piece for separator, piece in run[1:])
 
 
 def _pieces(unit: str) -> Iterator[tuple[str, str]]:

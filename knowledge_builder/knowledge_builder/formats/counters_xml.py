@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import PurePosixPath
 
 from ..documents import Chunk, Definition, Page
+from .sizing import runs
 
 __all__ = ["read", "gfx_sort_key"]
 
@@ -130,16 +131,9 @@ def _chunks(page: Page, groups: dict[str, list[Definition]]) -> list[Chunk]:
     chunks: list[Chunk] = []
     for context, definitions in groups.items():
         lead = f"{title} for {context}:"
-        batch: list[Definition] = []
-        size = len(lead)
-        for definition in definitions:
-            line = _line(definition)
-            if batch and size + 1 + len(line) > MAX_CHUNK_CHARS:
-                chunks.append(_chunk(page, title, context, lead, batch))
-                batch, size = [], len(lead)
-            batch.append(definition)
-            size += 1 + len(line)
-        chunks.append(_chunk(page, title, context, lead, batch))
+        # Each definition's line counts with the newline before it, after the lead.
+        for batch in runs(definitions, lambda d: len(_line(d)) + 1, MAX_CHUNK_CHARS - len(lead)):
+            chunks.append(_chunk(page, title, context, lead, batch))
     return chunks
 
 

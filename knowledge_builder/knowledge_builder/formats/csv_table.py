@@ -20,10 +20,10 @@ from __future__ import annotations
 import csv
 import io
 import re
-from collections.abc import Iterator
 from pathlib import PurePosixPath
 
 from ..documents import Chunk, Definition, Page
+from .sizing import runs
 
 __all__ = ["read"]
 
@@ -122,7 +122,8 @@ def _definition_chunks(page: Page, layout: _Layout, rows: list[list[str]]) -> li
     chunks: list[Chunk] = []
     for group, members in groups.items():
         headings = (title, group) if group else (title,)
-        for run in _pack(members):
+        # Each row's text counts with the blank line that follows it.
+        for run in runs(members, lambda member: len(member[1]) + 2, _MAX_CHARS):
             chunks.append(Chunk(profiler=page.profiler, source=page.url, headings=headings,
                                 kind="definitions", text="\n\n".join(text for _, text in run),
                                 definitions=tuple(definition for definition, _ in run)))
@@ -138,21 +139,6 @@ def _render(definition: Definition, facts: list[tuple[str, str]]) -> str:
         lines.append(f"  {definition.text}")
     lines += [f"  {label}: {value}" for label, value in facts]
     return "\n".join(lines)
-
-
-def _pack(members: list[tuple[Definition, str]]) -> Iterator[list[tuple[Definition, str]]]:
-    """The group's rows in runs whose text stays within about ``_MAX_CHARS``."""
-    run: list[tuple[Definition, str]] = []
-    size = 0
-    for member in members:
-        length = len(member[1]) + 2
-        if run and size + length > _MAX_CHARS:
-            yield run
-            run, size = [], 0
-        run.append(member)
-        size += length
-    if run:
-        yield run
 
 
 def _sample_chunk(page: Page, rows: list[list[str]]) -> Chunk:

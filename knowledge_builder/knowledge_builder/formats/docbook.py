@@ -28,6 +28,7 @@ from collections.abc import Iterator
 import attrs
 
 from ..documents import Chunk, Definition, Page
+from .sizing import pack
 
 __all__ = ["read"]
 
@@ -307,28 +308,10 @@ def _summary_lines(listing: ET.Element, section: _Section, page: Page,
 
 
 def _pack(blocks: list[str]) -> Iterator[str]:
-    """Blocks joined into texts of at most about ``_MAX_CHARS``; a longer block is cut by lines."""
-    current = ""
-    for block in blocks:
-        for piece in _cut(block):
-            if current and len(current) + 2 + len(piece) > _MAX_CHARS:
-                yield current
-                current = ""
-            current = f"{current}\n\n{piece}" if current else piece
-    if current:
-        yield current
-
-
-def _cut(block: str) -> Iterator[str]:
-    """The block in pieces of at most ``_MAX_CHARS``, cut between lines."""
-    piece = ""
-    for line in block.split("\n"):
-        if piece and len(piece) + 1 + len(line) > _MAX_CHARS:
-            yield piece
-            piece = ""
-        piece = f"{piece}\n{line}" if piece else line
-    if piece:
-        yield piece
+    """Blocks joined into texts of at most about ``_MAX_CHARS``; a longer block is cut between
+    lines (a single longer line stays whole)."""
+    pieces = (piece for block in blocks for piece in pack(block.split("\n"), _MAX_CHARS, "\n"))
+    return pack(pieces, _MAX_CHARS, "\n\n")
 
 
 def _plain_text_chunks(page: Page) -> list[Chunk]:

@@ -13,7 +13,7 @@ gives the links of that same main content, which is what the crawler follows.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from urllib.parse import urljoin
 
 import attrs
@@ -21,6 +21,7 @@ from bs4 import BeautifulSoup, NavigableString, Tag
 from bs4.element import PreformattedString
 
 from ..documents import Chunk, Definition, Page
+from .sizing import LINE_ENDS, SENTENCE_ENDS, cut_anywhere, pack, runs, split_long
 
 __all__ = ["PROSE_CHARS", "TABLE_CHARS", "read", "content_links"]
 
@@ -61,7 +62,6 @@ _ALIAS_HEADER = re.compile(r"alias(?:es)?|legacy(?: name)?|label", re.I)
 _GLOSSARY_CONTEXT = re.compile(
     r"\b(?:units|subunits|pipelines|quantities|glossary|terminology|naming|decoder|roll-?ups)\b", re.I)
 _COMPUTED_AS = re.compile(r"\bComputed as:\s*(.+?)\.?\s*$")
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 _METRIC_SHARE = 0.8
 
 
@@ -208,7 +208,8 @@ class _Walker:
         return tuple(heading.title for heading in self._headings)
 
     def _flush_prose(self) -> None:
-        for text in _pack(self._blocks, PROSE_CHARS):
+        pieces = (piece for block in self._blocks for piece in _pieces(block, PROSE_CHARS))
+        for text in pack(pieces, PROSE_CHARS, "\n\n"):
             self._chunks.append(Chunk(
                 profiler=self._page.profiler, source=self._source, headings=self._heading_path,
                 kind="prose", text=text,
@@ -264,7 +265,9 @@ class _Walker:
         self._emit_entries("definitions", [], entries)
 
     def _emit_entries(self, kind: str, preamble: list[str], entries: list[_Entry]) -> None:
-        for part in _entry_parts(preamble, entries, TABLE_CHARS):
+        """Chunks of the entries, each within TABLE_CHARS with the preamble repeated at its top."""
+        budget = TABLE_CHARS - sum(len(line) + 1 for line in preamble)
+        for part in runs(entries, lambda entry: len(entry.line) + 1, budget):
             self._chunks.append(Chunk(
                 profiler=self._page.profiler, source=self._source, headings=self._heading_path, kind=kind,
                 text="\n".join(preamble + [entry.line for entry in part]),
@@ -409,55 +412,8 @@ def _collapse(text: str) -> str:
     return " ".join(text.split())
 
 
-def _pack(blocks: Sequence[str], limit: int) -> list[str]:
-    """Blocks joined by blank lines into texts of at most ``limit`` characters."""
-    texts: list[str] = []
-    current = ""
-    for block in blocks:
-        for piece in _split_long(block, limit):
-            if current and len(current) + 2 + len(piece) > limit:
-                texts.append(current)
-                current = piece
-            else:
-                current = f"{current}\n\n{piece}" if current else piece
-    if current:
-        texts.append(current)
-    return texts
-
-
-def _split_long(text: str, limit: int) -> list[str]:
-    """A block cut to ``limit``: at line ends for preformatted text, else at sentence ends."""
-    if len(text) <= limit:
-        return [text]
-    separator, units = ("\n", text.split("\n")) if "\n" in text else (" ", _SENTENCE_END.split(text))
-    pieces: list[str] = []
-    current = ""
-    for unit in units:
-        while len(unit) > limit:  # one unbroken line or sentence longer than the limit
-            if current:
-                pieces.append(current)
-                current = ""
-            pieces.append(unit[:limit])
-            unit = unit[limit:]
-        if current and len(current) + len(separator) + len(unit) > limit:
-            pieces.append(current)
-            current = unit
-        else:
-            current = f"{current}{separator}{unit}" if current else unit
-    if current:
-        pieces.append(current)
-    return pieces
-
-
-def _entry_parts(preamble: list[str], entries: list[_Entry], limit: int) -> list[list[_Entry]]:
-    """Entries cut into runs whose text, with the preamble repeated, stays within ``limit``."""
-    budget = limit - sum(len(line) + 1 for line in preamble)
-    parts: list[list[_Entry]] = [[]]
-    used = 0
-    for entry in entries:
-        if parts[-1] and used + len(entry.line) + 1 > budget:
-            parts.append([])
-            used = 0
-        parts[-1].append(entry)
-        used += len(entry.line) + 1
-    return parts
+def _pieces(block: str, limit: int) -> Iterator[str]:
+    """A block cut to ``limit``: at line ends for preformatted text, else at sentence ends (joined
+    back by a space); a line or sentence longer than ``limit`` is cut wherever the limit falls."""
+    separator, at = ("\n", LINE_ENDS) if "\n" in block else (" ", SENTENCE_ENDS)
+    return pack(split_long(block, limit, at=at, then=cut_anywhere), limit, separator)

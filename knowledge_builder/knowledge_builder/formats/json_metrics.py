@@ -18,12 +18,12 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
 from pathlib import PurePosixPath
 
 import attrs
 
 from ..documents import Chunk, Definition, Page
+from .sizing import runs
 
 __all__ = ["read"]
 
@@ -64,7 +64,8 @@ def read(page: Page) -> list[Chunk]:
     chunks: list[Chunk] = []
     for (pmu, group), members in groups.items():
         headings = tuple(part for part in (title, pmu, group) if part)
-        for run in _pack(members):
+        # Each record's text counts with the blank line that follows it.
+        for run in runs(members, lambda record: len(_render(record)) + 2, _MAX_CHARS):
             chunks.append(Chunk(profiler=page.profiler, source=page.url, headings=headings,
                                 kind="definitions", text="\n\n".join(_render(r) for r in run),
                                 definitions=tuple(r.definition for r in run)))
@@ -223,18 +224,3 @@ def _render(record: _Record) -> str:
     lines = [name, f"  {definition.text}" if definition.text else ""]
     lines += [f"  {label}: {value}" for label, value in facts if value]
     return "\n".join(line for line in lines if line)
-
-
-def _pack(records: list[_Record]) -> Iterator[list[_Record]]:
-    """The group's records in runs whose rendered text stays within about ``_MAX_CHARS``."""
-    run: list[_Record] = []
-    size = 0
-    for record in records:
-        length = len(_render(record)) + 2
-        if run and size + length > _MAX_CHARS:
-            yield run
-            run, size = [], 0
-        run.append(record)
-        size += length
-    if run:
-        yield run

@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 import attrs
 
 from ..documents import Chunk, Definition, Page
+from .sizing import SENTENCE_ENDS, pack, runs, split_long
 
 __all__ = ["read"]
 
@@ -556,41 +557,14 @@ def _add_prose(state: _State, text: str) -> None:
 
 
 def _flush_prose(state: _State) -> None:
+    """The section's prose as chunks of at most _MAX_PROSE characters, cut between paragraphs; a
+    longer paragraph is cut at sentence ends (then at spaces), its sentences packed like paragraphs."""
     paragraphs = [p for p in state.prose if p.strip()]
     state.prose = []
-    if not paragraphs:
-        return
-    for piece in _pack(paragraphs):
+    units = [unit for paragraph in paragraphs
+             for unit in split_long(paragraph, _MAX_PROSE, at=SENTENCE_ENDS)]
+    for piece in pack(units, _MAX_PROSE, "\n\n"):
         _emit(state, "prose", piece, ())
-
-
-def _pack(paragraphs: list[str]) -> list[str]:
-    """Paragraphs packed into pieces of at most _MAX_PROSE characters, split at paragraph, then
-    sentence, then word boundaries."""
-    units: list[str] = []
-    for paragraph in paragraphs:
-        if len(paragraph) <= _MAX_PROSE:
-            units.append(paragraph)
-            continue
-        for sentence in re.split(r"(?<=[.!?])\s+", paragraph):
-            while len(sentence) > _MAX_PROSE:
-                cut = sentence.rfind(" ", 0, _MAX_PROSE)
-                cut = cut if cut > 0 else _MAX_PROSE
-                units.append(sentence[:cut])
-                sentence = sentence[cut:].lstrip()
-            units.append(sentence)
-    pieces: list[str] = []
-    current = ""
-    for unit in units:
-        joined = f"{current}\n\n{unit}" if current else unit
-        if len(joined) <= _MAX_PROSE:
-            current = joined
-        else:
-            pieces.append(current)
-            current = unit
-    if current:
-        pieces.append(current)
-    return pieces
 
 
 def _emit(state: _State, kind: str, text: str, definitions: tuple[Definition, ...]) -> None:
@@ -629,7 +603,9 @@ def _emit_table(table: _Table, state: _State) -> None:
         head.append(" | ".join(_inline(cell) for cell in header))
     context = _context(state, caption)
     entity, state.entity = state.entity, None
-    for part in _table_parts(head, body):
+    # Each row's line counts with its newline, after the lines of the head.
+    budget = _MAX_TABLE - sum(len(line) + 1 for line in head)
+    for part in runs(body, lambda row: len(" | ".join(_inline(cell) for cell in row)) + 1, budget):
         definitions = _table_definitions(header, part, context)
         if entity is not None:
             # "**Ratios** have three sub-metrics:" and its table define the entity together.
@@ -640,20 +616,6 @@ def _emit_table(table: _Table, state: _State) -> None:
             definitions, entity = tuple(found.values()), None
         lines = head + [" | ".join(_inline(cell) for cell in row) for row in part]
         _emit(state, "table", "\n".join(lines), definitions)
-
-
-def _table_parts(head: list[str], body: list[list[str]]) -> list[list[list[str]]]:
-    budget = _MAX_TABLE - sum(len(line) + 1 for line in head)
-    parts: list[list[list[str]]] = [[]]
-    used = 0
-    for row in body:
-        size = len(" | ".join(_inline(cell) for cell in row)) + 1
-        if parts[-1] and used + size > budget:
-            parts.append([])
-            used = 0
-        parts[-1].append(row)
-        used += size
-    return parts
 
 
 def _table_definitions(header: list[str] | None, body: list[list[str]], context: str) -> tuple[Definition, ...]:

@@ -19,6 +19,7 @@ from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass
 
 from ..documents import Chunk, Definition, Page
+from .sizing import runs, split_long
 
 __all__ = ["read", "inline_text", "is_metric_name"]
 
@@ -410,9 +411,9 @@ class _Assembler:
         self._stack.append((level, section.title, anchor))
 
     def _flush(self) -> None:
-        pieces = [piece for paragraph in self._paragraphs for piece in _split_long(paragraph)]
+        pieces = [piece for paragraph in self._paragraphs for piece in _pieces(paragraph)]
         self._paragraphs = []
-        for group in _pack(pieces, "\n\n"):
+        for group in runs(pieces, len, MAX_CHUNK_CHARS, gap=len("\n\n")):
             text = "\n\n".join(group)
             self._chunks.append(Chunk(profiler=self._page.profiler, source=self._source(),
                                       headings=self._headings, kind="prose", text=text))
@@ -425,7 +426,7 @@ class _Assembler:
         rendered = [" | ".join(row) for row in table.rows]
         source = self._source(self._block_anchor())
         start = 0
-        for group in _pack(rendered, "\n", MAX_CHUNK_CHARS - len(lead) - 1):
+        for group in runs(rendered, len, MAX_CHUNK_CHARS - len(lead) - 1, gap=len("\n")):
             text = "\n".join([lead, *group] if lead else group)
             chosen = [d for row, d in definitions if start <= row < start + len(group)]
             self._chunks.append(Chunk(profiler=self._page.profiler, source=source,
@@ -455,7 +456,7 @@ class _Assembler:
         rendered = [f"{d.term}: {d.text}" for d in definitions]
         source = self._source(self._block_anchor())
         start = 0
-        for group in _pack(rendered, "\n"):
+        for group in runs(rendered, len, MAX_CHUNK_CHARS, gap=len("\n")):
             self._chunks.append(Chunk(profiler=self._page.profiler, source=source,
                                       headings=self._headings, kind="definitions",
                                       text="\n".join(group),
@@ -607,32 +608,8 @@ def _make_id(name: str) -> str:
     return re.sub(r"^[^a-z]+", "", re.sub(r"[^a-z0-9]+", "-", name.lower())).strip("-")
 
 
-def _split_long(text: str) -> list[str]:
+def _pieces(text: str) -> list[str]:
     """``text`` as pieces of at most MAX_CHUNK_CHARS, cut at line ends, then at spaces."""
-    if len(text) <= MAX_CHUNK_CHARS:
-        return [text]
-    pieces: list[str] = []
-    for line in text.split("\n"):
-        while len(line) > MAX_CHUNK_CHARS:
-            cut = line.rfind(" ", 0, MAX_CHUNK_CHARS)
-            cut = cut if cut > 0 else MAX_CHUNK_CHARS
-            pieces.append(line[:cut])
-            line = line[cut:].lstrip()
-        pieces.append(line)
-    return ["\n".join(group) for group in _pack(pieces, "\n")]
-
-
-def _pack(pieces: list[str], separator: str, limit: int = MAX_CHUNK_CHARS) -> list[list[str]]:
-    """Consecutive pieces grouped so that each group, joined by ``separator``, fits ``limit``."""
-    groups: list[list[str]] = []
-    current: list[str] = []
-    size = 0
-    for piece in pieces:
-        if current and size + len(separator) + len(piece) > limit:
-            groups.append(current)
-            current, size = [], 0
-        size += (len(separator) if current else 0) + len(piece)
-        current.append(piece)
-    if current:
-        groups.append(current)
-    return groups
+    lines = split_long(text, MAX_CHUNK_CHARS)
+    # Runs rather than sizing.pack: a blank line right after a cut stays at the piece's start.
+    return ["\n".join(group) for group in runs(lines, len, MAX_CHUNK_CHARS, gap=len("\n"))]

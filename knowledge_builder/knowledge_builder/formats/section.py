@@ -24,6 +24,7 @@ import re
 from dataclasses import dataclass, field
 
 from ..documents import Chunk, Definition, Page
+from .sizing import pack, runs
 
 __all__ = ["read"]
 
@@ -50,8 +51,9 @@ def read(page: Page) -> list[Chunk]:
     collector.walk(root, "", metric_label=None, arch=())
     paragraphs = _overview(root) + [f"{label}: {description}" for label, description in collector.described]
     chunks = [Chunk(profiler=page.profiler, source=page.url, headings=(name,), kind="prose", text=text)
-              for text in _pack(paragraphs)]
-    for part in _parts(collector.definitions()):
+              for text in pack(paragraphs, _MAX_CHUNK, "\n\n")]
+    # Each definition's line counts with its newline.
+    for part in runs(collector.definitions(), lambda d: len(_line(d)) + 1, _MAX_CHUNK):
         chunks.append(Chunk(profiler=page.profiler, source=page.url, headings=(name,), kind="definitions",
                             text="\n".join(_line(d) for d in part), definitions=tuple(part)))
     return chunks
@@ -238,29 +240,3 @@ def _line(definition: Definition) -> str:
     labels = f" ({'; '.join(definition.aliases)})" if definition.aliases else ""
     measured = f" = {definition.measured}" if definition.measured else ""
     return f"{definition.term}{labels}{measured}"
-
-
-def _parts(definitions: list[Definition]) -> list[list[Definition]]:
-    """Definitions in groups whose rendered text stays within _MAX_CHUNK characters."""
-    parts: list[list[Definition]] = []
-    size = 0
-    for definition in definitions:
-        length = len(_line(definition)) + 1
-        if not parts or size + length > _MAX_CHUNK:
-            parts.append([])
-            size = 0
-        parts[-1].append(definition)
-        size += length
-    return parts
-
-
-def _pack(paragraphs: list[str]) -> list[str]:
-    """Paragraphs joined into pieces of at most _MAX_CHUNK characters; a longer paragraph is a
-    piece of its own."""
-    pieces: list[str] = []
-    for paragraph in paragraphs:
-        if pieces and len(pieces[-1]) + 2 + len(paragraph) <= _MAX_CHUNK:
-            pieces[-1] += "\n\n" + paragraph
-        else:
-            pieces.append(paragraph)
-    return pieces

@@ -16,14 +16,14 @@ Any other YAML document reads as prose, one section per top-level key.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable
-from typing import Any, TypeVar
+from typing import Any
 
 import yaml
 
 from ..documents import Chunk, Definition, Page
 from .counters_xml import gfx_sort_key
 from .rst import inline_text
+from .sizing import runs
 
 __all__ = ["read"]
 
@@ -33,7 +33,6 @@ MAX_CHUNK_CHARS = 3000
 _UNIT_ONLY = re.compile(r"Unit:\s*(\S+?)\.?")
 # The same safe loader, in C when PyYAML has libyaml: counter_defs.yaml takes seconds otherwise.
 _SAFE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-_T = TypeVar("_T")
 
 
 def read(page: Page) -> list[Chunk]:
@@ -129,7 +128,8 @@ def _definition_chunks(page: Page, headings: tuple[str, ...],
                        entries: list[tuple[Definition, str]]) -> list[Chunk]:
     lead = " > ".join(headings) + ":"
     chunks: list[Chunk] = []
-    for batch in _batches(entries, lambda entry: len(entry[1]), len(lead)):
+    # Each line counts with the newline before it, after the lead.
+    for batch in runs(entries, lambda entry: len(entry[1]) + 1, MAX_CHUNK_CHARS - len(lead)):
         text = "\n".join([lead, *(line for _, line in batch)])
         chunks.append(Chunk(profiler=page.profiler, source=page.url, headings=headings,
                             kind="definitions", text=text,
@@ -172,24 +172,8 @@ def _scalar(value: Any) -> str:
 def _prose(page: Page, sections: list[tuple[tuple[str, ...], list[str]]]) -> list[Chunk]:
     chunks: list[Chunk] = []
     for headings, lines in sections:
-        for batch in _batches([line for line in lines if line.strip()], len, 0):
+        for batch in runs([line for line in lines if line.strip()], lambda line: len(line) + 1,
+                          MAX_CHUNK_CHARS):
             chunks.append(Chunk(profiler=page.profiler, source=page.url, headings=headings,
                                 kind="prose", text="\n".join(batch)))
     return chunks
-
-
-def _batches(items: Iterable[_T], size_of: Callable[[_T], int], reserved: int) -> list[list[_T]]:
-    """Consecutive items grouped so each group's lines fit MAX_CHUNK_CHARS (less ``reserved``)."""
-    batches: list[list[_T]] = []
-    batch: list[_T] = []
-    size = reserved
-    for item in items:
-        length = size_of(item) + 1
-        if batch and size + length > MAX_CHUNK_CHARS:
-            batches.append(batch)
-            batch, size = [], reserved
-        batch.append(item)
-        size += length
-    if batch:
-        batches.append(batch)
-    return batches
