@@ -25,7 +25,8 @@ from cattrs.strategies import configure_union_passthrough
 from .errors import RecordError
 from .files import atomic_write_text
 
-__all__ = ["SCHEMA_VERSION", "to_dict", "from_dict", "dump", "load", "write_record", "read_record"]
+__all__ = ["SCHEMA_VERSION", "to_dict", "from_dict", "dump", "load", "write_record", "read_record",
+           "read_json_object"]
 
 SCHEMA_VERSION = 1
 
@@ -82,17 +83,25 @@ def write_record(path: Path, record: Any) -> None:
     atomic_write_text(Path(path), json.dumps(dump(record), indent=2, sort_keys=True) + "\n")
 
 
-def read_record(path: Path, cls: type[R]) -> R:
-    """Read a record written by :func:`write_record`; errors name the file."""
+def read_json_object(path: Path, *, what: str = "file") -> dict[str, Any]:
+    """The JSON object in ``path``; a missing file, bad JSON or another JSON value raises
+    :class:`RecordError` naming the file (``what`` says what was expected there)."""
     path = Path(path)
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
-        raise RecordError(f"{path}: no such file") from None
+        raise RecordError(f"{path}: no such {what}") from None
     except json.JSONDecodeError as error:
         raise RecordError(f"{path}: not JSON ({error})") from None
     if not isinstance(data, dict):
         raise RecordError(f"{path}: expected a JSON object")
+    return data
+
+
+def read_record(path: Path, cls: type[R]) -> R:
+    """Read a record written by :func:`write_record`; errors name the file."""
+    path = Path(path)
+    data = read_json_object(path)
     try:
         return load(cls, data)
     except RecordError as error:

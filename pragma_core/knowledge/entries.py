@@ -28,7 +28,7 @@ from attrs import validators as v
 
 from ..errors import RecordError
 from ..files import atomic_write_text
-from ..serialization import from_dict, to_dict
+from ..serialization import from_dict, read_json_object, to_dict
 
 __all__ = [
     "COMPENDIUM_SCHEMA",
@@ -186,13 +186,8 @@ def write_compendium(path: Path, compendium: Compendium) -> None:
 def read_compendium(path: Path) -> Compendium:
     """Read a compendium file; a file that is not one raises :class:`RecordError` naming it."""
     path = Path(path)
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise RecordError(f"{path}: no such compendium file") from None
-    except json.JSONDecodeError as error:
-        raise RecordError(f"{path}: not JSON ({error})") from None
-    if not isinstance(data, dict) or "profiler" not in data:
+    data = read_json_object(path, what="compendium file")
+    if "profiler" not in data:
         raise RecordError(f"{path}: not a compendium (no 'profiler' field)")
     version = data.get("schema_version")
     if not isinstance(version, int) or version > COMPENDIUM_SCHEMA:
