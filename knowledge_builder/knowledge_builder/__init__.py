@@ -10,8 +10,8 @@ passages, stage 2 merges the notes of each metric into one entry in one vocabula
 
 from __future__ import annotations
 
-__version__ = "0.1.0"
+from .build import BuildResult, BuildSettings, Coverage, build, coverage_of
 
-from .build import BuildResult, BuildSettings, Coverage, build, coverage_of  # noqa: E402
+__version__ = "0.1.0"
 
 __all__ = ["__version__", "BuildSettings", "BuildResult", "Coverage", "build", "coverage_of"]

@@ -148,7 +148,7 @@ def build(settings: BuildSettings, profilers: Mapping[str, Profiler], *, provide
         from .summarize import ModelStages
 
         stages = ModelStages(provider=provider, model=settings.model, cache_dir=settings.out_dir / "model-cache")
-        counter = iter(range(1, len(chunks) + 1))
+        counter = itertools.count(1)
         stage1 = stages.stage1(chunks, on_chunk=lambda: progress("stage 1", next(counter), len(chunks)))
     else:
         stage1 = structural_stage1(chunks)
@@ -159,7 +159,7 @@ def build(settings: BuildSettings, profilers: Mapping[str, Profiler], *, provide
         compendium = merge_stage1(name, _of(stage1, name), formulas=profiler.formulas,
                                   preferred=profiler.default_metrics, report=report)
         if stages is not None:
-            batches, done = stages.batches(compendium), iter(range(1, 10**9))
+            batches, done = stages.batches(compendium), itertools.count(1)
             compendium = stages.stage2(compendium, _of(stage1, name),
                                        on_batch=lambda: progress(f"stage 2 {name}", next(done), batches))
         if compendium.metrics or compendium.guides:

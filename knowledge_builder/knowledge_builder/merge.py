@@ -37,11 +37,11 @@ GLOSS_CHARS = 110
 _FORMULA_TOKEN = re.compile(r"[A-Za-z][\w.\-]*[\w]|[A-Za-z]")
 
 
+@attrs.define
 class MergeReport:
     """Names stage 2 could not document (no description, no glossary, no formula), by profiler."""
 
-    def __init__(self) -> None:
-        self.undocumented: dict[str, list[str]] = {}
+    undocumented: dict[str, list[str]] = attrs.field(factory=dict)
 
 
 class _Groups:

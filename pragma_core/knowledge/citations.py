@@ -10,6 +10,7 @@ them to the Conductor on its next turn. Plain lower-case words that are also met
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable
 
@@ -23,6 +24,7 @@ _PLAIN_WORD = re.compile(r"[a-z]+")
 _NCU_SHAPE = re.compile(r"[a-z][a-z0-9]*__[a-z0-9_]+(?:\.[a-z0-9_]+)*")
 
 
+@functools.cache
 def _known_names() -> tuple[frozenset[str], tuple[str, ...]]:
     names = set()
     for compendium in packaged_compendia().values():
