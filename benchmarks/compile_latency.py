@@ -31,7 +31,7 @@ from rich.table import Table
 
 COLD_TARGET_S, CACHED_TARGET_MS = 1.0, 20.0
 
-KERNEL = r'''
+KERNEL = r"""
 #include <cmath>
 #include <cstdint>
 
@@ -60,16 +60,21 @@ static void fused_kernel(const float* __restrict__ x, const float* __restrict__ 
         }
     }
 }
-'''
+"""
 
-FAST_PATH = KERNEL + r'''
+FAST_PATH = (
+    KERNEL
+    + r"""
 extern "C" void fused(const float* x, const float* bias, const float* residual, float* out,
                       int64_t rows, int64_t cols, float scale) {
     fused_kernel(x, bias, residual, out, rows, cols, scale);
 }
-'''
+"""
+)
 
-PYBIND11 = KERNEL + r'''
+PYBIND11 = (
+    KERNEL
+    + r"""
 #include <pybind11/pybind11.h>
 #include <pybind11/numpy.h>
 namespace py = pybind11;
@@ -79,9 +84,12 @@ void fused(Array x, Array bias, Array residual, Array out, float scale) {
     fused_kernel(x.data(), bias.data(), residual.data(), out.mutable_data(), x.shape(0), x.shape(1), scale);
 }
 PYBIND11_MODULE(fused_ext, m) { m.def("fused", &fused); }
-'''
+"""
+)
 
-TORCH_SOURCE = KERNEL + r'''
+TORCH_SOURCE = (
+    KERNEL
+    + r"""
 #include <torch/extension.h>
 torch::Tensor fused(torch::Tensor x, torch::Tensor bias, torch::Tensor residual, double scale) {
     auto out = torch::empty_like(x);
@@ -89,15 +97,16 @@ torch::Tensor fused(torch::Tensor x, torch::Tensor bias, torch::Tensor residual,
                  out.data_ptr<float>(), x.size(0), x.size(1), static_cast<float>(scale));
     return out;
 }
-'''
+"""
+)
 
-PYBIND11_TORCH = TORCH_SOURCE + "PYBIND11_MODULE(fused_torch_ext, m) { m.def(\"fused\", &fused); }\n"
+PYBIND11_TORCH = TORCH_SOURCE + 'PYBIND11_MODULE(fused_torch_ext, m) { m.def("fused", &fused); }\n'
 
 INLINE_DECLARATION = "torch::Tensor fused(torch::Tensor x, torch::Tensor bias, torch::Tensor residual, double scale);"
 
 # path -> (label, cold runs, cached runs, needs torch's headers)
 PATHS = {
-    "fast": ("fast path: load_library (extern \"C\" + ctypes)", 5, 5, False),
+    "fast": ('fast path: load_library (extern "C" + ctypes)', 5, 5, False),
     "pybind11": ("pybind11: load_extension (numpy buffers)", 3, 3, False),
     "pybind11-torch": ("pybind11: load_extension(torch=True)", 1, 2, True),
     "load_inline": ("torch.utils.cpp_extension.load_inline", 1, 2, True),
@@ -123,9 +132,13 @@ def child(path: str) -> None:
     elif path == "pybind11-torch":
         ext = load_extension(PYBIND11_TORCH, name="fused_torch_ext", torch=True)
     else:
-        ext = load_inline(name="fused_inline", cpp_sources=[INLINE_DECLARATION, TORCH_SOURCE],
-                          functions=["fused"], extra_cflags=["-O3", "-march=native", "-fopenmp"],
-                          extra_ldflags=["-fopenmp"])
+        ext = load_inline(
+            name="fused_inline",
+            cpp_sources=[INLINE_DECLARATION, TORCH_SOURCE],
+            functions=["fused"],
+            extra_cflags=["-O3", "-march=native", "-fopenmp"],
+            extra_ldflags=["-fopenmp"],
+        )
     elapsed = time.perf_counter() - start
 
     if path == "fast":
@@ -144,8 +157,9 @@ def child(path: str) -> None:
 def run_child(path: str, cache: str) -> float:
     variable = "TORCH_EXTENSIONS_DIR" if path == "load_inline" else "PRAGMA_CACHE_DIR"
     env = os.environ | {variable: cache}
-    result = subprocess.run([sys.executable, __file__, "--child", path], env=env,
-                            capture_output=True, text=True, check=False)
+    result = subprocess.run(
+        [sys.executable, __file__, "--child", path], env=env, capture_output=True, text=True, check=False
+    )
     if result.returncode != 0:
         raise SystemExit(f"{path} run failed:\n{result.stderr[-3000:]}")
     return json.loads(result.stdout.strip().splitlines()[-1])["seconds"]
@@ -184,17 +198,22 @@ def main() -> None:
             continue
         cold, cached = measure(path, cold_runs, cached_runs, console)
         results[path] = (statistics.median(cold), statistics.median(cached) * 1e3)
-        table.add_row(label, f"{results[path][0]:.2f}", f"{results[path][1]:.1f}",
-                      f"{cold_runs} cold + {cached_runs} cached")
+        table.add_row(
+            label, f"{results[path][0]:.2f}", f"{results[path][1]:.1f}", f"{cold_runs} cold + {cached_runs} cached"
+        )
     console.print(table)
 
     cold_s, cached_ms = results["fast"]
     verdict = "meets" if cold_s < COLD_TARGET_S and cached_ms < CACHED_TARGET_MS else "MISSES"
-    line = (f"fast path {verdict} its targets: cold {cold_s:.2f} s (target < {COLD_TARGET_S:.0f} s), "
-            f"cached {cached_ms:.1f} ms (target < {CACHED_TARGET_MS:.0f} ms)")
+    line = (
+        f"fast path {verdict} its targets: cold {cold_s:.2f} s (target < {COLD_TARGET_S:.0f} s), "
+        f"cached {cached_ms:.1f} ms (target < {CACHED_TARGET_MS:.0f} ms)"
+    )
     if "load_inline" in results:
         inline_s, inline_ms = results["load_inline"]
-        line += f"; {inline_s / cold_s:.0f}x faster cold and {inline_ms / cached_ms:.0f}x faster cached than load_inline"
+        line += (
+            f"; {inline_s / cold_s:.0f}x faster cold and {inline_ms / cached_ms:.0f}x faster cached than load_inline"
+        )
     console.print(line)
 
 

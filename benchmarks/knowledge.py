@@ -56,24 +56,38 @@ def main() -> None:
         ranks, latencies, defaults = [], [], _default_metrics()
         for query in queries:
             started = time.perf_counter()
-            hits = ranked_search(index, [compendia[query["profiler"]]], query["query"], profiler=query["profiler"],
-                                 kind="metric", k=5, defaults=defaults)
+            hits = ranked_search(
+                index,
+                [compendia[query["profiler"]]],
+                query["query"],
+                profiler=query["profiler"],
+                kind="metric",
+                k=5,
+                defaults=defaults,
+            )
             latencies.append(time.perf_counter() - started)
             ranks.append(_rank(hits, set(query["expected"])))
 
     table = Table(title="Knowledge index")
     for column in ("entries", "first build s", "embedded", "second sync s", "re-embedded", "search median ms"):
         table.add_column(column, justify="right")
-    table.add_row(str(first.total), f"{first_s:.1f}", str(first.embedded), f"{second_s:.1f}", str(second.embedded),
-                  f"{1000 * statistics.median(latencies):.0f}")
+    table.add_row(
+        str(first.total),
+        f"{first_s:.1f}",
+        str(first.embedded),
+        f"{second_s:.1f}",
+        str(second.embedded),
+        f"{1000 * statistics.median(latencies):.0f}",
+    )
     console.print(table)
 
     per_profiler: dict[str, list[int | None]] = {}
     for query, rank in zip(queries, ranks):
         per_profiler.setdefault(query["profiler"], []).append(rank)
     per_profiler["all"] = ranks
-    retrieval = Table(title=f"Retrieval of {len(queries)} queries written outside the project (metrics only, "
-                            "filtered by profiler)")
+    retrieval = Table(
+        title=f"Retrieval of {len(queries)} queries written outside the project (metrics only, filtered by profiler)"
+    )
     for column in ("profiler", "queries", "first", "top five", "MRR"):
         retrieval.add_column(column, justify="right")
     summary = {}
@@ -89,13 +103,24 @@ def main() -> None:
         console.print("not in the top five:", *(f"  - {m}" for m in misses), sep="\n")
 
     args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "results.json").write_text(json.dumps({
-        "index": {"entries": first.total, "first_build_s": first_s, "embedded": first.embedded,
-                  "second_sync_s": second_s, "re_embedded": second.embedded,
-                  "search_median_ms": 1000 * statistics.median(latencies)},
-        "retrieval": summary,
-        "ranks": [{"query": q["query"], "profiler": q["profiler"], "rank": r} for q, r in zip(queries, ranks)],
-    }, indent=1) + "\n")
+    (args.out / "results.json").write_text(
+        json.dumps(
+            {
+                "index": {
+                    "entries": first.total,
+                    "first_build_s": first_s,
+                    "embedded": first.embedded,
+                    "second_sync_s": second_s,
+                    "re_embedded": second.embedded,
+                    "search_median_ms": 1000 * statistics.median(latencies),
+                },
+                "retrieval": summary,
+                "ranks": [{"query": q["query"], "profiler": q["profiler"], "rank": r} for q, r in zip(queries, ranks)],
+            },
+            indent=1,
+        )
+        + "\n"
+    )
     _plot(summary, args.out / "retrieval.png")
     console.print(f"wrote {args.out / 'results.json'} and {args.out / 'retrieval.png'}")
 

@@ -38,7 +38,9 @@ from pragma_core.records import BoundClass, Task
 ROOT = Path(__file__).resolve().parents[1]
 MODES = {"profiled": True, "timing only": False}
 TARGETS = {
-    "success": 0.95, "geomean speedup vs eager": 1.5, "share faster than torch.compile": 0.5,
+    "success": 0.95,
+    "geomean speedup vs eager": 1.5,
+    "share faster than torch.compile": 0.5,
     "median attainment, memory-bound": 0.6,
 }
 
@@ -65,8 +67,12 @@ def main() -> None:
         return
 
     sizes = parse_size_assignments(args.assignments)
-    tasks = [task for directory in args.dirs for task in load_tasks(directory, sizes)
-             if not args.only or any(text in task.key for text in args.only)]
+    tasks = [
+        task
+        for directory in args.dirs
+        for task in load_tasks(directory, sizes)
+        if not args.only or any(text in task.key for text in args.only)
+    ]
     recognized, skipped = [], {}
     for task in tasks:
         try:
@@ -74,12 +80,18 @@ def main() -> None:
             recognized.append(task)
         except PragmaError as error:
             skipped[task.key] = str(error).split(": a language model")[0]
-    console.print(f"{len(recognized)} of {len(tasks)} tasks recognized; not recognized: "
-                  + (", ".join(skipped) or "none"))
+    console.print(
+        f"{len(recognized)} of {len(tasks)} tasks recognized; not recognized: " + (", ".join(skipped) or "none")
+    )
 
     rows: list[dict[str, Any]] = []
-    with Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
-                  TimeElapsedColumn(), console=console) as progress:
+    with Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        TextColumn("{task.completed}/{task.total}"),
+        TimeElapsedColumn(),
+        console=console,
+    ) as progress:
         bar = progress.add_task("optimizing", total=len(recognized) * len(MODES))
         for task in recognized:
             for mode, profiled in MODES.items():
@@ -96,22 +108,35 @@ def _report(rows: list[dict[str, Any]], skipped: dict[str, str], out: Path, cons
     summary = _summary(rows)
     console.print(_summary_table(summary))
     _plot(rows, out / "speedups.png")
-    (out / "results.json").write_text(json.dumps({"rows": rows, "skipped": skipped, "summary": summary},
-                                                 indent=2) + "\n")
+    (out / "results.json").write_text(
+        json.dumps({"rows": rows, "skipped": skipped, "summary": summary}, indent=2) + "\n"
+    )
     console.print(f"results: {out / 'results.json'}, plot: {out / 'speedups.png'}")
 
 
 def _run(task: Task, mode: str, profiled: bool, args: argparse.Namespace, out: Path) -> dict[str, Any]:
     verify_settings = VerifySettings(reps=args.reps)
-    settings = OptimizeSettings(provider="offline", profile=profiled, max_attempts=args.max_attempts,
-                                patience=args.patience, runs_dir=out / "runs" / mode.replace(" ", "-"),
-                                profilers=tuple(args.profilers.split(",")), verify=verify_settings)
+    settings = OptimizeSettings(
+        provider="offline",
+        profile=profiled,
+        max_attempts=args.max_attempts,
+        patience=args.patience,
+        runs_dir=out / "runs" / mode.replace(" ", "-"),
+        profilers=tuple(args.profilers.split(",")),
+        verify=verify_settings,
+    )
     started = time.monotonic()
     result = optimize(task, settings)
-    row: dict[str, Any] = {"task": task.key, "mode": mode, "run": result.run_id, "attempts": len(result.attempts),
-                           "best_attempt": result.best_attempt, "stop": result.stop_reason,
-                           "bound": result.baseline.bound.value if result.baseline and result.baseline.bound else None,
-                           "minutes": (time.monotonic() - started) / 60}
+    row: dict[str, Any] = {
+        "task": task.key,
+        "mode": mode,
+        "run": result.run_id,
+        "attempts": len(result.attempts),
+        "best_attempt": result.best_attempt,
+        "stop": result.stop_reason,
+        "bound": result.baseline.bound.value if result.baseline and result.baseline.bound else None,
+        "minutes": (time.monotonic() - started) / 60,
+    }
     best = result.best
     if best is None or best.candidate is None:
         return row | {"success": False}
@@ -121,9 +146,12 @@ def _run(task: Task, mode: str, profiled: bool, args: argparse.Namespace, out: P
     compiled = final.speedup_vs_compiled
     return row | {
         "success": True,
-        "speedup": final.speedup.value, "speedup_low": final.speedup.low, "speedup_high": final.speedup.high,
+        "speedup": final.speedup.value,
+        "speedup_low": final.speedup.low,
+        "speedup_high": final.speedup.high,
         "vs_compile": compiled.value if compiled else None,
-        "vs_compile_low": compiled.low if compiled else None, "vs_compile_high": compiled.high if compiled else None,
+        "vs_compile_low": compiled.low if compiled else None,
+        "vs_compile_high": compiled.high if compiled else None,
         "attainment": final.attainment,
     }
 
@@ -135,8 +163,11 @@ def _summary(rows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
         good = [row for row in mine if row.get("success")]
         speedups = [row["speedup"] for row in good]
         compiled = [row["vs_compile"] for row in good if row.get("vs_compile") is not None]
-        memory = [row["attainment"] for row in good if row.get("bound") == BoundClass.MEMORY.value
-                  and row.get("attainment") is not None]
+        memory = [
+            row["attainment"]
+            for row in good
+            if row.get("bound") == BoundClass.MEMORY.value and row.get("attainment") is not None
+        ]
         summary[mode] = {
             "tasks": len(mine),
             "success": len(good) / len(mine) if mine else 0.0,
@@ -156,12 +187,17 @@ def _task_table(rows: list[dict[str, Any]]) -> Table:
     for row in rows:
         ok = row.get("success")
         table.add_row(
-            row["task"], row["mode"], "yes" if ok else "NO",
+            row["task"],
+            row["mode"],
+            "yes" if ok else "NO",
             f"{row['speedup']:.2f}x [{row['speedup_low']:.2f}-{row['speedup_high']:.2f}]" if ok else "",
             f"{row['vs_compile']:.2f}x [{row['vs_compile_low']:.2f}-{row['vs_compile_high']:.2f}]"
-            if ok and row.get("vs_compile") is not None else "",
+            if ok and row.get("vs_compile") is not None
+            else "",
             f"{row['attainment']:.0%}" if ok and row.get("attainment") is not None else "",
-            str(row.get("best_attempt") or ""), str(row["attempts"]), f"{row['minutes']:.1f}",
+            str(row.get("best_attempt") or ""),
+            str(row["attempts"]),
+            f"{row['minutes']:.1f}",
         )
     return table
 

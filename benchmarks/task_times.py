@@ -60,8 +60,14 @@ def main() -> None:
         median = statistics.median(samples)
         ok = LOW_MS <= median <= HIGH_MS
         within += ok
-        table.add_row(task.key, task.category.value, f"{median:.2f}", f"{min(samples):.2f}",
-                      f"{max(samples):.2f}", "yes" if ok else "NO")
+        table.add_row(
+            task.key,
+            task.category.value,
+            f"{median:.2f}",
+            f"{min(samples):.2f}",
+            f"{max(samples):.2f}",
+            "yes" if ok else "NO",
+        )
     console = Console(width=max(Console().width, 110))
     console.print(table)
     console.print(f"{within}/{len(tasks)} tasks have a median within {LOW_MS:g}-{HIGH_MS:g} ms")

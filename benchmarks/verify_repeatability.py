@@ -47,11 +47,18 @@ def main() -> None:
             continue
         s = verdict.speedup
         intervals.append((s.low, s.high))
-        table.add_row(str(run), verdict.status.value, f"{verdict.reference.median_ms:.3f}",
-                      f"{verdict.candidate.median_ms:.3f}", f"{s.value:.2f}x", f"{s.low:.2f}-{s.high:.2f}")
+        table.add_row(
+            str(run),
+            verdict.status.value,
+            f"{verdict.reference.median_ms:.3f}",
+            f"{verdict.candidate.median_ms:.3f}",
+            f"{s.value:.2f}x",
+            f"{s.low:.2f}-{s.high:.2f}",
+        )
     console.print(table)
-    overlapping = all(a_low <= b_high and b_low <= a_high
-                      for (a_low, a_high), (b_low, b_high) in itertools.combinations(intervals, 2))
+    overlapping = all(
+        a_low <= b_high and b_low <= a_high for (a_low, a_high), (b_low, b_high) in itertools.combinations(intervals, 2)
+    )
     console.print(f"all {len(intervals)} intervals overlap pairwise: {'yes' if overlapping else 'NO'}")
 
 

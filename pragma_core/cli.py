@@ -134,7 +134,10 @@ def _load_one_task(path: Path, assignments: tuple[str, ...]) -> Task:
 
 
 _SET_OPTION = click.option(
-    "--set", "assignments", multiple=True, metavar="NAME=VALUE",
+    "--set",
+    "assignments",
+    multiple=True,
+    metavar="NAME=VALUE",
     help="Override a module-level size constant of the task. Repeatable.",
 )
 
@@ -146,22 +149,46 @@ _SET_OPTION = click.option(
 @click.option("--trials", default=5, show_default=True, help="Correctness trials with fresh inputs.")
 @click.option("--warmup", default=5, show_default=True, help="Untimed runs before timing.")
 @click.option("--reps", default=100, show_default=True, help="Timed runs of each program.")
-@click.option("--timing-budget", "timing_budget_s", default=60.0, show_default=True,
-              help="Seconds of timing after which it stops early (at least 10 runs).")
-@click.option("--baseline", type=click.Choice(["eager", "compile"]), default="eager", show_default=True,
-              help="compile: also time torch.compile of the reference.")
+@click.option(
+    "--timing-budget",
+    "timing_budget_s",
+    default=60.0,
+    show_default=True,
+    help="Seconds of timing after which it stops early (at least 10 runs).",
+)
+@click.option(
+    "--baseline",
+    type=click.Choice(["eager", "compile"]),
+    default="eager",
+    show_default=True,
+    help="compile: also time torch.compile of the reference.",
+)
 @click.option("--threads", type=int, default=None, help="Threads for both programs [default: all CPUs here].")
 @click.option("--atol", default=1e-4, show_default=True)
 @click.option("--rtol", default=1e-4, show_default=True)
 @click.option("--timeout", "timeout_s", default=600.0, show_default=True, help="Wall-time limit in seconds.")
 @click.option("--memory-gb", default=16.0, show_default=True, help="Address-space limit of the candidate.")
 @click.option("--no-timing", is_flag=True, help="Check correctness only.")
-@click.option("--keep", type=click.Path(path_type=Path), default=None,
-              help="Keep the job folder (outputs, logs) here.")
+@click.option("--keep", type=click.Path(path_type=Path), default=None, help="Keep the job folder (outputs, logs) here.")
 @click.option("--json", "as_json", is_flag=True, help="Print the verdict as JSON.")
-def verify_command(task_path: Path, candidate_path: Path, assignments: tuple[str, ...], trials: int,
-                   warmup: int, reps: int, timing_budget_s: float, baseline: str, threads: int | None, atol: float, rtol: float,
-                   timeout_s: float, memory_gb: float, no_timing: bool, keep: Path | None, as_json: bool) -> None:
+def verify_command(
+    task_path: Path,
+    candidate_path: Path,
+    assignments: tuple[str, ...],
+    trials: int,
+    warmup: int,
+    reps: int,
+    timing_budget_s: float,
+    baseline: str,
+    threads: int | None,
+    atol: float,
+    rtol: float,
+    timeout_s: float,
+    memory_gb: float,
+    no_timing: bool,
+    keep: Path | None,
+    as_json: bool,
+) -> None:
     """Check CANDIDATE (a module defining ModelNew) against TASK in a sandbox, and time it.
 
     Exit code 0 when the candidate is correct, 1 when it is not, 2 for bad input.
@@ -173,9 +200,18 @@ def verify_command(task_path: Path, candidate_path: Path, assignments: tuple[str
     if not candidate_path.is_file():
         raise TaskError(f"{candidate_path}: no such candidate file")
     source = candidate_path.read_text(encoding="utf-8")
-    options = dict(trials=trials, warmup=warmup, reps=reps, timing_budget_s=timing_budget_s, baseline=baseline,
-                   atol=atol, rtol=rtol,
-                   timeout_s=timeout_s, memory_gb=memory_gb, time=not no_timing)
+    options = dict(
+        trials=trials,
+        warmup=warmup,
+        reps=reps,
+        timing_budget_s=timing_budget_s,
+        baseline=baseline,
+        atol=atol,
+        rtol=rtol,
+        timeout_s=timeout_s,
+        memory_gb=memory_gb,
+        time=not no_timing,
+    )
     if threads is not None:
         options["threads"] = threads
     settings = VerifySettings(**options)
@@ -210,16 +246,26 @@ def roofline_command(task_path: Path, assignments: tuple[str, ...], threads: int
 @cli.command("profile")
 @click.argument("task_path", metavar="TASK", type=click.Path(path_type=Path))
 @click.argument("candidate_path", metavar="[CANDIDATE]", required=False, type=click.Path(path_type=Path))
-@click.option("--profiler", "profiler_name", required=True, help="A profiler from `pragma plugins`, e.g. valgrind or perf.")
+@click.option(
+    "--profiler", "profiler_name", required=True, help="A profiler from `pragma plugins`, e.g. valgrind or perf."
+)
 @click.option("--metrics", default="", help="Extra metrics to collect, comma-separated.")
 @_SET_OPTION
 @click.option("--repetitions", default=3, show_default=True, help="Forwards (or replays) the profiler watches.")
 @click.option("--threads", type=int, default=None, help="Threads [default: all CPUs here].")
 @click.option("--keep", type=click.Path(path_type=Path), default=None, help="Folder for the job and raw tool output.")
 @click.option("--json", "as_json", is_flag=True, help="Print the profile as JSON.")
-def profile_command(task_path: Path, candidate_path: Path | None, profiler_name: str, metrics: str,
-                    assignments: tuple[str, ...], repetitions: int, threads: int | None, keep: Path | None,
-                    as_json: bool) -> None:
+def profile_command(
+    task_path: Path,
+    candidate_path: Path | None,
+    profiler_name: str,
+    metrics: str,
+    assignments: tuple[str, ...],
+    repetitions: int,
+    threads: int | None,
+    keep: Path | None,
+    as_json: bool,
+) -> None:
     """Profile CANDIDATE (or, without one, the reference of TASK) and list its metrics.
 
     Fast-path CPU candidates are recorded once in the sandbox and replayed natively under the
@@ -238,8 +284,15 @@ def profile_command(task_path: Path, candidate_path: Path | None, profiler_name:
     extra = [name.strip() for name in metrics.split(",") if name.strip()]
     subject = candidate_path.name if candidate_path else "the reference"
     with Console(stderr=True).status(f"profiling {subject} of {task.key} with {profiler_name}", spinner="dots"):
-        result = profile(task, candidate, profiler=profiler_name, metrics=extra, out_dir=keep,
-                         repetitions=repetitions, threads=threads)
+        result = profile(
+            task,
+            candidate,
+            profiler=profiler_name,
+            metrics=extra,
+            out_dir=keep,
+            repetitions=repetitions,
+            threads=threads,
+        )
     if as_json:
         click.echo(json.dumps(to_dict(result), indent=2))
     else:
@@ -248,11 +301,19 @@ def profile_command(task_path: Path, candidate_path: Path | None, profiler_name:
 
 @cli.command("optimize")
 @click.argument("task_path", metavar="TASK", type=click.Path(path_type=Path), required=False)
-@click.option("--model", envvar="PRAGMA_MODEL", default=None,
-              help="A litellm model string, e.g. openai/gpt-4o-mini or ollama/qwen2.5-coder [env: PRAGMA_MODEL].")
-@click.option("--provider", envvar="PRAGMA_PROVIDER", default=None,
-              help="The provider plugin that answers the agents (see `pragma plugins`) [env: PRAGMA_PROVIDER; "
-                   "default: litellm with a model, else offline].")
+@click.option(
+    "--model",
+    envvar="PRAGMA_MODEL",
+    default=None,
+    help="A litellm model string, e.g. openai/gpt-4o-mini or ollama/qwen2.5-coder [env: PRAGMA_MODEL].",
+)
+@click.option(
+    "--provider",
+    envvar="PRAGMA_PROVIDER",
+    default=None,
+    help="The provider plugin that answers the agents (see `pragma plugins`) [env: PRAGMA_PROVIDER; "
+    "default: litellm with a model, else offline].",
+)
 @_SET_OPTION
 @click.option("--max-attempts", default=15, show_default=True)
 @click.option("--patience", default=6, show_default=True, help="Stop after this many attempts without a better one.")
@@ -263,9 +324,21 @@ def profile_command(task_path: Path, candidate_path: Path | None, profiler_name:
 @click.option("--runs-dir", type=click.Path(path_type=Path), default=Path("runs"), show_default=True)
 @click.option("--resume", type=click.Path(path_type=Path), default=None, help="Continue the run in this folder.")
 @click.pass_context
-def optimize_command(context: click.Context, task_path: Path | None, model: str | None, provider: str | None,
-                     assignments: tuple[str, ...], max_attempts: int, patience: int, no_profile: bool,
-                     profilers: str, reps: int, threads: int | None, runs_dir: Path, resume: Path | None) -> None:
+def optimize_command(
+    context: click.Context,
+    task_path: Path | None,
+    model: str | None,
+    provider: str | None,
+    assignments: tuple[str, ...],
+    max_attempts: int,
+    patience: int,
+    no_profile: bool,
+    profilers: str,
+    reps: int,
+    threads: int | None,
+    runs_dir: Path,
+    resume: Path | None,
+) -> None:
     """Optimize TASK with the agent loop; every attempt is written under --runs-dir.
 
     The agents are a language model with --model (or PRAGMA_MODEL), else the built-in offline
@@ -283,18 +356,27 @@ def optimize_command(context: click.Context, task_path: Path | None, model: str 
         raise click.UsageError("give a TASK, or --resume RUN_DIR")
     if resume is not None and task_path is not None:
         raise click.UsageError("give either a TASK or --resume RUN_DIR, not both (a resumed run keeps its task)")
-    given = {name for name in context.params
-             if context.get_parameter_source(name) in (ParameterSource.COMMANDLINE, ParameterSource.ENVIRONMENT)}
-    options: dict[str, Any] = dict(model=model, provider=provider, max_attempts=max_attempts, patience=patience,
-                                   profile=not no_profile,
-                                   profilers=tuple(p.strip() for p in profilers.split(",") if p.strip()))
+    given = {
+        name
+        for name in context.params
+        if context.get_parameter_source(name) in (ParameterSource.COMMANDLINE, ParameterSource.ENVIRONMENT)
+    }
+    options: dict[str, Any] = dict(
+        model=model,
+        provider=provider,
+        max_attempts=max_attempts,
+        patience=patience,
+        profile=not no_profile,
+        profilers=tuple(p.strip() for p in profilers.split(",") if p.strip()),
+    )
     option_of = {"profile": "no_profile"}
     verify_options: dict[str, Any] = {"reps": reps}
     if threads is not None:
         verify_options["threads"] = threads
     if resume is not None:
-        settings = settings_of_run(resume, **{key: value for key, value in options.items()
-                                              if option_of.get(key, key) in given})
+        settings = settings_of_run(
+            resume, **{key: value for key, value in options.items() if option_of.get(key, key) in given}
+        )
         changed = {key: value for key, value in verify_options.items() if key in given}
         settings = attrs.evolve(settings, verify=attrs.evolve(settings.verify, **changed))
         task = None
@@ -305,8 +387,11 @@ def optimize_command(context: click.Context, task_path: Path | None, model: str 
         offline = get_registry().llm_provider("offline")
         if offline.prepare is not None:
             offline.prepare(task)  # a task no recipe knows fails here, with its one line
-        click.echo("pragma: no model configured (--model or PRAGMA_MODEL): the offline agents answer, a recipe "
-                   "Coder and a rule-based Conductor", err=True)
+        click.echo(
+            "pragma: no model configured (--model or PRAGMA_MODEL): the offline agents answer, a recipe "
+            "Coder and a rule-based Conductor",
+            err=True,
+        )
     console = _stdout()
     status = Console(stderr=True).status("attempt 1: the Coder is writing", spinner="dots")
 
@@ -348,54 +433,81 @@ def knowledge_group() -> None:
 @knowledge_group.command("search")
 @click.argument("query")
 @click.option("--profiler", "profilers", multiple=True, help="Only this profiler's entries (repeatable).")
-@click.option("--kind", type=click.Choice(["metric", "guide"]), default=None, help="Only metrics, or only guide passages.")
+@click.option(
+    "--kind", type=click.Choice(["metric", "guide"]), default=None, help="Only metrics, or only guide passages."
+)
 @click.option("-k", "--top", "top", default=5, show_default=True, help="How many entries.")
-@click.option("--compendium", "folder", type=click.Path(path_type=Path), default=None,
-              help="A folder of <profiler>.json files from `pragma-kb build` [default: the shipped one].")
+@click.option(
+    "--compendium",
+    "folder",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="A folder of <profiler>.json files from `pragma-kb build` [default: the shipped one].",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
-def knowledge_search_command(query: str, profilers: tuple[str, ...], kind: str | None, top: int,
-                             folder: Path | None, as_json: bool) -> None:
+def knowledge_search_command(
+    query: str, profilers: tuple[str, ...], kind: str | None, top: int, folder: Path | None, as_json: bool
+) -> None:
     """The entries nearest in meaning to QUERY, e.g. "kernel waits on DRAM bandwidth"."""
     from . import knowledge
 
     compendia = knowledge.load_compendia(folder)
     unknown = sorted(set(profilers) - set(compendia))
     if unknown:
-        raise knowledge.KnowledgeError(f"--profiler {', '.join(unknown)}: no compendium for it; "
-                                       f"there are {', '.join(sorted(compendia))}")
+        raise knowledge.KnowledgeError(
+            f"--profiler {', '.join(unknown)}: no compendium for it; there are {', '.join(sorted(compendia))}"
+        )
     hits = knowledge.search(query, profiler=list(profilers) or None, kind=kind, k=top, compendia=compendia)
     if as_json:
-        click.echo(json.dumps([{"score": round(hit.score, 4), "kind": hit.kind, **to_dict(hit.entry)}
-                               for hit in hits], indent=2))
+        click.echo(
+            json.dumps(
+                [{"score": round(hit.score, 4), "kind": hit.kind, **to_dict(hit.entry)} for hit in hits], indent=2
+            )
+        )
         return
     table = Table(title=f"{len(hits)} entries for {query!r}", title_justify="left")
     for column in ("score", "profiler", "entry", "meaning", "source"):
         table.add_column(column, overflow="fold")
     for hit in hits:
         text = hit.entry.meaning if hit.kind == "metric" else hit.entry.text
-        table.add_row(f"{hit.score:.2f}", hit.entry.profiler, hit.title if hit.kind == "metric" else f"[guide] {hit.title}",
-                      text, hit.entry.source)
+        table.add_row(
+            f"{hit.score:.2f}",
+            hit.entry.profiler,
+            hit.title if hit.kind == "metric" else f"[guide] {hit.title}",
+            text,
+            hit.entry.source,
+        )
     _stdout().print(table)
 
 
 @knowledge_group.command("show")
 @click.argument("metric")
 @click.option("--profiler", default=None, help="Only this profiler's compendium (names can differ by tool).")
-@click.option("--compendium", "folder", type=click.Path(path_type=Path), default=None,
-              help="A folder of <profiler>.json files from `pragma-kb build` [default: the shipped one].")
+@click.option(
+    "--compendium",
+    "folder",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="A folder of <profiler>.json files from `pragma-kb build` [default: the shipped one].",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 def knowledge_show_command(metric: str, profiler: str | None, folder: Path | None, as_json: bool) -> None:
     """Everything the compendium says of METRIC (a name as the profiler spells it, or an alias)."""
     from . import knowledge
 
     compendia = knowledge.load_compendia(folder)
-    entries = [entry for name in sorted(compendia) if profiler in (None, name)
-               for entry in knowledge.lookup([metric], profiler=name, compendia=compendia).values()]
+    entries = [
+        entry
+        for name in sorted(compendia)
+        if profiler in (None, name)
+        for entry in knowledge.lookup([metric], profiler=name, compendia=compendia).values()
+    ]
     if not entries:
         hits = knowledge.search(metric, profiler=profiler, kind="metric", k=3, compendia=compendia)
         near = ", ".join(f"{hit.title} ({hit.entry.profiler})" for hit in hits)
-        raise knowledge.KnowledgeError(f"no metric named {metric!r} in the compendium"
-                                       + (f"; nearest in meaning: {near}" if near else ""))
+        raise knowledge.KnowledgeError(
+            f"no metric named {metric!r} in the compendium" + (f"; nearest in meaning: {near}" if near else "")
+        )
     if as_json:
         click.echo(json.dumps([to_dict(entry) for entry in entries], indent=2))
         return
@@ -403,10 +515,15 @@ def knowledge_show_command(metric: str, profiler: str | None, folder: Path | Non
     for entry in entries:
         console.print(f"[bold]{entry.name}[/bold] ({entry.profiler})")
         console.print(entry.meaning, markup=False)
-        for label, value in (("aliases", ", ".join(entry.aliases)), ("unit", entry.unit),
-                             ("measured", entry.measured), ("reveals", ", ".join(entry.bottleneck)),
-                             ("remedies", "; ".join(entry.remedies)), ("source", entry.source),
-                             ("built by", entry.built_by)):
+        for label, value in (
+            ("aliases", ", ".join(entry.aliases)),
+            ("unit", entry.unit),
+            ("measured", entry.measured),
+            ("reveals", ", ".join(entry.bottleneck)),
+            ("remedies", "; ".join(entry.remedies)),
+            ("source", entry.source),
+            ("built by", entry.built_by),
+        ):
             if value:
                 console.print(f"  {label}: {value}", markup=False, highlight=False)
         console.print()

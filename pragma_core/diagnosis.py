@@ -58,8 +58,9 @@ def diagnose(
     request: list[str] = []
     hints += _hints(metrics, bound, attainment, request)
     deltas = _deltas(metrics, verdict, best)
-    return Diagnosis(bound=bound, roofline_attainment=attainment, deltas=deltas, hints=tuple(hints),
-                     request_metrics=tuple(request))
+    return Diagnosis(
+        bound=bound, roofline_attainment=attainment, deltas=deltas, hints=tuple(hints), request_metrics=tuple(request)
+    )
 
 
 def _kernel_first(metrics: Sequence[Metric]) -> list[Metric]:
@@ -74,18 +75,29 @@ def _bound(metrics: dict[str, Metric], roofline: BoundClass | None, attainment: 
         bound = _TOPDOWN[name]
         if bound is BoundClass.MEMORY and roofline is BoundClass.COMPUTE:
             bound = BoundClass.COMPUTE
-        return bound, f"top-down: {name.removeprefix('tma_').replace('_', ' ')} is the largest share ({topdown[name]:.0f}%)"
-    dram, sm = metrics.get("dram__throughput.avg.pct_of_peak_sustained_elapsed"), metrics.get(
-        "sm__throughput.avg.pct_of_peak_sustained_elapsed")
+        return (
+            bound,
+            f"top-down: {name.removeprefix('tma_').replace('_', ' ')} is the largest share ({topdown[name]:.0f}%)",
+        )
+    dram, sm = (
+        metrics.get("dram__throughput.avg.pct_of_peak_sustained_elapsed"),
+        metrics.get("sm__throughput.avg.pct_of_peak_sustained_elapsed"),
+    )
     if dram is not None and sm is not None:
         if max(dram.value, sm.value) < 40:
-            return BoundClass.LATENCY, f"neither memory ({dram.value:.0f}%) nor compute ({sm.value:.0f}%) is busy: latency or occupancy"
+            return (
+                BoundClass.LATENCY,
+                f"neither memory ({dram.value:.0f}%) nor compute ({sm.value:.0f}%) is busy: latency or occupancy",
+            )
         if dram.value >= sm.value:
             return BoundClass.MEMORY, f"DRAM throughput {dram.value:.0f}% of peak is the highest"
         return BoundClass.COMPUTE, f"SM throughput {sm.value:.0f}% of peak is the highest"
     if roofline is not None:
         if attainment is not None and attainment < 0.05:
-            return BoundClass.OVERHEAD, f"at {attainment:.0%} of the roofline: time goes to overhead, not to the {roofline.value} work"
+            return (
+                BoundClass.OVERHEAD,
+                f"at {attainment:.0%} of the roofline: time goes to overhead, not to the {roofline.value} work",
+            )
         return roofline, f"the task is {roofline.value} bound by its arithmetic intensity"
     return BoundClass.UNKNOWN, ""
 
@@ -96,13 +108,17 @@ def _hints(metrics: dict[str, Metric], bound: BoundClass, attainment: float | No
     mispredict = metrics.get("Mispred rate") or metrics.get("branch-miss-rate")
     ipc = metrics.get("ipc")
     if d1 is not None and d1.value > 5:
-        hints.append(f"D1 miss rate {d1.value:.1f}% is high: block the loops so the working set fits in L1, "
-                     "or walk memory contiguously")
+        hints.append(
+            f"D1 miss rate {d1.value:.1f}% is high: block the loops so the working set fits in L1, "
+            "or walk memory contiguously"
+        )
     if mispredict is not None and mispredict.value > 5:
         hints.append(f"branch mispredict rate {mispredict.value:.1f}%: make data-dependent branches branchless")
     if bound is BoundClass.MEMORY and attainment is not None and attainment < GOOD_ATTAINMENT:
-        hints.append(f"memory bound at {attainment:.0%} of the roofline: fuse passes over memory, vectorize the "
-                     "inner loop and parallelize the outer loop")
+        hints.append(
+            f"memory bound at {attainment:.0%} of the roofline: fuse passes over memory, vectorize the "
+            "inner loop and parallelize the outer loop"
+        )
         if d1 is None and "D1 miss rate" not in request:
             request.append("D1 miss rate")
     if bound is BoundClass.COMPUTE and ipc is not None and ipc.value < 1.5:
@@ -110,7 +126,9 @@ def _hints(metrics: dict[str, Metric], bound: BoundClass, attainment: float | No
     if bound is BoundClass.COMPUTE and ipc is None and "ipc" not in request:
         request.append("ipc")
     if bound is BoundClass.OVERHEAD:
-        hints.append("reduce per-call overhead: fewer kernel calls, no Python work around them, fewer threads for tiny sizes")
+        hints.append(
+            "reduce per-call overhead: fewer kernel calls, no Python work around them, fewer threads for tiny sizes"
+        )
     return hints
 
 

@@ -37,8 +37,17 @@ __all__ = [
 ]
 
 KERNEL_FEATURES = (
-    "sse4_2", "avx", "avx2", "fma", "avx512f", "avx512bw", "avx512_vnni", "amx_tile",
-    "neon", "asimd", "sve",
+    "sse4_2",
+    "avx",
+    "avx2",
+    "fma",
+    "avx512f",
+    "avx512bw",
+    "avx512_vnni",
+    "amx_tile",
+    "neon",
+    "asimd",
+    "sve",
 )
 """The ISA flags a kernel writer chooses code paths by, as Linux names them (``asimd`` is NEON on
 aarch64; 32-bit ARM says ``neon``)."""
@@ -274,7 +283,11 @@ def read_sysfs_caches(root: Path) -> dict[str, int | None]:
 def _from_lscpu() -> HardwareDescription | None:
     try:
         result = subprocess.run(
-            ["lscpu"], capture_output=True, text=True, timeout=_LSCPU_TIMEOUT_S, check=False,
+            ["lscpu"],
+            capture_output=True,
+            text=True,
+            timeout=_LSCPU_TIMEOUT_S,
+            check=False,
             env={**os.environ, "LC_ALL": "C"},
         )
     except (OSError, subprocess.SubprocessError):

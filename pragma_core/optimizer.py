@@ -38,8 +38,22 @@ from .knowledge import conductor_documentation, unmeasured_citations
 from .knowledge.conductor_docs import RELATED_ENTRIES
 from .plugins import get_registry
 from .records import (
-    AgentRole, Attempt, Baseline, BoundClass, Candidate, ChatMessage, Completion, CompletionRequest, Diagnosis, Guidance,
-    Profile, RunResult, Task, TokenUsage, Verdict, VerdictStatus,
+    AgentRole,
+    Attempt,
+    Baseline,
+    BoundClass,
+    Candidate,
+    ChatMessage,
+    Completion,
+    CompletionRequest,
+    Diagnosis,
+    Guidance,
+    Profile,
+    RunResult,
+    Task,
+    TokenUsage,
+    Verdict,
+    VerdictStatus,
 )
 from .run_directory import RunDirectory
 from .statistics import improves_on
@@ -107,8 +121,10 @@ def optimize(
     if resume is None and task is None:
         raise PragmaError("give a task to optimize, or resume= a run directory")
     if settings.provider == "litellm" and not (settings.model or os.environ.get("PRAGMA_MODEL")):
-        raise PragmaError("no language model chosen: pass --model (e.g. openai/gpt-4o-mini or ollama/qwen2.5-coder) "
-                          "or set PRAGMA_MODEL")
+        raise PragmaError(
+            "no language model chosen: pass --model (e.g. openai/gpt-4o-mini or ollama/qwen2.5-coder) "
+            "or set PRAGMA_MODEL"
+        )
     if resume is not None:
         run = RunDirectory.open(resume)
         task = run.task()
@@ -132,8 +148,12 @@ def optimize(
             if attempt.guidance is not None and improves_on(attempt.verdict, best):
                 best = attempt
                 run.write_best(best)
-            run.append_event("attempt_done", attempt=number, status=attempt.verdict.status.value if attempt.verdict else None,
-                             best=best.number if best else None)
+            run.append_event(
+                "attempt_done",
+                attempt=number,
+                status=attempt.verdict.status.value if attempt.verdict else None,
+                best=best.number if best else None,
+            )
             if on_attempt is not None:
                 on_attempt(attempt, best)
             reason = _stop_reason(attempts, best, settings)
@@ -143,8 +163,14 @@ def optimize(
     except KeyboardInterrupt:
         stop_reason = "interrupted"
         run.append_event("interrupted", completed=len(attempts))
-    result = RunResult(run_id=run.root.name, task=task, baseline=baseline, attempts=tuple(attempts),
-                       best_attempt=best.number if best else None, stop_reason=stop_reason)
+    result = RunResult(
+        run_id=run.root.name,
+        task=task,
+        baseline=baseline,
+        attempts=tuple(attempts),
+        best_attempt=best.number if best else None,
+        stop_reason=stop_reason,
+    )
     run.write_summary(result)
     run.append_event("finished", stop_reason=stop_reason, best=result.best_attempt)
     if stop_reason == "interrupted":
@@ -152,25 +178,46 @@ def optimize(
     return result
 
 
-def _one_attempt(number: int, task: Task, settings: OptimizeSettings, provider: LLMProvider, guide: str,
-                 run: RunDirectory, history: list[Attempt], best: Attempt | None) -> Attempt:
+def _one_attempt(
+    number: int,
+    task: Task,
+    settings: OptimizeSettings,
+    provider: LLMProvider,
+    guide: str,
+    run: RunDirectory,
+    history: list[Attempt],
+    best: Attempt | None,
+) -> Attempt:
     started = time.monotonic()
     staging = run.staging_folder(number)
     files: dict[str, str] = {}
     last = history[-1] if history else None
     run.append_event("attempt_started", attempt=number)
 
-    messages = coder_messages(task=task, guide=guide, guidance=last.guidance if last else None,
-                              best=best, last=last, history=history)
-    reply = _ask(provider, AgentRole.CODER, messages, settings, task, last.verdict if last else None, (), None, best,
-                 history=history)
+    messages = coder_messages(
+        task=task, guide=guide, guidance=last.guidance if last else None, best=best, last=last, history=history
+    )
+    reply = _ask(
+        provider,
+        AgentRole.CODER,
+        messages,
+        settings,
+        task,
+        last.verdict if last else None,
+        (),
+        None,
+        best,
+        history=history,
+    )
     files.update(coder_prompt=_transcript(messages), coder_reply=reply.text)
     usage = reply.usage
     source = extract_code(reply.text)
     if source is None:
         candidate = None
-        verdict = Verdict(status=VerdictStatus.COMPILE_ERROR,
-                          message="the Coder's reply held no Python module defining class ModelNew")
+        verdict = Verdict(
+            status=VerdictStatus.COMPILE_ERROR,
+            message="the Coder's reply held no Python module defining class ModelNew",
+        )
     else:
         candidate = Candidate(source=source, backend=settings.backend, attempt=number)
         files["candidate.py"] = source
@@ -182,16 +229,38 @@ def _one_attempt(number: int, task: Task, settings: OptimizeSettings, provider: 
         profiles = _profile(task, candidate, settings, staging, extra)
     diagnosis = diagnose(verdict, profiles, best=best, roofline_bound=_roofline_bound(task, settings))
 
-    documentation = conductor_documentation([*profiles, *(best.profiles if best else ())], diagnosis,
-                                            related=RELATED_ENTRIES if provider.reads_messages else 0)
+    documentation = conductor_documentation(
+        [*profiles, *(best.profiles if best else ())],
+        diagnosis,
+        related=RELATED_ENTRIES if provider.reads_messages else 0,
+    )
     previous = last.guidance.unmeasured_citations if last and last.guidance else ()
-    messages = conductor_messages(task=task, candidate=candidate, verdict=verdict, profiles=profiles,
-                                  diagnosis=diagnosis, best=best, metric_docs=documentation.metric_docs,
-                                  related_docs=documentation.related, unmeasured_citations=previous)
+    messages = conductor_messages(
+        task=task,
+        candidate=candidate,
+        verdict=verdict,
+        profiles=profiles,
+        diagnosis=diagnosis,
+        best=best,
+        metric_docs=documentation.metric_docs,
+        related_docs=documentation.related,
+        unmeasured_citations=previous,
+    )
     if documentation.note:
         files["knowledge_note"] = documentation.note
-    reply = _ask(provider, AgentRole.CONDUCTOR, messages, settings, task, verdict, profiles, diagnosis, best,
-                 candidate=candidate, history=history)
+    reply = _ask(
+        provider,
+        AgentRole.CONDUCTOR,
+        messages,
+        settings,
+        task,
+        verdict,
+        profiles,
+        diagnosis,
+        best,
+        candidate=candidate,
+        history=history,
+    )
     usage = usage + reply.usage
     files.update(conductor_prompt=_transcript(messages), conductor_reply=reply.text)
     guidance, repair_usage, note = _guidance(provider, messages, reply, settings, task, diagnosis)
@@ -199,25 +268,59 @@ def _one_attempt(number: int, task: Task, settings: OptimizeSettings, provider: 
     guidance = _check_citations(guidance, [*profiles, *(best.profiles if best else ())])
     if note:
         files["conductor_note"] = note
-    attempt = Attempt(number=number, candidate=candidate, verdict=verdict,
-                      profiles=profiles, diagnosis=diagnosis, guidance=guidance,
-                      usage=usage, elapsed_s=time.monotonic() - started)
-    run.complete_attempt(attempt, staging, {f"{name}.txt" if "." not in name else name: text
-                                            for name, text in files.items()})
+    attempt = Attempt(
+        number=number,
+        candidate=candidate,
+        verdict=verdict,
+        profiles=profiles,
+        diagnosis=diagnosis,
+        guidance=guidance,
+        usage=usage,
+        elapsed_s=time.monotonic() - started,
+    )
+    run.complete_attempt(
+        attempt, staging, {f"{name}.txt" if "." not in name else name: text for name, text in files.items()}
+    )
     return attempt
 
 
-def _ask(provider: LLMProvider, role: AgentRole, messages: tuple[ChatMessage, ...], settings: OptimizeSettings,
-         task: Task, verdict: Verdict | None, profiles: list[Profile] | tuple[()], diagnosis: Diagnosis | None,
-         best: Attempt | None, *, candidate: Candidate | None = None, history: list[Attempt] | None = None) -> Completion:
-    request = CompletionRequest(role=role, messages=messages, model=settings.model, task=task, candidate=candidate,
-                                verdict=verdict, profiles=profiles, diagnosis=diagnosis, best=best,
-                                history=tuple(history or ()))
+def _ask(
+    provider: LLMProvider,
+    role: AgentRole,
+    messages: tuple[ChatMessage, ...],
+    settings: OptimizeSettings,
+    task: Task,
+    verdict: Verdict | None,
+    profiles: list[Profile] | tuple[()],
+    diagnosis: Diagnosis | None,
+    best: Attempt | None,
+    *,
+    candidate: Candidate | None = None,
+    history: list[Attempt] | None = None,
+) -> Completion:
+    request = CompletionRequest(
+        role=role,
+        messages=messages,
+        model=settings.model,
+        task=task,
+        candidate=candidate,
+        verdict=verdict,
+        profiles=profiles,
+        diagnosis=diagnosis,
+        best=best,
+        history=tuple(history or ()),
+    )
     return provider.complete(request)
 
 
-def _guidance(provider: LLMProvider, messages: tuple[ChatMessage, ...], reply: Completion, settings: OptimizeSettings,
-              task: Task, diagnosis: Diagnosis) -> tuple[Guidance, TokenUsage, str]:
+def _guidance(
+    provider: LLMProvider,
+    messages: tuple[ChatMessage, ...],
+    reply: Completion,
+    settings: OptimizeSettings,
+    task: Task,
+    diagnosis: Diagnosis,
+) -> tuple[Guidance, TokenUsage, str]:
     """Parse the Conductor's reply; one repair request; else the diagnosis alone, noted."""
     try:
         return parse_guidance(reply.text), TokenUsage(), ""
@@ -227,29 +330,47 @@ def _guidance(provider: LLMProvider, messages: tuple[ChatMessage, ...], reply: C
         try:
             return parse_guidance(second.text), second.usage, f"repaired after: {first}"
         except GuidanceParseError as error:
-            fallback = Guidance(analysis="the Conductor's reply could not be read; acting on the diagnosis alone: "
-                                + "; ".join(diagnosis.hints), actions=diagnosis.hints,
-                                extra_metrics=diagnosis.request_metrics)
-            return fallback, second.usage, f"unparseable twice: {first}; then: {error}\n--- repair reply ---\n{second.text}"
+            fallback = Guidance(
+                analysis="the Conductor's reply could not be read; acting on the diagnosis alone: "
+                + "; ".join(diagnosis.hints),
+                actions=diagnosis.hints,
+                extra_metrics=diagnosis.request_metrics,
+            )
+            return (
+                fallback,
+                second.usage,
+                f"unparseable twice: {first}; then: {error}\n--- repair reply ---\n{second.text}",
+            )
 
 
 def _check_citations(guidance: Guidance, profiles: list[Profile]) -> Guidance:
     """The guidance with the metric names it cites that none of ``profiles`` measured."""
-    cited = unmeasured_citations([guidance.analysis, *guidance.actions],
-                                 measured=[metric.name for profile in profiles for metric in profile.metrics],
-                                 requested=guidance.extra_metrics)
+    cited = unmeasured_citations(
+        [guidance.analysis, *guidance.actions],
+        measured=[metric.name for profile in profiles for metric in profile.metrics],
+        requested=guidance.extra_metrics,
+    )
     return attrs.evolve(guidance, unmeasured_citations=cited)
 
 
-def _profile(task: Task, candidate: Candidate, settings: OptimizeSettings, staging: Path,
-             extra: tuple[str, ...]) -> list[Profile]:
+def _profile(
+    task: Task, candidate: Candidate, settings: OptimizeSettings, staging: Path, extra: tuple[str, ...]
+) -> list[Profile]:
     from .profiling import profile
 
     profiles = []
     for name in settings.profilers:
         try:
-            profiles.append(profile(task, candidate, profiler=name, metrics=extra, out_dir=staging / f"profile-{name}",
-                                    threads=settings.verify.threads))
+            profiles.append(
+                profile(
+                    task,
+                    candidate,
+                    profiler=name,
+                    metrics=extra,
+                    out_dir=staging / f"profile-{name}",
+                    threads=settings.verify.threads,
+                )
+            )
         except (ProfilerUnavailable, PragmaError):
             continue
     return profiles
@@ -273,17 +394,27 @@ def _baseline(task: Task, settings: OptimizeSettings, run: RunDirectory) -> Base
     profiles, skipped = [], {}
     for name in settings.profilers if settings.profile else ():
         try:
-            profiles.append(profile(task, None, profiler=name, out_dir=folder / f"profile-{name}",
-                                    threads=settings.verify.threads))
+            profiles.append(
+                profile(task, None, profiler=name, out_dir=folder / f"profile-{name}", threads=settings.verify.threads)
+            )
         except PragmaError as error:
             skipped[name] = str(error)
-    baseline = Baseline(reference=reference_timing(task, settings.verify),
-                        floor_ms=floor.floor_ms if floor else None, bound=floor.bound if floor else None,
-                        profiles=profiles, skipped=skipped)
+    baseline = Baseline(
+        reference=reference_timing(task, settings.verify),
+        floor_ms=floor.floor_ms if floor else None,
+        bound=floor.bound if floor else None,
+        profiles=profiles,
+        skipped=skipped,
+    )
     run.write_baseline(baseline)
-    run.append_event("baseline", reference_ms=baseline.reference.median_ms if baseline.reference else None,
-                     floor_ms=baseline.floor_ms, bound=baseline.bound.value if baseline.bound else None,
-                     profiled=[p.profiler for p in profiles], skipped=skipped)
+    run.append_event(
+        "baseline",
+        reference_ms=baseline.reference.median_ms if baseline.reference else None,
+        floor_ms=baseline.floor_ms,
+        bound=baseline.bound.value if baseline.bound else None,
+        profiled=[p.profiler for p in profiles],
+        skipped=skipped,
+    )
     return baseline
 
 
@@ -327,9 +458,13 @@ def _run_info(settings: OptimizeSettings) -> dict:
 
     return {
         "settings": {
-            "model": settings.model, "provider": settings.provider, "backend": settings.backend,
-            "profilers": list(settings.profilers), "profile": settings.profile,
-            "max_attempts": settings.max_attempts, "patience": settings.patience,
+            "model": settings.model,
+            "provider": settings.provider,
+            "backend": settings.backend,
+            "profilers": list(settings.profilers),
+            "profile": settings.profile,
+            "max_attempts": settings.max_attempts,
+            "patience": settings.patience,
             "target_attainment": settings.target_attainment,
             "verify": attrs.asdict(settings.verify),
         },

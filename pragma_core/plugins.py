@@ -308,9 +308,7 @@ class PluginRegistry:
         if name not in components:
             singular = kind[:-1].replace("_", " ")
             known = ", ".join(sorted(components)) or "none"
-            raise PluginError(
-                f"no {singular} named {name!r}; installed: {known} (see `pragma plugins`)"
-            )
+            raise PluginError(f"no {singular} named {name!r}; installed: {known} (see `pragma plugins`)")
         return components[name]
 
     def _info(self, origin: _Origin) -> PluginInfo:

@@ -210,9 +210,7 @@ class Speedup:
 
     def __attrs_post_init__(self) -> None:
         if not self.low <= self.value <= self.high:
-            raise ValueError(
-                f"speedup {self.value} lies outside its interval [{self.low}, {self.high}]"
-            )
+            raise ValueError(f"speedup {self.value} lies outside its interval [{self.low}, {self.high}]")
 
 
 @attrs.frozen(kw_only=True)
@@ -230,9 +228,7 @@ class Verdict:
     failed_check: str | None = None
     max_abs_error: float | None = attrs.field(default=None, validator=_non_negative)
     max_rel_error: float | None = attrs.field(default=None, validator=_non_negative)
-    error_index: tuple[int, ...] | None = attrs.field(
-        default=None, converter=attrs.converters.optional(tuple)
-    )
+    error_index: tuple[int, ...] | None = attrs.field(default=None, converter=attrs.converters.optional(tuple))
     failing_trial: int | None = attrs.field(default=None, validator=v.optional(v.ge(0)))
     diagnostics: tuple[str, ...] = attrs.field(default=(), converter=_str_tuple)
     reference: Timing | None = None

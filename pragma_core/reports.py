@@ -58,8 +58,12 @@ def profile_table(subject: str, profile: Profile) -> Table:
     """Metrics with kernel, value, unit and meaning; then what could not be collected, and notes."""
     table = Table(title=f"{profile.profiler}: {subject}", title_justify="left")
     for column in ("metric", "kernel", "value", "unit", "meaning"):
-        table.add_column(column, justify="right" if column == "value" else "left",
-                         overflow="fold", no_wrap=column in ("metric", "value"))
+        table.add_column(
+            column,
+            justify="right" if column == "value" else "left",
+            overflow="fold",
+            no_wrap=column in ("metric", "value"),
+        )
     for metric in profile.metrics:
         table.add_row(metric.name, metric.kernel or "-", f"{metric.value:.6g}", metric.unit, metric.meaning)
     for name, reason in profile.not_collected.items():
@@ -81,24 +85,32 @@ def attempt_line(attempt: Attempt, best: Attempt | None) -> str:
     """One line of live progress: attempt, status, speedup, best so far, tokens."""
     status = attempt.verdict.status.value if attempt.verdict else "no verdict"
     best_text = f"best #{best.number} {_speedup_text(best.verdict)}" if best else "no best yet"
-    return (f"attempt {attempt.number:>2}  {status:<14} {_speedup_text(attempt.verdict):<20} {best_text}  "
-            f"tokens {attempt.usage.prompt}+{attempt.usage.completion}")
+    return (
+        f"attempt {attempt.number:>2}  {status:<14} {_speedup_text(attempt.verdict):<20} {best_text}  "
+        f"tokens {attempt.usage.prompt}+{attempt.usage.completion}"
+    )
 
 
 def run_table(result: RunResult) -> Table:
     """The summary at the end of a run: every attempt, the best marked."""
-    table = Table(title=f"{result.task.key}: {len(result.attempts)} attempts, stopped: {result.stop_reason}",
-                  title_justify="left")
+    table = Table(
+        title=f"{result.task.key}: {len(result.attempts)} attempts, stopped: {result.stop_reason}", title_justify="left"
+    )
     for column in ("#", "status", "speedup (95% CI)", "roofline", "bound", "prompt tokens", "s"):
         table.add_column(column, justify="left" if column in ("status", "bound") else "right")
     for attempt in result.attempts:
         verdict = attempt.verdict
         attainment = verdict.attainment if verdict else None
         mark = " *" if attempt.number == result.best_attempt else ""
-        table.add_row(f"{attempt.number}{mark}", verdict.status.value if verdict else "-", _speedup_text(verdict),
-                      f"{attainment:.0%}" if attainment is not None else "-",
-                      attempt.diagnosis.bound.value if attempt.diagnosis else "-",
-                      str(attempt.usage.prompt), f"{attempt.elapsed_s:.0f}")
+        table.add_row(
+            f"{attempt.number}{mark}",
+            verdict.status.value if verdict else "-",
+            _speedup_text(verdict),
+            f"{attainment:.0%}" if attainment is not None else "-",
+            attempt.diagnosis.bound.value if attempt.diagnosis else "-",
+            str(attempt.usage.prompt),
+            f"{attempt.elapsed_s:.0f}",
+        )
     table.caption = "* the best: replaced only by a candidate whose interval lies wholly above"
     return table
 
@@ -110,8 +122,9 @@ def trace_text(task: Task, attempts: list[Attempt]) -> str:
     for attempt in attempts:
         verdict = attempt.verdict
         lines.append("")
-        lines.append(f"== attempt {attempt.number}: {verdict.status.value if verdict else '-'} "
-                     f"{_speedup_text(verdict)}")
+        lines.append(
+            f"== attempt {attempt.number}: {verdict.status.value if verdict else '-'} {_speedup_text(verdict)}"
+        )
         if verdict is not None and not verdict.ok:
             lines.append(f"   verifier: {verdict.message}")
         history = f"#{best.number} {_speedup_text(best.verdict)}" if best else "none yet"
@@ -128,8 +141,16 @@ def trace_text(task: Task, attempts: list[Attempt]) -> str:
             lines += [f"   action: {action}" for action in attempt.guidance.actions]
             if attempt.guidance.extra_metrics:
                 lines.append("   asks for: " + ", ".join(attempt.guidance.extra_metrics))
-        if verdict is not None and verdict.ok and verdict.speedup is not None and (
-                best is None or best.verdict is None or best.verdict.speedup is None
-                or verdict.speedup.low > best.verdict.speedup.high):
+        if (
+            verdict is not None
+            and verdict.ok
+            and verdict.speedup is not None
+            and (
+                best is None
+                or best.verdict is None
+                or best.verdict.speedup is None
+                or verdict.speedup.low > best.verdict.speedup.high
+            )
+        ):
             best = attempt
     return "\n".join(lines)

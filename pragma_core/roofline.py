@@ -16,6 +16,7 @@ cache can exceed the memory floor a lot when timed warm.
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 import time
@@ -109,9 +110,7 @@ class RooflineFloor:
     memory_ms: float = attrs.field(validator=_non_negative_finite)
     compute_ms: float = attrs.field(validator=_non_negative_finite)
     floor_ms: float = attrs.field(validator=_non_negative_finite)
-    bound: BoundClass = attrs.field(
-        converter=BoundClass, validator=v.in_((BoundClass.MEMORY, BoundClass.COMPUTE))
-    )
+    bound: BoundClass = attrs.field(converter=BoundClass, validator=v.in_((BoundClass.MEMORY, BoundClass.COMPUTE)))
     intensity: float | None = attrs.field(default=None, validator=v.optional(_non_negative_finite))
 
     def __attrs_post_init__(self) -> None:
@@ -184,14 +183,14 @@ def measure_peaks(
 
             src = torch.ones(elements, dtype=torch.float32)  # ones, not empty: touch every page
             dst = torch.empty_like(src)
-            copy_s = _best_seconds(lambda: dst.copy_(src), repeats, step)
+            copy_s = _best_seconds(functools.partial(dst.copy_, src), repeats, step)
             del src, dst
             progress.update(bar, description=f"measuring sgemm ({label})")
             generator = torch.Generator().manual_seed(0)  # leaves the global seed alone
             a = torch.rand(gemm_n, gemm_n, generator=generator)
             b = torch.rand(gemm_n, gemm_n, generator=generator)
             c = torch.empty(gemm_n, gemm_n)
-            gemm_s = _best_seconds(lambda: torch.mm(a, b, out=c), repeats, step)
+            gemm_s = _best_seconds(functools.partial(torch.mm, a, b, out=c), repeats, step)
             del a, b, c
     finally:
         torch.set_num_threads(previous_threads)
@@ -244,8 +243,11 @@ def machine_peaks(threads: int, *, refresh: bool = False) -> MachinePeaks:
     try:
         write_record(path, peaks)
     except OSError as error:
-        warnings.warn(f"cannot cache machine peaks in {path} ({error}): they are measured every time",
-                      RuntimeWarning, stacklevel=2)
+        warnings.warn(
+            f"cannot cache machine peaks in {path} ({error}): they are measured every time",
+            RuntimeWarning,
+            stacklevel=2,
+        )
     return peaks
 
 
@@ -273,8 +275,7 @@ def _matches(peaks: MachinePeaks, hardware: HardwareDescription, threads: int, t
         peaks.hardware.fingerprint() == hardware.fingerprint()
         and peaks.threads == threads
         and peaks.torch_version == torch_version
-        and (peaks.copy_bytes, peaks.gemm_n, peaks.repeats)
-        == (DEFAULT_COPY_BYTES, DEFAULT_GEMM_N, DEFAULT_REPEATS)
+        and (peaks.copy_bytes, peaks.gemm_n, peaks.repeats) == (DEFAULT_COPY_BYTES, DEFAULT_GEMM_N, DEFAULT_REPEATS)
     )
 
 
@@ -329,7 +330,9 @@ def roofline_table(task: Task, peaks: MachinePeaks, *, reference_ms: float | Non
         notes.append("FLOPs count matrix products, convolutions and attention only")
     l3 = peaks.hardware.l3_total_bytes
     if l3 and analysis.min_bytes <= l3:
-        notes.append(f"{_si(analysis.min_bytes, 'B')} fit in the {_si(l3, 'B')} L3: warm runs can beat the memory floor")
+        notes.append(
+            f"{_si(analysis.min_bytes, 'B')} fit in the {_si(l3, 'B')} L3: warm runs can beat the memory floor"
+        )
     dtypes = sorted({spec.dtype for spec in (*analysis.inputs, *analysis.outputs)} - {"float32"})
     if analysis.flops and dtypes:
         notes.append(f"the compute peak is fp32; this task also uses {', '.join(dtypes)}")

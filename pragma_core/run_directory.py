@@ -66,8 +66,10 @@ class RunDirectory:
         """An existing run, for ``--resume``; a folder that is not a run is a clear error."""
         root = Path(root)
         if not (root / "run.json").is_file() or not (root / "task.json").is_file():
-            raise PragmaError(f"{root}: not a pragma run directory (no run.json and task.json); "
-                              "pass the folder `pragma optimize` printed")
+            raise PragmaError(
+                f"{root}: not a pragma run directory (no run.json and task.json); "
+                "pass the folder `pragma optimize` printed"
+            )
         return cls(root)
 
     # -- reading ---------------------------------------------------------------------------------

@@ -25,7 +25,12 @@ from pathlib import Path
 import attrs
 
 __all__ = [
-    "SandboxLimits", "SandboxOutcome", "SandboxedProcess", "child_environment", "network_isolation", "signal_name",
+    "SandboxLimits",
+    "SandboxOutcome",
+    "SandboxedProcess",
+    "child_environment",
+    "network_isolation",
+    "signal_name",
 ]
 
 _OUTPUT_LIMIT = 4000  # characters of stdout/stderr kept: enough for a prompt, not a flood
@@ -43,8 +48,13 @@ def child_environment(threads: int) -> dict[str, str]:
     runtime, freed memory kept, and pragma importable from where this process imported it."""
     env = {key: value for key, value in os.environ.items() if not key.startswith(("PRAGMA_STRICT", "PYTHONSTARTUP"))}
     count = str(threads)
-    env.update(OMP_NUM_THREADS=count, MKL_NUM_THREADS=count, OPENBLAS_NUM_THREADS=count,
-               PYTHONDONTWRITEBYTECODE="1", PYTHONHASHSEED="0")
+    env.update(
+        OMP_NUM_THREADS=count,
+        MKL_NUM_THREADS=count,
+        OPENBLAS_NUM_THREADS=count,
+        PYTHONDONTWRITEBYTECODE="1",
+        PYTHONHASHSEED="0",
+    )
     env["GLIBC_TUNABLES"] = ":".join(filter(None, [os.environ.get("GLIBC_TUNABLES"), KEEP_FREED_MEMORY]))
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(_PACKAGE_PARENT), os.environ.get("PYTHONPATH")]))
     return env

@@ -25,8 +25,7 @@ from cattrs.strategies import configure_union_passthrough
 from .errors import RecordError
 from .files import atomic_write_text
 
-__all__ = ["SCHEMA_VERSION", "to_dict", "from_dict", "dump", "load", "write_record", "read_record",
-           "read_json_object"]
+__all__ = ["SCHEMA_VERSION", "to_dict", "from_dict", "dump", "load", "write_record", "read_record", "read_json_object"]
 
 SCHEMA_VERSION = 1
 
@@ -70,8 +69,7 @@ def load(cls: type[R], data: dict[str, Any]) -> R:
         raise RecordError(f"no schema_version: this is not a {cls.__name__} written by pragma")
     if version > SCHEMA_VERSION:
         raise RecordError(
-            f"schema version {version} is newer than this pragma reads ({SCHEMA_VERSION}); "
-            "upgrade pragma-core"
+            f"schema version {version} is newer than this pragma reads ({SCHEMA_VERSION}); upgrade pragma-core"
         )
     if kind != cls.__name__:
         raise RecordError(f"holds a {kind}, not a {cls.__name__}")

@@ -27,10 +27,36 @@ SEED = 42
 
 # Operators that only describe or reshape memory; they say nothing about a task's kind of work.
 _BOOKKEEPING_OPS = frozenset(
-    {"detach", "view", "_unsafe_view", "alias", "empty", "empty_like", "empty_strided", "expand",
-     "t", "transpose", "permute", "unsqueeze", "squeeze", "reshape", "as_strided", "lift_fresh",
-     "_to_copy", "clone", "slice", "select", "split", "split_with_sizes", "unbind", "flatten",
-     "contiguous", "_reshape_alias", "new_empty", "new_empty_strided"}
+    {
+        "detach",
+        "view",
+        "_unsafe_view",
+        "alias",
+        "empty",
+        "empty_like",
+        "empty_strided",
+        "expand",
+        "t",
+        "transpose",
+        "permute",
+        "unsqueeze",
+        "squeeze",
+        "reshape",
+        "as_strided",
+        "lift_fresh",
+        "_to_copy",
+        "clone",
+        "slice",
+        "select",
+        "split",
+        "split_with_sizes",
+        "unbind",
+        "flatten",
+        "contiguous",
+        "_reshape_alias",
+        "new_empty",
+        "new_empty_strided",
+    }
 )
 
 
@@ -72,9 +98,7 @@ def _trace(namespace: dict[str, Any], path: Path, device: str) -> TaskAnalysis:
         torch.manual_seed(SEED)
         init_inputs = call("get_init_inputs()", namespace["get_init_inputs"])
         if not isinstance(init_inputs, (list, tuple)):
-            raise TaskError(
-                f"{path}: get_init_inputs() returned a {type(init_inputs).__name__}; it must return a list"
-            )
+            raise TaskError(f"{path}: get_init_inputs() returned a {type(init_inputs).__name__}; it must return a list")
         model = call("Model(*get_init_inputs())", model_class, *init_inputs)
         torch.manual_seed(SEED)
         inputs = call("get_inputs()", namespace["get_inputs"])
@@ -96,9 +120,7 @@ def _trace(namespace: dict[str, Any], path: Path, device: str) -> TaskAnalysis:
 
 def _check_inputs(path: Path, inputs: Any) -> None:
     if not isinstance(inputs, (list, tuple)):
-        raise TaskError(
-            f"{path}: get_inputs() returned a {type(inputs).__name__}; it must return a list of tensors"
-        )
+        raise TaskError(f"{path}: get_inputs() returned a {type(inputs).__name__}; it must return a list of tensors")
     for position, item in enumerate(inputs):
         if type(item) is not torch.Tensor:
             raise TaskError(
@@ -111,8 +133,7 @@ def _output_tensors(path: Path, output: Any) -> tuple[torch.Tensor, ...]:
     outputs = tuple(output) if isinstance(output, (list, tuple)) else (output,)
     if not outputs or not all(isinstance(item, torch.Tensor) for item in outputs):
         raise TaskError(
-            f"{path}: Model.forward returned {type(output).__name__}; "
-            "it must return a tensor or a tuple of tensors"
+            f"{path}: Model.forward returned {type(output).__name__}; it must return a tensor or a tuple of tensors"
         )
     return outputs
 

@@ -112,9 +112,7 @@ def load_tasks(directory: str | Path, sizes: Mapping[str, Any] | None = None) ->
     return [load_task(path, plan[path]) for path in files]
 
 
-def sizes_per_file(
-    files: Iterable[Path], sizes: Mapping[str, Any], *, where: Path
-) -> dict[Path, dict[str, Any]]:
+def sizes_per_file(files: Iterable[Path], sizes: Mapping[str, Any], *, where: Path) -> dict[Path, dict[str, Any]]:
     """Which overrides apply to which file: each file gets those of its own constants."""
     plan = {}
     unused = set(sizes)

@@ -49,18 +49,27 @@ class PluginSite:
         """The pragma entry points of the distributions in this folder only (not the installed ones)."""
         from importlib import metadata
 
-        return [ep for dist in metadata.distributions(path=[str(self.root)])
-                for ep in dist.entry_points if ep.group == "pragma"]
+        return [
+            ep
+            for dist in metadata.distributions(path=[str(self.root)])
+            for ep in dist.entry_points
+            if ep.group == "pragma"
+        ]
 
-    def add(self, module: str, source: str, *, entry_point: str | None = None,
-            distribution: str | None = None, version: str = "1.0") -> None:
+    def add(
+        self,
+        module: str,
+        source: str,
+        *,
+        entry_point: str | None = None,
+        distribution: str | None = None,
+        version: str = "1.0",
+    ) -> None:
         (self.root / f"{module}.py").write_text(textwrap.dedent(source))
         distribution = distribution or module.replace("_", "-")
         info = self.root / f"{distribution.replace('-', '_')}-{version}.dist-info"
         info.mkdir()
-        (info / "METADATA").write_text(
-            f"Metadata-Version: 2.1\nName: {distribution}\nVersion: {version}\n"
-        )
+        (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {distribution}\nVersion: {version}\n")
         (info / "entry_points.txt").write_text(f"[pragma]\n{entry_point or module} = {module}\n")
 
 
@@ -72,6 +81,9 @@ def plugin_site(tmp_path, monkeypatch) -> PluginSite:
     importlib.invalidate_caches()
     site = PluginSite(root)
     yield site
-    for name in [name for name, module in sys.modules.items()
-                 if getattr(module, "__file__", None) and str(root) in str(module.__file__)]:
+    for name in [
+        name
+        for name, module in sys.modules.items()
+        if getattr(module, "__file__", None) and str(root) in str(module.__file__)
+    ]:
         del sys.modules[name]

@@ -60,5 +60,8 @@ def complete(request: CompletionRequest) -> Completion:
 
 @hookimpl
 def pragma_register_llm_providers(register):
-    register(LLMProvider(name="scripted", description="replies from the test script in $PRAGMA_TEST_SCRIPT",
-                         complete=complete))
+    register(
+        LLMProvider(
+            name="scripted", description="replies from the test script in $PRAGMA_TEST_SCRIPT", complete=complete
+        )
+    )

@@ -38,10 +38,10 @@ class ModelNew(nn.Module):
         return out
 '''
 
-CPP = '''#include <cstdint>
+CPP = """#include <cstdint>
 extern "C" void leaky_relu(const float* x, float* out, int64_t n, float slope) {
     for (int64_t i = 0; i < n; ++i) out[i] = x[i] > 0 ? x[i] : x[i] * slope;
-}'''
+}"""
 
 
 def test_one_python_block_in_prose():
@@ -105,8 +105,10 @@ def test_no_block_with_prose_before_and_after_the_module():
 
 
 def test_no_code_at_all():
-    reply = ("I'm sorry, but I can't produce a faster kernel without knowing the target CPU. "
-             "Could you tell me whether it supports AVX-512?")
+    reply = (
+        "I'm sorry, but I can't produce a faster kernel without knowing the target CPU. "
+        "Could you tell me whether it supports AVX-512?"
+    )
     assert extract_code(reply) is None
 
 

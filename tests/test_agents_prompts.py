@@ -8,8 +8,19 @@ import jinja2
 import pytest
 
 from pragma_core import (
-    Attempt, Candidate, Category, ChatMessage, Diagnosis, Guidance, Metric, Profile, Speedup, Task,
-    Timing, Verdict, VerdictStatus,
+    Attempt,
+    Candidate,
+    Category,
+    ChatMessage,
+    Diagnosis,
+    Guidance,
+    Metric,
+    Profile,
+    Speedup,
+    Task,
+    Timing,
+    Verdict,
+    VerdictStatus,
 )
 from pragma_core.agents import coder_messages, conductor_messages
 from pragma_core.agents.clipping import clip
@@ -20,8 +31,12 @@ from pragma_core.backends.cpu_cpp import guide as cpu_cpp_guide
 
 from .conftest import EXAMPLES
 
-TASK = Task(name="2_LeakyReLU", source=(EXAMPLES / "level1" / "2_LeakyReLU.py").read_text(),
-            category=Category.ACTIVATION, level=1)
+TASK = Task(
+    name="2_LeakyReLU",
+    source=(EXAMPLES / "level1" / "2_LeakyReLU.py").read_text(),
+    category=Category.ACTIVATION,
+    level=1,
+)
 GUIDE = cpu_cpp_guide()
 
 
@@ -63,29 +78,64 @@ def timing(ms: float) -> Timing:
 
 
 def correct(speedup: float) -> Verdict:
-    return Verdict(status="correct", message=f"correct in 5 trials; {speedup:.2f}x faster than the reference",
-                   reference=timing(2.0), candidate=timing(2.0 / speedup),
-                   speedup=Speedup(value=speedup, low=speedup * 0.97, high=speedup * 1.03), floor_ms=0.5)
+    return Verdict(
+        status="correct",
+        message=f"correct in 5 trials; {speedup:.2f}x faster than the reference",
+        reference=timing(2.0),
+        candidate=timing(2.0 / speedup),
+        speedup=Speedup(value=speedup, low=speedup * 0.97, high=speedup * 1.03),
+        floor_ms=0.5,
+    )
 
 
-WRONG = Verdict(status="wrong_output", message="trial 2: values differ beyond atol + rtol * |reference|",
-                max_abs_error=0.52, max_rel_error=1.0, error_index=(7, 8191), failing_trial=2)
-REJECTED = Verdict(status="rejected", failed_check="unwritten-output",
-                   message="output elements 8184..8191 of row 0 still hold the NaN poison")
-COMPILE_ERROR = Verdict(status="compile_error", message="the C++ source does not compile",
-                        diagnostics=("kernel.cpp:9:17: error: 'tanhf' was not declared in this scope",))
+WRONG = Verdict(
+    status="wrong_output",
+    message="trial 2: values differ beyond atol + rtol * |reference|",
+    max_abs_error=0.52,
+    max_rel_error=1.0,
+    error_index=(7, 8191),
+    failing_trial=2,
+)
+REJECTED = Verdict(
+    status="rejected",
+    failed_check="unwritten-output",
+    message="output elements 8184..8191 of row 0 still hold the NaN poison",
+)
+COMPILE_ERROR = Verdict(
+    status="compile_error",
+    message="the C++ source does not compile",
+    diagnostics=("kernel.cpp:9:17: error: 'tanhf' was not declared in this scope",),
+)
 
 
 def profile(d1_miss: float, kernel: str = "leaky_relu") -> Profile:
     return Profile(
         profiler="valgrind",
         metrics=(
-            Metric(name="D1 miss rate", value=d1_miss, unit="%", kernel=kernel, profiler="valgrind",
-                   meaning="share of memory accesses that missed the simulated D1 cache"),
-            Metric(name="Ir", value=3.4e7, unit="count", kernel=kernel, profiler="valgrind",
-                   meaning="instructions executed"),
-            Metric(name="Mispred rate", value=0.4, unit="%", kernel=kernel, profiler="valgrind",
-                   meaning="branch mispredict rate"),
+            Metric(
+                name="D1 miss rate",
+                value=d1_miss,
+                unit="%",
+                kernel=kernel,
+                profiler="valgrind",
+                meaning="share of memory accesses that missed the simulated D1 cache",
+            ),
+            Metric(
+                name="Ir",
+                value=3.4e7,
+                unit="count",
+                kernel=kernel,
+                profiler="valgrind",
+                meaning="instructions executed",
+            ),
+            Metric(
+                name="Mispred rate",
+                value=0.4,
+                unit="%",
+                kernel=kernel,
+                profiler="valgrind",
+                meaning="branch mispredict rate",
+            ),
         ),
         not_collected={"LLd miss rate": "the last-level cache is not simulated in this mode"},
         notes=("cachegrind ran one OpenMP thread so that counts repeat exactly",),
@@ -93,15 +143,23 @@ def profile(d1_miss: float, kernel: str = "leaky_relu") -> Profile:
 
 
 DIAGNOSIS = Diagnosis(
-    bound="memory", roofline_attainment=0.41, deltas={"D1 miss rate": -2.6, "Ir": -1.1e7},
+    bound="memory",
+    roofline_attainment=0.41,
+    deltas={"D1 miss rate": -2.6, "Ir": -1.1e7},
     hints=("the kernel moves each byte once; only wider loads and stores can help now",),
     request_metrics=("LLd miss rate",),
 )
-BEST = Attempt(number=3, candidate=Candidate(source=module("best"), backend="cpu-cpp", attempt=3),
-               verdict=correct(1.8), profiles=(profile(9.1),),
-               diagnosis=Diagnosis(bound="memory", roofline_attainment=0.33))
-GUIDANCE = Guidance(analysis="The inner loop is scalar: Ir is 8 per element.",
-                    actions=("Vectorize the inner loop with #pragma omp simd", "Remove the branch with a select"))
+BEST = Attempt(
+    number=3,
+    candidate=Candidate(source=module("best"), backend="cpu-cpp", attempt=3),
+    verdict=correct(1.8),
+    profiles=(profile(9.1),),
+    diagnosis=Diagnosis(bound="memory", roofline_attainment=0.33),
+)
+GUIDANCE = Guidance(
+    analysis="The inner loop is scalar: Ir is 8 per element.",
+    actions=("Vectorize the inner loop with #pragma omp simd", "Remove the branch with a select"),
+)
 
 
 def attempt(number: int, verdict: Verdict | None, code: str | None = None, **parts) -> Attempt:
@@ -117,9 +175,14 @@ def roles(messages: tuple[ChatMessage, ...]) -> list[str]:
 
 
 def conductor_prompt(**overrides) -> str:
-    arguments = dict(candidate=Candidate(source=module("current"), backend="cpu-cpp", attempt=5),
-                     verdict=correct(2.2), diagnosis=DIAGNOSIS, profiles=[profile(6.5)], best=BEST,
-                     metric_docs={"D1 miss rate": "Cachegrind D1 misses over all data accesses (index text)."})
+    arguments = dict(
+        candidate=Candidate(source=module("current"), backend="cpu-cpp", attempt=5),
+        verdict=correct(2.2),
+        diagnosis=DIAGNOSIS,
+        profiles=[profile(6.5)],
+        best=BEST,
+        metric_docs={"D1 miss rate": "Cachegrind D1 misses over all data accesses (index text)."},
+    )
     arguments.update(overrides)
     candidate, verdict, diagnosis = (arguments.pop(k) for k in ("candidate", "verdict", "diagnosis"))
     messages = conductor_messages(TASK, candidate, verdict, diagnosis, **arguments)
@@ -129,9 +192,15 @@ def conductor_prompt(**overrides) -> str:
 
 def test_conductor_prompt_has_the_five_parts_in_order():
     text = conductor_prompt()
-    headings = ["## 1. Current code (attempt 5)", "## 2. Verifier findings",
-                "## 3. Documentation of the profiled metrics", "## 4. Profile of the current code",
-                "## 5. Best code so far", "## Diagnosis by the rules", "## Your reply"]
+    headings = [
+        "## 1. Current code (attempt 5)",
+        "## 2. Verifier findings",
+        "## 3. Documentation of the profiled metrics",
+        "## 4. Profile of the current code",
+        "## 5. Best code so far",
+        "## Diagnosis by the rules",
+        "## Your reply",
+    ]
     positions = [text.index(heading) for heading in headings]
     assert positions == sorted(positions)
     part = dict(zip(headings, (text[a:b] for a, b in zip(positions, positions[1:] + [len(text)]))))
@@ -152,7 +221,7 @@ def test_conductor_prompt_has_the_five_parts_in_order():
 
 def test_conductor_prompt_compares_historical_best_with_current():
     text = conductor_prompt()
-    diagnosis = text[text.index("## Diagnosis by the rules"):]
+    diagnosis = text[text.index("## Diagnosis by the rules") :]
     assert "| | historical best (attempt 3) | current (attempt 5) |" in diagnosis
     assert "Changes against the best (current minus best)" in diagnosis
     assert "| speedup | 1.80x (95% CI 1.75-1.85) | 2.20x (95% CI 2.13-2.27) |" in diagnosis
@@ -166,15 +235,14 @@ def test_conductor_prompt_compares_historical_best_with_current():
 
 def test_conductor_prompt_asks_for_the_json_reply():
     text = conductor_prompt()
-    reply = text[text.index("## Your reply"):]
+    reply = text[text.index("## Your reply") :]
     for field in ('"analysis"', '"actions"', '"extra_metrics"', '"new_best"'):
         assert field in reply
 
 
 def test_conductor_prompt_for_a_rejected_candidate_gives_cause_and_remedy():
-    text = conductor_prompt(verdict=REJECTED, profiles=(),
-                            diagnosis=Diagnosis(bound="unknown"))
-    findings = text[text.index("## 2. Verifier findings"):text.index("## 3.")]
+    text = conductor_prompt(verdict=REJECTED, profiles=(), diagnosis=Diagnosis(bound="unknown"))
+    findings = text[text.index("## 2. Verifier findings") : text.index("## 3.")]
     assert "failed integrity check: unwritten-output" in findings
     assert STATUS_REMEDIES[VerdictStatus.REJECTED].cause in findings
     assert CHECK_REMEDIES["unwritten-output"].remedy in findings
@@ -185,8 +253,9 @@ def test_conductor_prompt_for_a_rejected_candidate_gives_cause_and_remedy():
 
 
 def test_conductor_prompt_on_a_first_compile_error():
-    text = conductor_prompt(verdict=COMPILE_ERROR, profiles=(), best=None, metric_docs=None,
-                            diagnosis=Diagnosis(bound="unknown"))
+    text = conductor_prompt(
+        verdict=COMPILE_ERROR, profiles=(), best=None, metric_docs=None, diagnosis=Diagnosis(bound="unknown")
+    )
     assert "'tanhf' was not declared in this scope" in text
     assert STATUS_REMEDIES[VerdictStatus.COMPILE_ERROR].remedy in text
     assert "No correct candidate yet." in text
@@ -200,10 +269,11 @@ def test_conductor_prompt_when_the_current_attempt_is_the_best():
 
 
 def test_conductor_prompt_shows_each_profile():
-    perf = Profile(profiler="perf", metrics=(Metric(name="ipc", value=2.9, profiler="perf",
-                                                    meaning="instructions per cycle"),))
+    perf = Profile(
+        profiler="perf", metrics=(Metric(name="ipc", value=2.9, profiler="perf", meaning="instructions per cycle"),)
+    )
     text = conductor_prompt(profiles=[profile(6.5), perf])
-    profile_part = text[text.index("## 4."):text.index("## 5.")]
+    profile_part = text[text.index("## 4.") : text.index("## 5.")]
     assert "Profiler: valgrind." in profile_part and "Profiler: perf." in profile_part
     assert "ipc = 2.9" in profile_part
     assert "ipc: instructions per cycle" in text
@@ -212,8 +282,16 @@ def test_conductor_prompt_shows_each_profile():
 
 def test_conductor_prompt_when_the_reply_held_no_code():
     verdict = Verdict(status="compile_error", message="the Coder's reply held no Python module defining class ModelNew")
-    messages = conductor_messages(task=TASK, candidate=None, verdict=verdict, profiles=[],
-                                  diagnosis=Diagnosis(bound="unknown"), best=BEST, metric_docs={}, attempt=4)
+    messages = conductor_messages(
+        task=TASK,
+        candidate=None,
+        verdict=verdict,
+        profiles=[],
+        diagnosis=Diagnosis(bound="unknown"),
+        best=BEST,
+        metric_docs={},
+        attempt=4,
+    )
     text = messages[1].content
     assert "## 1. Current code (attempt 4)\n\nNone: the Coder's reply held no Python module" in text
     assert "leaky_relu_best" in text
@@ -221,17 +299,24 @@ def test_conductor_prompt_when_the_reply_held_no_code():
 
 def test_conductor_uses_the_configured_metric_selector():
     text = conductor_prompt(select=lambda p: [m for m in p.metrics if m.name == "Ir"])
-    profile_part = text[text.index("## 4."):text.index("## 5.")]
+    profile_part = text[text.index("## 4.") : text.index("## 5.")]
     assert "Ir [leaky_relu]" in profile_part and "D1 miss rate" not in profile_part
 
 
 def test_conductor_prompt_is_bounded_with_huge_code_and_diagnostics():
     huge = module("current", kernel_lines=3000)
-    verdict = Verdict(status="compile_error", message="does not compile",
-                      diagnostics=tuple(f"kernel.cpp:{i}:1: error: expected ';'" for i in range(5000)))
-    text = conductor_prompt(candidate=Candidate(source=huge, backend="cpu-cpp", attempt=5), verdict=verdict,
-                            profiles=(), best=attempt(3, correct(1.2), code=module("best", 3000)),
-                            diagnosis=Diagnosis(bound="unknown"))
+    verdict = Verdict(
+        status="compile_error",
+        message="does not compile",
+        diagnostics=tuple(f"kernel.cpp:{i}:1: error: expected ';'" for i in range(5000)),
+    )
+    text = conductor_prompt(
+        candidate=Candidate(source=huge, backend="cpu-cpp", attempt=5),
+        verdict=verdict,
+        profiles=(),
+        best=attempt(3, correct(1.2), code=module("best", 3000)),
+        diagnosis=Diagnosis(bound="unknown"),
+    )
     assert len(text) < 50_000
     assert "left out here to keep the prompt short" in text
     assert "# end of current" in text and "class ModelNew" in text
@@ -273,7 +358,7 @@ def test_coder_prompt_carries_guidance_best_last_and_the_table():
     assert "max abs error: 0.52 at index (7, 8191)" in text
     assert STATUS_REMEDIES[VerdictStatus.WRONG_OUTPUT].remedy in text
     assert "leaky_relu_a4" in text
-    table = text[text.index("## Earlier attempts"):]
+    table = text[text.index("## Earlier attempts") :]
     assert "| 1 | compile_error | - | the C++ source does not compile |" in table
     assert "| 3 | correct | 1.80x | correct in 5 trials; 1.80x faster than the reference; memory-bound;" in table
     assert "leaky_relu_a1" not in text and "leaky_relu_a2" not in text
@@ -306,16 +391,21 @@ def test_coder_prompt_stays_bounded_over_fifteen_attempts():
     attempts = []
     for number in range(1, 15):
         verdict = correct(1.0 + number / 10) if number % 3 == 1 else verdicts[number % 3]
-        done = attempt(number, verdict, code=module(f"a{number}", kernel_lines=2000),
-                       diagnosis=DIAGNOSIS if verdict.ok else None,
-                       guidance=Guidance(analysis=f"analysis {number} " * 40, actions=(f"action {number}",) * 3))
+        done = attempt(
+            number,
+            verdict,
+            code=module(f"a{number}", kernel_lines=2000),
+            diagnosis=DIAGNOSIS if verdict.ok else None,
+            guidance=Guidance(analysis=f"analysis {number} " * 40, actions=(f"action {number}",) * 3),
+        )
         attempts.append(done)
 
     def prompt_before(number: int) -> str:
         earlier = attempts[: number - 1]
         best_so_far = max((a for a in earlier if a.verdict.ok), key=lambda a: a.verdict.speedup.value, default=None)
-        messages = coder_messages(TASK, GUIDE, guidance=earlier[-1].guidance, best=best_so_far,
-                                  last=earlier[-1], history=earlier)
+        messages = coder_messages(
+            TASK, GUIDE, guidance=earlier[-1].guidance, best=best_so_far, last=earlier[-1], history=earlier
+        )
         return "".join(message.content for message in messages)
 
     second, fifteenth = prompt_before(2), prompt_before(15)

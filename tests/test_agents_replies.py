@@ -2,21 +2,34 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from pragma_core import ChatMessage, Guidance, PragmaError
 from pragma_core.agents.replies import GuidanceParseError, parse_guidance, repair_messages
 
-ANALYSIS = ("The kernel streams 64 MiB once and reaches 38% of the roofline; the D1 miss rate of 6.2% "
-            "shows the loads are not the limit, the scalar tail loop is.")
+ANALYSIS = (
+    "The kernel streams 64 MiB once and reaches 38% of the roofline; the D1 miss rate of 6.2% "
+    "shows the loads are not the limit, the scalar tail loop is."
+)
 
 
 def test_clean_json():
-    reply = ('{"analysis": "%s", "actions": ["vectorize the tail", "use a static schedule"], '
-             '"extra_metrics": ["LLd miss rate"], "new_best": true}' % ANALYSIS)
+    reply = json.dumps(
+        {
+            "analysis": ANALYSIS,
+            "actions": ["vectorize the tail", "use a static schedule"],
+            "extra_metrics": ["LLd miss rate"],
+            "new_best": True,
+        }
+    )
     assert parse_guidance(reply) == Guidance(
-        analysis=ANALYSIS, actions=("vectorize the tail", "use a static schedule"),
-        extra_metrics=("LLd miss rate",), new_best=True)
+        analysis=ANALYSIS,
+        actions=("vectorize the tail", "use a static schedule"),
+        extra_metrics=("LLd miss rate",),
+        new_best=True,
+    )
 
 
 def test_json_in_a_fence_with_prose_around_it():
@@ -52,10 +65,12 @@ def test_trailing_commas_and_comments():
 
 
 def test_single_quotes_and_python_literals():
-    reply = ("Here is my assessment: {'analysis': 'The loop isn\\'t vectorized: \"ymm\" registers unused', "
-             "'actions': ['add #pragma omp simd'], 'extra_metrics': ['Ir'], 'new_best': True}")
+    reply = (
+        "Here is my assessment: {'analysis': 'The loop isn\\'t vectorized: \"ymm\" registers unused', "
+        "'actions': ['add #pragma omp simd'], 'extra_metrics': ['Ir'], 'new_best': True}"
+    )
     guidance = parse_guidance(reply)
-    assert guidance.analysis == "The loop isn't vectorized: \"ymm\" registers unused"
+    assert guidance.analysis == 'The loop isn\'t vectorized: "ymm" registers unused'
     assert guidance.actions == ("add #pragma omp simd",)
     assert guidance.new_best is True
 
@@ -67,17 +82,28 @@ def test_bare_keys():
 
 def test_missing_optional_fields_default():
     assert parse_guidance('{"analysis": "compile error: missing include <cmath>"}') == Guidance(
-        analysis="compile error: missing include <cmath>")
+        analysis="compile error: missing include <cmath>"
+    )
     assert parse_guidance('{"actions": ["add #include <cmath>"]}') == Guidance(
-        analysis="", actions=("add #include <cmath>",))
+        analysis="", actions=("add #include <cmath>",)
+    )
 
 
-@pytest.mark.parametrize("value, expected", [
-    ('"true"', True), ('"yes"', True), ('"Yes"', True), ("1", True),
-    ('"false"', False), ('"no"', False), ("0", False), ("null", False),
-])
+@pytest.mark.parametrize(
+    "value, expected",
+    [
+        ('"true"', True),
+        ('"yes"', True),
+        ('"Yes"', True),
+        ("1", True),
+        ('"false"', False),
+        ('"no"', False),
+        ("0", False),
+        ("null", False),
+    ],
+)
 def test_new_best_as_text_or_number(value, expected):
-    reply = '{"analysis": "a", "new_best": %s}' % value
+    reply = f'{{"analysis": "a", "new_best": {value}}}'
     assert parse_guidance(reply).new_best is expected
 
 
@@ -101,14 +127,15 @@ def test_actions_as_objects_and_unusual_key_spelling():
 
 
 def test_braces_in_prose_before_the_object():
-    reply = ('The loop over {i, j} is in the wrong order.\n'
-             '{"analysis": "strided access in the inner loop", "actions": ["swap the loops"]}')
+    reply = (
+        "The loop over {i, j} is in the wrong order.\n"
+        '{"analysis": "strided access in the inner loop", "actions": ["swap the loops"]}'
+    )
     assert parse_guidance(reply).actions == ("swap the loops",)
 
 
 def test_reasoning_section_is_skipped():
-    reply = ('<think>Maybe {"analysis": "draft"}... no.</think>\n'
-             '{"analysis": "final", "actions": ["unroll"]}')
+    reply = '<think>Maybe {"analysis": "draft"}... no.</think>\n{"analysis": "final", "actions": ["unroll"]}'
     assert parse_guidance(reply).analysis == "final"
 
 
@@ -117,14 +144,17 @@ def test_multiline_strings_inside_json():
     assert parse_guidance(reply).analysis == "line one\nline two"
 
 
-@pytest.mark.parametrize("reply, reason", [
-    ("", "the reply is empty"),
-    ("The kernel is memory bound; vectorize the inner loop.", "the reply holds no JSON object; it begins"),
-    ('```json\n{"analysis": "The kernel is memory bound because', "not closed; the reply may have been cut off"),
-    ('{"analysis": "a" "actions": []}', "the JSON object does not parse: Expecting ',' delimiter"),
-    ('{"bottleneck": "memory", "fix": "tile"}', "none of the fields analysis, actions"),
-    ('{"analysis": "", "actions": []}', "neither an analysis nor any actions"),
-])
+@pytest.mark.parametrize(
+    "reply, reason",
+    [
+        ("", "the reply is empty"),
+        ("The kernel is memory bound; vectorize the inner loop.", "the reply holds no JSON object; it begins"),
+        ('```json\n{"analysis": "The kernel is memory bound because', "not closed; the reply may have been cut off"),
+        ('{"analysis": "a" "actions": []}', "the JSON object does not parse: Expecting ',' delimiter"),
+        ('{"bottleneck": "memory", "fix": "tile"}', "none of the fields analysis, actions"),
+        ('{"analysis": "", "actions": []}', "neither an analysis nor any actions"),
+    ],
+)
 def test_unreadable_replies_say_why_in_one_line(reply, reason):
     with pytest.raises(GuidanceParseError) as caught:
         parse_guidance(reply)
@@ -161,11 +191,13 @@ def test_repair_messages_keep_the_conversation_and_name_the_error():
 
 
 def test_repair_flow_with_a_model_that_answers_in_prose_first():
-    replies = iter([
-        "Analysis: the scalar tail dominates.\nActions: vectorize it.",
-        'Sorry about that.\n```json\n{"analysis": "the scalar tail dominates", "actions": ["vectorize it"], '
-        '"extra_metrics": [], "new_best": false}\n```',
-    ])
+    replies = iter(
+        [
+            "Analysis: the scalar tail dominates.\nActions: vectorize it.",
+            'Sorry about that.\n```json\n{"analysis": "the scalar tail dominates", "actions": ["vectorize it"], '
+            '"extra_metrics": [], "new_best": false}\n```',
+        ]
+    )
     sent = []
 
     def complete(messages):

@@ -41,8 +41,18 @@ def test_tasks_table_shows_every_example_and_all_categories(capsys, examples):
 
 
 def test_tasks_json_has_sizes_flops_and_bytes(capsys, examples):
-    code, out, _ = run(capsys, "tasks", str(examples / "level1" / "10_Matmul.py"),
-                       "--set", "M=32", "--set", "N=8", "--set", "K=4", "--json")
+    code, out, _ = run(
+        capsys,
+        "tasks",
+        str(examples / "level1" / "10_Matmul.py"),
+        "--set",
+        "M=32",
+        "--set",
+        "N=8",
+        "--set",
+        "K=4",
+        "--json",
+    )
     assert code == 0
     (task,) = json.loads(out)
     assert task["key"] == "level1/10_Matmul" and task["category"] == "matmul"
@@ -57,10 +67,12 @@ def test_plugins_json_lists_builtins(capsys):
     payload = json.loads(out)
     assert code == 0 and payload["failures"] == []
     registers = {p["name"]: p["registers"] for p in payload["plugins"] if p["builtin"]}
-    assert registers == {"pragma_core.backends.cpu_cpp": {"backends": ["cpu-cpp"]},
-                         "pragma_core.metric_selectors": {"metric_selectors": ["default"]},
-                         "pragma_core.providers.litellm_provider": {"llm_providers": ["litellm"]},
-                         "pragma_core.offline.provider": {"llm_providers": ["offline"]}}
+    assert registers == {
+        "pragma_core.backends.cpu_cpp": {"backends": ["cpu-cpp"]},
+        "pragma_core.metric_selectors": {"metric_selectors": ["default"]},
+        "pragma_core.providers.litellm_provider": {"llm_providers": ["litellm"]},
+        "pragma_core.offline.provider": {"llm_providers": ["offline"]},
+    }
 
 
 @pytest.mark.parametrize(
@@ -69,14 +81,24 @@ def test_plugins_json_lists_builtins(capsys):
         (lambda tmp: ["tasks", str(tmp / "nope.py")], "nope.py: no such task file or directory"),
         (lambda tmp: ["tasks", str(write(tmp, "def f(:\n"))], "1_Task.py:1: syntax error"),
         (lambda tmp: ["tasks", str(write(tmp, "x = 1\n"))], "no Model, get_inputs, get_init_inputs defined"),
-        (lambda tmp: ["tasks", str(write(tmp, GOOD.replace("return [torch.rand(batch_size, dim)]",
-                                                             "return [1.0]")))],
-         "get_inputs() item 0 is a float"),
-        (lambda tmp: ["tasks", str(write(tmp, GOOD.replace("return [torch.rand(batch_size, dim)]",
-                                                             "raise KeyError('x')")))],
-         "get_inputs() raised KeyError"),
-        (lambda tmp: ["tasks", str(write(tmp, GOOD)), "--set", "width=3"],
-         "--set width: the task has no module-level int or float constant named 'width'"),
+        (
+            lambda tmp: [
+                "tasks",
+                str(write(tmp, GOOD.replace("return [torch.rand(batch_size, dim)]", "return [1.0]"))),
+            ],
+            "get_inputs() item 0 is a float",
+        ),
+        (
+            lambda tmp: [
+                "tasks",
+                str(write(tmp, GOOD.replace("return [torch.rand(batch_size, dim)]", "raise KeyError('x')"))),
+            ],
+            "get_inputs() raised KeyError",
+        ),
+        (
+            lambda tmp: ["tasks", str(write(tmp, GOOD)), "--set", "width=3"],
+            "--set width: the task has no module-level int or float constant named 'width'",
+        ),
         (lambda tmp: ["tasks", str(write(tmp, GOOD)), "--set", "width"], "--set width: expected NAME=VALUE"),
     ],
 )
@@ -96,12 +118,14 @@ def test_a_bad_file_in_a_tree_does_not_hide_the_good_ones(capsys, tmp_path):
     code, out, err = run(capsys, "tasks", str(tmp_path))
     assert code == 2
     assert "level1/1_Good" in out
-    assert err.strip().splitlines() == [f"pragma: error: {tmp_path / 'level1' / '2_Bad.py'}:1: syntax error: "
-                                        "'(' was never closed; fix the task file"]
+    assert err.strip().splitlines() == [
+        f"pragma: error: {tmp_path / 'level1' / '2_Bad.py'}:1: syntax error: '(' was never closed; fix the task file"
+    ]
 
 
 def test_debug_shows_the_traceback(capsys, tmp_path):
     from pragma_core.errors import TaskError
+
     with pytest.raises(TaskError):
         main(["--debug", "tasks", str(tmp_path / "nope.py"), "--set", "x"])
 
@@ -113,8 +137,7 @@ def pragma(*args: str, env: dict[str, str] | None = None) -> subprocess.Complete
     script = Path(sys.executable).with_name("pragma")
     command = [str(script)] if script.exists() else [sys.executable, "-m", "pragma_core"]
     full_env = {k: v for k, v in os.environ.items() if not k.startswith("PRAGMA_")} | (env or {})
-    return subprocess.run(command + list(args), capture_output=True, text=True, env=full_env,
-                          timeout=120)
+    return subprocess.run(command + list(args), capture_output=True, text=True, env=full_env, timeout=120)
 
 
 @pytest.fixture
@@ -139,8 +162,7 @@ def test_broken_plugin_is_listed_as_failed_and_commands_still_work(broken_plugin
     (failure,) = as_json["failures"]
     assert failure["name"] == "broken" and failure["distribution"] == "pragma-broken"
     assert failure["version"] == "0.3" and failure["stage"] == "import"
-    tasks = pragma("tasks", str(examples / "level1" / "1_GELUTanh.py"),
-                   env={"PYTHONPATH": broken_plugin_path})
+    tasks = pragma("tasks", str(examples / "level1" / "1_GELUTanh.py"), env={"PYTHONPATH": broken_plugin_path})
     assert tasks.returncode == 0 and "level1/1_GELUTanh" in tasks.stdout
 
 

@@ -62,9 +62,13 @@ def test_static_reading_of_candidates():
     assert read_candidate("x = 1\n").missing_model_new
     inherits = read_candidate("class ModelNew(Model):\n    pass\n")
     assert inherits.reference_reuse == "ModelNew inherits from the reference Model"
-    calls = read_candidate("import torch.nn as nn\nclass ModelNew(nn.Module):\n"
-                           "    def forward(self, x):\n        return Model.forward(self, x)\n")
+    calls = read_candidate(
+        "import torch.nn as nn\nclass ModelNew(nn.Module):\n"
+        "    def forward(self, x):\n        return Model.forward(self, x)\n"
+    )
     assert calls.reference_reuse.startswith("line 4 uses the reference Model")
-    flagged = read_candidate("import torch\nclass ModelNew:\n    def forward(self, x):\n"
-                             "        y = torch.empty_like(x)\n        return torch.relu(x)\n")
+    flagged = read_candidate(
+        "import torch\nclass ModelNew:\n    def forward(self, x):\n"
+        "        y = torch.empty_like(x)\n        return torch.relu(x)\n"
+    )
     assert flagged.flagged_calls == ("torch.relu (line 5)",)

@@ -7,15 +7,24 @@ from pragma_core.diagnosis import diagnose
 
 
 def correct(median_ms: float, floor_ms: float | None = 1.0) -> Verdict:
-    return Verdict(status="correct", message="ok", candidate=Timing(median_ms=median_ms, iqr_ms=0.1),
-                   reference=Timing(median_ms=10.0, iqr_ms=0.1), speedup=Speedup(value=10 / median_ms,
-                   low=10 / median_ms * 0.9, high=10 / median_ms * 1.1), floor_ms=floor_ms)
+    return Verdict(
+        status="correct",
+        message="ok",
+        candidate=Timing(median_ms=median_ms, iqr_ms=0.1),
+        reference=Timing(median_ms=10.0, iqr_ms=0.1),
+        speedup=Speedup(value=10 / median_ms, low=10 / median_ms * 0.9, high=10 / median_ms * 1.1),
+        floor_ms=floor_ms,
+    )
 
 
 def profile(profiler: str, **values: float) -> Profile:
-    return Profile(profiler=profiler, metrics=tuple(
-        Metric(name=name.replace("__", " "), value=value, unit="%", kernel="k", profiler=profiler)
-        for name, value in values.items()))
+    return Profile(
+        profiler=profiler,
+        metrics=tuple(
+            Metric(name=name.replace("__", " "), value=value, unit="%", kernel="k", profiler=profiler)
+            for name, value in values.items()
+        ),
+    )
 
 
 def test_failed_attempts_get_the_fix_for_their_status():
@@ -25,10 +34,18 @@ def test_failed_attempts_get_the_fix_for_their_status():
 
 
 def test_top_down_decides_when_perf_has_it():
-    perf = Profile(profiler="perf", metrics=tuple(
-        Metric(name=name, value=value, unit="%", profiler="perf", kernel="k")
-        for name, value in {"tma_frontend_bound": 10, "tma_backend_bound": 60, "tma_bad_speculation": 5,
-                            "tma_retiring": 25}.items()))
+    perf = Profile(
+        profiler="perf",
+        metrics=tuple(
+            Metric(name=name, value=value, unit="%", profiler="perf", kernel="k")
+            for name, value in {
+                "tma_frontend_bound": 10,
+                "tma_backend_bound": 60,
+                "tma_bad_speculation": 5,
+                "tma_retiring": 25,
+            }.items()
+        ),
+    )
     assert diagnose(correct(4.0), [perf], roofline_bound=BoundClass.MEMORY).bound is BoundClass.MEMORY
     assert diagnose(correct(4.0), [perf], roofline_bound=BoundClass.COMPUTE).bound is BoundClass.COMPUTE
 
@@ -51,9 +68,13 @@ def test_branch_mispredicts_and_overhead():
 
 
 def test_gpu_throughputs():
-    ncu = Profile(profiler="ncu", metrics=(
-        Metric(name="dram__throughput.avg.pct_of_peak_sustained_elapsed", value=20, unit="%", profiler="ncu"),
-        Metric(name="sm__throughput.avg.pct_of_peak_sustained_elapsed", value=15, unit="%", profiler="ncu")))
+    ncu = Profile(
+        profiler="ncu",
+        metrics=(
+            Metric(name="dram__throughput.avg.pct_of_peak_sustained_elapsed", value=20, unit="%", profiler="ncu"),
+            Metric(name="sm__throughput.avg.pct_of_peak_sustained_elapsed", value=15, unit="%", profiler="ncu"),
+        ),
+    )
     assert diagnose(correct(2.0), [ncu]).bound is BoundClass.LATENCY
 
 
@@ -64,6 +85,7 @@ def test_compute_bound_without_ipc_requests_it():
 
 def test_deltas_against_the_best():
     best = Attempt(number=1, verdict=correct(5.0), profiles=(profile("valgrind", D1__miss__rate=20.0),))
-    diagnosis = diagnose(correct(4.0), [profile("valgrind", D1__miss__rate=11.0)], best=best,
-                         roofline_bound=BoundClass.MEMORY)
+    diagnosis = diagnose(
+        correct(4.0), [profile("valgrind", D1__miss__rate=11.0)], best=best, roofline_bound=BoundClass.MEMORY
+    )
     assert diagnosis.deltas == {"median_ms": -1.0, "D1 miss rate": -9.0}

@@ -26,8 +26,10 @@ def signature_text(name: str) -> str:
 
 def test_there_are_four_hooks():
     assert HOOKS == [
-        "pragma_register_backends", "pragma_register_llm_providers",
-        "pragma_register_metric_selectors", "pragma_register_profilers",
+        "pragma_register_backends",
+        "pragma_register_llm_providers",
+        "pragma_register_metric_selectors",
+        "pragma_register_profilers",
     ]
 
 
@@ -50,7 +52,10 @@ def test_hook_docstring_documents_register_with_an_example(hook):
 def test_mkdocs_builds_strictly(tmp_path):
     result = subprocess.run(
         [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(tmp_path / "site")],
-        cwd=REPO, capture_output=True, text=True, timeout=300,
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
         env=os.environ | {"NO_MKDOCS_2_WARNING": "1"},
     )
     assert result.returncode == 0, result.stderr

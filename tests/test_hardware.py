@@ -81,8 +81,10 @@ def test_sysfs_caches_in_the_short_form_agree_with_lscpu():
     caches = read_sysfs_caches(DATA / "sysfs-cpu" / EPYC)
     cpu = parse_lscpu(lscpu_text(f"{EPYC}.txt"))
     assert caches == {
-        "l1d_bytes": cpu.l1d_bytes, "l2_bytes": cpu.l2_bytes,
-        "l3_bytes": cpu.l3_bytes, "l3_total_bytes": cpu.l3_total_bytes,
+        "l1d_bytes": cpu.l1d_bytes,
+        "l2_bytes": cpu.l2_bytes,
+        "l3_bytes": cpu.l3_bytes,
+        "l3_total_bytes": cpu.l3_total_bytes,
     }
 
 

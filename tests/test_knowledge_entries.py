@@ -7,14 +7,27 @@ import json
 import pytest
 
 from pragma_core.errors import RecordError
-from pragma_core.knowledge import Compendium, GuideEntry, MetricEntry, read_compendium, render_markdown, write_compendium
+from pragma_core.knowledge import (
+    Compendium,
+    GuideEntry,
+    MetricEntry,
+    read_compendium,
+    render_markdown,
+    write_compendium,
+)
 
 SOURCE = "https://valgrind.org/docs/manual/cg-manual.html"
 
 
 def _entry(name: str, **fields) -> MetricEntry:
-    values = {"profiler": "valgrind", "name": name, "meaning": f"what {name} means", "source": SOURCE,
-              "built_by": "structural", **fields}
+    values = {
+        "profiler": "valgrind",
+        "name": name,
+        "meaning": f"what {name} means",
+        "source": SOURCE,
+        "built_by": "structural",
+        **fields,
+    }
     return MetricEntry(**values)
 
 
@@ -27,13 +40,16 @@ def test_an_entry_needs_a_meaning_a_source_and_a_known_way_of_building():
 
 
 def test_find_resolves_names_before_aliases_and_never_lets_an_alias_shadow_a_name():
-    compendium = Compendium(profiler="valgrind", metrics=[
-        _entry("D1mr", aliases=["D1 read misses"]),
-        _entry("DLmr", aliases=["D1mr"]),            # a careless alias must not hide the real D1mr
-    ])
+    compendium = Compendium(
+        profiler="valgrind",
+        metrics=[
+            _entry("D1mr", aliases=["D1 read misses"]),
+            _entry("DLmr", aliases=["D1mr"]),  # a careless alias must not hide the real D1mr
+        ],
+    )
     assert compendium.find("D1mr").name == "D1mr"
     assert compendium.find("D1 read misses").name == "D1mr"
-    assert compendium.find("d1mr") is None           # exact; case folding is lookup's business
+    assert compendium.find("d1mr") is None  # exact; case folding is lookup's business
     assert {"D1mr", "DLmr", "D1 read misses"} <= compendium.names()
 
 
@@ -45,9 +61,19 @@ def test_two_entries_of_one_name_or_of_another_profiler_are_refused():
 
 
 def test_write_then_read_gives_the_same_compendium_and_the_same_hash(tmp_path):
-    compendium = Compendium(profiler="valgrind", metrics=[_entry("Ir", unit="count", bottleneck=["compute bound"])],
-                            guides=[GuideEntry(profiler="valgrind", topic="Cache simulation", text="It simulates...",
-                                               source=SOURCE, built_by="structural")])
+    compendium = Compendium(
+        profiler="valgrind",
+        metrics=[_entry("Ir", unit="count", bottleneck=["compute bound"])],
+        guides=[
+            GuideEntry(
+                profiler="valgrind",
+                topic="Cache simulation",
+                text="It simulates...",
+                source=SOURCE,
+                built_by="structural",
+            )
+        ],
+    )
     write_compendium(tmp_path / "valgrind.json", compendium)
     again = read_compendium(tmp_path / "valgrind.json")
     assert again == compendium
@@ -67,11 +93,23 @@ def test_a_file_that_is_not_a_compendium_is_named_in_the_error(tmp_path):
 
 
 def test_the_document_of_an_entry_carries_every_field_a_reader_needs():
-    entry = _entry("D1 miss rate", aliases=["D1  miss rate"], unit="%", measured="100 * (D1mr + D1mw) / (Dr + Dw)",
-                   bottleneck=["cache misses"], remedies=["block the loops so the tile fits in L1"])
+    entry = _entry(
+        "D1 miss rate",
+        aliases=["D1  miss rate"],
+        unit="%",
+        measured="100 * (D1mr + D1mw) / (Dr + Dw)",
+        bottleneck=["cache misses"],
+        remedies=["block the loops so the tile fits in L1"],
+    )
     text = entry.document()
-    for part in ("D1 miss rate (valgrind)", "what D1 miss rate means", "unit: %", "100 * (D1mr + D1mw)",
-                 "reveals: cache misses", "remedies: block the loops"):
+    for part in (
+        "D1 miss rate (valgrind)",
+        "what D1 miss rate means",
+        "unit: %",
+        "100 * (D1mr + D1mw)",
+        "reveals: cache misses",
+        "remedies: block the loops",
+    ):
         assert part in text
 
 

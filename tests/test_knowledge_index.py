@@ -11,23 +11,43 @@ from pragma_core.knowledge.index import COLLECTION, KnowledgeIndex
 
 
 def _metric(name: str, meaning: str, profiler: str = "ncu") -> MetricEntry:
-    return MetricEntry(profiler=profiler, name=name, meaning=meaning, source=f"https://example.org/{profiler}",
-                       built_by="structural")
+    return MetricEntry(
+        profiler=profiler, name=name, meaning=meaning, source=f"https://example.org/{profiler}", built_by="structural"
+    )
 
 
-NCU = Compendium(profiler="ncu", metrics=[
-    _metric("dram__throughput.avg.pct_of_peak_sustained_elapsed", "DRAM throughput as a percentage of its peak"),
-    _metric("launch__registers_per_thread", "Number of registers allocated per thread"),
-    _metric("sm__warps_active.avg.pct_of_peak_sustained_active",
-            "Achieved occupancy: active warps per SM as a percentage of the maximum"),
-])
-PERF = Compendium(profiler="perf", metrics=[
-    _metric("tma_bad_speculation", "Fraction of slots wasted due to incorrect speculations, such as branch "
-                                   "mispredictions", "perf"),
-    _metric("page-faults", "Page faults: first touches of memory and pages read from disk", "perf"),
-], guides=[GuideEntry(profiler="perf", topic="Topdown", text="Topdown analysis splits pipeline slots into four "
-                      "categories: frontend bound, backend bound, bad speculation and retiring.",
-                      source="https://example.org/topdown", built_by="structural")])
+NCU = Compendium(
+    profiler="ncu",
+    metrics=[
+        _metric("dram__throughput.avg.pct_of_peak_sustained_elapsed", "DRAM throughput as a percentage of its peak"),
+        _metric("launch__registers_per_thread", "Number of registers allocated per thread"),
+        _metric(
+            "sm__warps_active.avg.pct_of_peak_sustained_active",
+            "Achieved occupancy: active warps per SM as a percentage of the maximum",
+        ),
+    ],
+)
+PERF = Compendium(
+    profiler="perf",
+    metrics=[
+        _metric(
+            "tma_bad_speculation",
+            "Fraction of slots wasted due to incorrect speculations, such as branch mispredictions",
+            "perf",
+        ),
+        _metric("page-faults", "Page faults: first touches of memory and pages read from disk", "perf"),
+    ],
+    guides=[
+        GuideEntry(
+            profiler="perf",
+            topic="Topdown",
+            text="Topdown analysis splits pipeline slots into four "
+            "categories: frontend bound, backend bound, bad speculation and retiring.",
+            source="https://example.org/topdown",
+            built_by="structural",
+        )
+    ],
+)
 
 
 @pytest.fixture(scope="module")
@@ -62,8 +82,13 @@ def test_filters_keep_to_the_profilers_and_the_kind_asked_for(index):
 def test_a_second_sync_embeds_nothing_and_a_change_embeds_only_that_entry(index):
     again = index.sync([NCU, PERF])
     assert (again.embedded, again.removed, again.unchanged) == (0, 0, 6)
-    changed = attrs.evolve(PERF, metrics=[attrs.evolve(PERF.metrics[1], meaning="Page faults of the process")
-                                          if m.name == "page-faults" else m for m in PERF.metrics])
+    changed = attrs.evolve(
+        PERF,
+        metrics=[
+            attrs.evolve(PERF.metrics[1], meaning="Page faults of the process") if m.name == "page-faults" else m
+            for m in PERF.metrics
+        ],
+    )
     before = index.embedding.embedded
     stats = index.sync([NCU, changed])
     assert (stats.embedded, stats.removed, stats.unchanged) == (1, 1, 5)

@@ -14,13 +14,19 @@ import pytest
 from pragma_core import Diagnosis, Metric, Profile
 from pragma_core.agents import conductor_messages
 from pragma_core.knowledge import (
-    conductor_documentation, diagnosis_query, load_compendia, lookup, packaged_compendia, search, terms_in,
-    unmeasured_citations, write_compendium,
+    conductor_documentation,
+    diagnosis_query,
+    lookup,
+    packaged_compendia,
+    search,
+    terms_in,
+    unmeasured_citations,
+    write_compendium,
 )
 from pragma_core.knowledge.library import open_index
 from pragma_core.plugins import get_registry
 
-from .test_agents_prompts import BEST, DIAGNOSIS, TASK, Candidate, correct, module, profile
+from .test_agents_prompts import BEST, DIAGNOSIS, TASK, Candidate, correct, module
 
 PRAGMA = str(Path(sys.executable).with_name("pragma"))
 
@@ -57,16 +63,22 @@ def test_a_metric_the_plugin_computes_is_documented_by_its_formula_and_its_terms
 
 
 def test_the_vocabulary_is_shared_across_profilers():
-    assert "memory bound" in lookup(["dram__throughput.avg.pct_of_peak_sustained_elapsed"])[
-        "dram__throughput.avg.pct_of_peak_sustained_elapsed"].bottleneck
+    assert (
+        "memory bound"
+        in lookup(["dram__throughput.avg.pct_of_peak_sustained_elapsed"])[
+            "dram__throughput.avg.pct_of_peak_sustained_elapsed"
+        ].bottleneck
+    )
     assert "occupancy" in lookup(["OccupancyPercent"])["OccupancyPercent"].bottleneck
     assert "bad speculation" in lookup(["tma_bad_speculation"])["tma_bad_speculation"].bottleneck
     assert terms_in("Backend-bound: memory bandwidth") == ("memory bound",)
 
 
 def test_citations_of_metrics_nobody_measured_are_caught():
-    text = ["The D1 miss rate is 0.4%, so caches are fine; `l1tex__t_sector_hit_rate.pct` and "
-            "tma_backend_bound would say more. More instructions per element than needed."]
+    text = [
+        "The D1 miss rate is 0.4%, so caches are fine; `l1tex__t_sector_hit_rate.pct` and "
+        "tma_backend_bound would say more. More instructions per element than needed."
+    ]
     measured = ["D1 miss rate", "Ir", "instructions"]
     assert unmeasured_citations(text, measured) == ("l1tex__t_sector_hit_rate.pct", "tma_backend_bound")
     assert unmeasured_citations(text, measured, requested=["tma_backend_bound"]) == ("l1tex__t_sector_hit_rate.pct",)
@@ -76,19 +88,32 @@ def test_citations_of_metrics_nobody_measured_are_caught():
 
 
 def test_the_conductor_reads_the_meaning_of_each_profiled_metric_and_entries_on_its_diagnosis():
-    profiles = [Profile(profiler="valgrind", metrics=[
-        Metric(name="D1 miss rate", value=12.5, unit="%", profiler="valgrind"),
-        Metric(name="Ir", value=9e6, profiler="valgrind")])]
+    profiles = [
+        Profile(
+            profiler="valgrind",
+            metrics=[
+                Metric(name="D1 miss rate", value=12.5, unit="%", profiler="valgrind"),
+                Metric(name="Ir", value=9e6, profiler="valgrind"),
+            ],
+        )
+    ]
     docs = conductor_documentation(profiles, Diagnosis(bound="memory", hints=("block the loops for L1",)))
     assert set(docs.metric_docs) == {"D1 miss rate", "Ir"}
     assert "valgrind.org/docs/manual/cg-manual.html" in docs.metric_docs["Ir"]
     assert 1 <= len(docs.related) <= 3 and all("[source: " in line for line in docs.related)
     assert diagnosis_query(Diagnosis(bound="memory")).startswith("kernel is memory bound")
 
-    prompt = conductor_messages(TASK, Candidate(source=module("current"), backend="cpu-cpp", attempt=5),
-                                correct(2.2), DIAGNOSIS, profiles=profiles, best=BEST,
-                                metric_docs=docs.metric_docs, related_docs=docs.related,
-                                unmeasured_citations=("tma_backend_bound",))[1].content
+    prompt = conductor_messages(
+        TASK,
+        Candidate(source=module("current"), backend="cpu-cpp", attempt=5),
+        correct(2.2),
+        DIAGNOSIS,
+        profiles=profiles,
+        best=BEST,
+        metric_docs=docs.metric_docs,
+        related_docs=docs.related,
+        unmeasured_citations=("tma_backend_bound",),
+    )[1].content
     documentation = prompt.split("## 3. Documentation of the profiled metrics")[1].split("## 4.")[0]
     assert "- Ir: Ir (valgrind). I cache reads" in documentation
     assert "From the profilers' documentation, on the diagnosed bottleneck:" in documentation
@@ -109,9 +134,12 @@ def test_outside_queries_find_the_right_metric_in_the_top_five():
     The shipped compendium must answer most of them; the exact share is in benchmarks/knowledge.py."""
     queries = json.loads((Path(__file__).parent / "data" / "knowledge_queries.json").read_text())["queries"]
     documented = [q for q in queries if lookup(q["expected"], profiler=q["profiler"])]
-    found = [q for q in documented
-             if {n for hit in search(q["query"], profiler=q["profiler"], kind="metric", k=5) for n in hit.entry.names}
-             & set(q["expected"])]
+    found = [
+        q
+        for q in documented
+        if {n for hit in search(q["query"], profiler=q["profiler"], kind="metric", k=5) for n in hit.entry.names}
+        & set(q["expected"])
+    ]
     assert len(found) / len(documented) >= 0.8, [q["query"][:60] for q in documented if q not in found]
 
 
@@ -123,8 +151,12 @@ def test_the_index_is_built_on_first_use_and_again_only_when_the_compendium_chan
     embedded = index.embedding.embedded
     assert open_index(small, folder=tmp_path / "kb") is index and index.embedding.embedded == embedded
     first = small["valgrind"].metrics[0]
-    changed = {"valgrind": attrs.evolve(small["valgrind"], metrics=[
-        attrs.evolve(first, meaning=first.meaning + " (revised)"), *small["valgrind"].metrics[1:]])}
+    changed = {
+        "valgrind": attrs.evolve(
+            small["valgrind"],
+            metrics=[attrs.evolve(first, meaning=first.meaning + " (revised)"), *small["valgrind"].metrics[1:]],
+        )
+    }
     again = open_index(changed, folder=tmp_path / "kb")
     assert again.embedding.embedded == 1  # only the changed entry, in a fresh process's terms
 
@@ -133,18 +165,38 @@ def test_cli_search_and_show(tmp_path):
     small = tmp_path / "compendium"
     write_compendium(small / "valgrind.json", packaged_compendia()["valgrind"])
     env = {"PRAGMA_KNOWLEDGE_DIR": str(tmp_path / "kb"), "PATH": "/usr/bin:/bin", "HOME": str(tmp_path)}
-    run = subprocess.run([PRAGMA, "knowledge", "search", "branch mispredictions", "--compendium", str(small),
-                          "--json", "-k", "3"], capture_output=True, text=True, env=env, timeout=600)
+    run = subprocess.run(
+        [PRAGMA, "knowledge", "search", "branch mispredictions", "--compendium", str(small), "--json", "-k", "3"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=600,
+    )
     assert run.returncode == 0, run.stderr
     hits = json.loads(run.stdout)
     assert len(hits) == 3 and hits[0]["name"] in ("Mispred rate", "Bcm", "Bim")
-    shown = subprocess.run([PRAGMA, "knowledge", "show", "D1mr", "--compendium", str(small)],
-                           capture_output=True, text=True, env=env, timeout=600)
+    shown = subprocess.run(
+        [PRAGMA, "knowledge", "show", "D1mr", "--compendium", str(small)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=600,
+    )
     assert shown.returncode == 0 and "D1 cache read misses" in shown.stdout and "source: https://" in shown.stdout
-    missing = subprocess.run([PRAGMA, "knowledge", "show", "D1 misses", "--compendium", str(small)],
-                             capture_output=True, text=True, env=env, timeout=600)
+    missing = subprocess.run(
+        [PRAGMA, "knowledge", "show", "D1 misses", "--compendium", str(small)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=600,
+    )
     assert missing.returncode == 2 and "no metric named 'D1 misses'" in missing.stderr
     assert "nearest in meaning:" in missing.stderr
-    bad = subprocess.run([PRAGMA, "knowledge", "search", "x", "--compendium", str(tmp_path / "nothing")],
-                         capture_output=True, text=True, env=env, timeout=600)
+    bad = subprocess.run(
+        [PRAGMA, "knowledge", "search", "x", "--compendium", str(tmp_path / "nothing")],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=600,
+    )
     assert bad.returncode == 2 and "no compendium files" in bad.stderr and "pragma-kb build" in bad.stderr

@@ -27,8 +27,14 @@ def litellm():
 
 @pytest.fixture(autouse=True)
 def _no_model_or_keys(monkeypatch):
-    for variable in ("PRAGMA_MODEL", "OPENAI_API_KEY", "ANTHROPIC_API_KEY", "DEEPSEEK_API_KEY",
-                     "OLLAMA_API_BASE", "HOSTED_VLLM_API_BASE"):
+    for variable in (
+        "PRAGMA_MODEL",
+        "OPENAI_API_KEY",
+        "ANTHROPIC_API_KEY",
+        "DEEPSEEK_API_KEY",
+        "OLLAMA_API_BASE",
+        "HOSTED_VLLM_API_BASE",
+    ):
         monkeypatch.delenv(variable, raising=False)
 
 
@@ -79,7 +85,7 @@ def provider(script, clock=None, **settings):
 
 
 def test_a_reply_carries_text_usage_cost_and_latency(litellm):
-    script = Script(litellm, "extern \"C\" void relu() {}")
+    script = Script(litellm, 'extern "C" void relu() {}')
     completion = provider(script).complete(ask())
 
     assert completion.text == 'extern "C" void relu() {}'
@@ -90,8 +96,10 @@ def test_a_reply_carries_text_usage_cost_and_latency(litellm):
     assert completion.cost_usd == pytest.approx(expected)
     assert completion.latency_s == 0.0  # the fake clock did not move
     sent = script.calls[0]["messages"]
-    assert sent == [{"role": "system", "content": "You write C++ kernels."},
-                    {"role": "user", "content": "Write a ReLU kernel."}]
+    assert sent == [
+        {"role": "system", "content": "You write C++ kernels."},
+        {"role": "user", "content": "Write a ReLU kernel."},
+    ]
 
 
 def test_a_model_litellm_has_no_price_for_costs_none(litellm):
@@ -197,8 +205,11 @@ def test_retries_stop_at_the_budget_with_advice(litellm):
 
 @pytest.mark.parametrize(
     ("model", "variable"),
-    [(MODEL, "OPENAI_API_KEY"), ("anthropic/claude-3-5-sonnet-20240620", "ANTHROPIC_API_KEY"),
-     ("deepseek/deepseek-chat", "DEEPSEEK_API_KEY")],
+    [
+        (MODEL, "OPENAI_API_KEY"),
+        ("anthropic/claude-3-5-sonnet-20240620", "ANTHROPIC_API_KEY"),
+        ("deepseek/deepseek-chat", "DEEPSEEK_API_KEY"),
+    ],
 )
 def test_bad_credentials_fail_at_once_naming_the_variable(litellm, monkeypatch, model, variable):
     refusal = litellm.AuthenticationError(message="invalid x-api-key", llm_provider="openai", model=model)
@@ -216,15 +227,19 @@ def test_bad_credentials_fail_at_once_naming_the_variable(litellm, monkeypatch, 
 
 
 def test_a_bad_request_fails_at_once(litellm):
-    script = Script(litellm, litellm.BadRequestError(message="unknown parameter", model="gpt-4o-mini",
-                                                     llm_provider="openai"), "never")
+    script = Script(
+        litellm,
+        litellm.BadRequestError(message="unknown parameter", model="gpt-4o-mini", llm_provider="openai"),
+        "never",
+    )
     with pytest.raises(PragmaError, match=r"rejected the request \(BadRequestError: unknown parameter\)"):
         provider(script).complete(ask())
     assert len(script.calls) == 1
 
 
-@pytest.mark.parametrize(("model", "variable"), [("ollama/llama3", "OLLAMA_API_BASE"),
-                                                 ("hosted_vllm/my/model", "HOSTED_VLLM_API_BASE")])
+@pytest.mark.parametrize(
+    ("model", "variable"), [("ollama/llama3", "OLLAMA_API_BASE"), ("hosted_vllm/my/model", "HOSTED_VLLM_API_BASE")]
+)
 def test_server_providers_are_told_to_set_the_address(litellm, model, variable):
     script = Script(litellm, litellm.BadRequestError(message="no api base", model=model, llm_provider="x"))
     with pytest.raises(PragmaError, match=rf"set {variable} \(e\.g\. http://localhost:\d+.*\) or api_base"):
@@ -250,8 +265,9 @@ def test_errors_that_are_not_litellms_are_bugs_and_pass_through():
 
 
 def _too_long(litellm):
-    return litellm.ContextWindowExceededError(message="maximum context length is 128000 tokens",
-                                              model="gpt-4o-mini", llm_provider="openai")
+    return litellm.ContextWindowExceededError(
+        message="maximum context length is 128000 tokens", model="gpt-4o-mini", llm_provider="openai"
+    )
 
 
 def test_a_prompt_too_long_is_cut_in_the_middle_and_sent_once_more(litellm):
@@ -315,9 +331,11 @@ def test_keys_in_litellm_messages_never_reach_errors_or_logs(litellm, monkeypatc
 
 
 def test_redact_removes_keys_and_keeps_prose_and_model_names():
-    text = (f"key {SK_KEY}, Authorization: Bearer tok_9f8e7d6c5b4a, api_key=hunter2hunter2, "
-            f"http://user:pass@proxy:8080/v1, {LONG_TOKEN}, env {ENV_KEY}; "
-            "model deepseek-r1-distill-llama-70b-instruct-fp16 at http://localhost:11434")
+    text = (
+        f"key {SK_KEY}, Authorization: Bearer tok_9f8e7d6c5b4a, api_key=hunter2hunter2, "
+        f"http://user:pass@proxy:8080/v1, {LONG_TOKEN}, env {ENV_KEY}; "
+        "model deepseek-r1-distill-llama-70b-instruct-fp16 at http://localhost:11434"
+    )
     cleaned = lp.redact(text, environ={"DEEPSEEK_API_KEY": ENV_KEY, "HOME": "/home/user"})
     for secret in (SK_KEY, "tok_9f8e7d6c5b4a", "hunter2hunter2", "user:pass", LONG_TOKEN, ENV_KEY):
         assert secret not in cleaned
@@ -367,8 +385,9 @@ _OFFLINE_SCRIPT = textwrap.dedent(
 
 def test_import_and_a_mock_call_never_touch_the_network():
     environ = {name: value for name, value in os.environ.items() if not name.startswith("LITELLM_")}
-    done = subprocess.run([sys.executable, "-c", _OFFLINE_SCRIPT], capture_output=True, text=True,
-                          env=environ, timeout=300)
+    done = subprocess.run(
+        [sys.executable, "-c", _OFFLINE_SCRIPT], capture_output=True, text=True, env=environ, timeout=300
+    )
     assert done.returncode == 0, done.stderr
     report = json.loads(done.stdout.strip().splitlines()[-1])
     assert report["imported_early"] is False  # import pragma_core stays fast: litellm waits for a call
@@ -379,8 +398,7 @@ def test_import_and_a_mock_call_never_touch_the_network():
 
 
 def test_the_module_registers_the_litellm_provider():
-    registry = PluginRegistry(builtins=("pragma_core.providers.litellm_provider",), entry_points=lambda: [],
-                              environ={})
+    registry = PluginRegistry(builtins=("pragma_core.providers.litellm_provider",), entry_points=lambda: [], environ={})
     provider = registry.llm_provider("litellm")
     assert provider.complete == lp.complete
     assert "PRAGMA_MODEL" in provider.description

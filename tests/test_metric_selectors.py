@@ -13,17 +13,32 @@ def metric(name: str, kernel: str = "", value: float = 1.0) -> Metric:
 def test_select_keeps_each_metric_once_kernel_metrics_first():
     profile = Profile(
         profiler="perf",
-        metrics=(metric("task-clock", "", 3.0), metric("cycles", "k1", 10), metric("ipc", "k1"),
-                 metric("cycles", "k1", 99), metric("cycles", "k2")),
+        metrics=(
+            metric("task-clock", "", 3.0),
+            metric("cycles", "k1", 10),
+            metric("ipc", "k1"),
+            metric("cycles", "k1", 99),
+            metric("cycles", "k2"),
+        ),
     )
     chosen = select(profile)
     assert [(m.name, m.kernel, m.value) for m in chosen] == [
-        ("cycles", "k1", 10), ("ipc", "k1", 1.0), ("cycles", "k2", 1.0), ("task-clock", "", 3.0)]
+        ("cycles", "k1", 10),
+        ("ipc", "k1", 1.0),
+        ("cycles", "k2", 1.0),
+        ("task-clock", "", 3.0),
+    ]
 
 
 def test_summary_lines_give_value_unit_and_meaning():
-    line = Metric(name="D1 miss rate", value=3.14159, unit="%", kernel="relu", profiler="valgrind",
-                  meaning="share of L1 data accesses that miss")
+    line = Metric(
+        name="D1 miss rate",
+        value=3.14159,
+        unit="%",
+        kernel="relu",
+        profiler="valgrind",
+        meaning="share of L1 data accesses that miss",
+    )
     assert summary_lines((line,)) == ["D1 miss rate [relu] = 3.142 %: share of L1 data accesses that miss"]
 
 
@@ -36,8 +51,11 @@ def test_select_bounds_what_reaches_the_prompt():
 
 def test_defaults_are_the_profilers_own_for_its_devices():
     profiler = Profiler(
-        name="perf", devices=("cpu",), probe=lambda: Availability(available=True),
-        default_metrics=("instructions", "cycles"), collect=lambda t, m: Profile(profiler="perf"),
+        name="perf",
+        devices=("cpu",),
+        probe=lambda: Availability(available=True),
+        default_metrics=("instructions", "cycles"),
+        collect=lambda t, m: Profile(profiler="perf"),
         parse=lambda raw: [],
     )
     assert defaults(profiler, "cpu") == ("instructions", "cycles")

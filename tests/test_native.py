@@ -38,15 +38,15 @@ from pragma_core.native import (
 )
 from pragma_core.native import build as build_module
 
-RELU = r'''
+RELU = r"""
 #include <cstdint>
 extern "C" void relu(const float* x, float* out, int64_t n) {
     #pragma omp parallel for
     for (int64_t i = 0; i < n; ++i) out[i] = x[i] > 0.f ? x[i] : 0.f;
 }
-'''
+"""
 
-KERNELS = r'''
+KERNELS = r"""
 #include <cstdint>
 #include <cstring>
 extern "C" {
@@ -59,7 +59,7 @@ double total(const double* x, int32_t n) {
 void copy_bytes(const void* src, void* dst, size_t nbytes) { std::memcpy(dst, src, nbytes); }
 int flag_value(bool flag) { return flag ? 7 : -7; }
 }
-'''
+"""
 
 
 @pytest.fixture(autouse=True)
@@ -145,18 +145,22 @@ def _build_in_child(source: str, cache_root: str, barrier, results) -> None:
 def test_two_processes_building_one_new_source_compile_it_once(tmp_path, monkeypatch, cache):
     log = tmp_path / "compiles.log"
     wrapper = tmp_path / "logging-g++"
-    wrapper.write_text(textwrap.dedent(f"""\
+    wrapper.write_text(
+        textwrap.dedent(f"""\
         #!/bin/sh
         case "$*" in *" -o "*) echo compile >> {log} ;; esac
         exec g++ "$@"
-        """))
+        """)
+    )
     wrapper.chmod(wrapper.stat().st_mode | stat.S_IEXEC)
     monkeypatch.setenv("CXX", str(wrapper))
     source = RELU + "\n// built by two processes at once\n"
     context = multiprocessing.get_context("spawn")
     barrier, results = context.Barrier(2), context.Queue()
-    children = [context.Process(target=_build_in_child, args=(source, str(tmp_path / "cache"), barrier, results))
-                for _ in range(2)]
+    children = [
+        context.Process(target=_build_in_child, args=(source, str(tmp_path / "cache"), barrier, results))
+        for _ in range(2)
+    ]
     for child in children:
         child.start()
     paths = [results.get(timeout=120) for _ in children]
@@ -212,13 +216,17 @@ def test_linker_and_tool_messages_are_parsed():
         """)
     diagnostics = parse_diagnostics(log)
     assert [(d.file, d.line, d.severity) for d in diagnostics] == [
-        ("kernel.cpp", None, "error"), ("/usr/bin/ld", None, "error"), ("g++", None, "error"),
-        ("kernel.cpp", 7, "warning")]
+        ("kernel.cpp", None, "error"),
+        ("/usr/bin/ld", None, "error"),
+        ("g++", None, "error"),
+        ("kernel.cpp", 7, "warning"),
+    ]
     assert diagnostics[0].message == "undefined reference to `ext'"
     assert str(diagnostics[3]) == "kernel.cpp:7:2: warning: unused variable 'k' [-Wunused-variable]"
     error = NativeBuildError(log=log)
-    assert str(error) == ("the kernel failed to compile: kernel.cpp: error: undefined reference to "
-                          "`ext' (and 2 more errors)")
+    assert str(error) == (
+        "the kernel failed to compile: kernel.cpp: error: undefined reference to `ext' (and 2 more errors)"
+    )
 
 
 def test_summary_keeps_the_first_errors_within_its_size():
@@ -246,7 +254,7 @@ def test_an_undefined_symbol_fails_at_load_with_its_name():
 
 
 def test_signatures_from_an_extern_c_block_with_restrict_const_and_unnamed_parameters():
-    source = textwrap.dedent('''
+    source = textwrap.dedent("""
         #include <cstdint>
         // extern "C" void commented_out(int x);
         static inline float helper(float v) { return v; }
@@ -260,17 +268,24 @@ def test_signatures_from_an_extern_c_block_with_restrict_const_and_unnamed_param
         extern "C" __attribute__((visibility("default"))) double d(bool flag, std::int64_t q) noexcept {
             return 0;
         }
-        ''')
+        """)
     signatures = {s.name: s for s in parse_signatures(source)}
     assert list(signatures) == ["a", "b", "c", "d"]
     a = signatures["a"]
     assert a.returns == "void" and a.line == 6
     assert [(p.name, p.ctype, p.pointer, p.const, p.dtype) for p in a.params] == [
-        ("x", "float", True, False, "float32"), ("y", "double", True, True, "float64"),
-        ("", "float", True, False, "float32"), ("n", "long long", False, False, None)]
+        ("x", "float", True, False, "float32"),
+        ("y", "double", True, True, "float64"),
+        ("", "float", True, False, "float32"),
+        ("n", "long long", False, False, None),
+    ]
     assert signatures["b"].returns == "int64_t" and signatures["b"].params == ()
     assert [(p.name, p.ctype, p.dtype) for p in signatures["c"].params] == [
-        ("", "size_t", None), ("k", "unsigned", None), ("bytes", "uint8_t", "uint8"), ("any", "void", None)]
+        ("", "size_t", None),
+        ("k", "unsigned", None),
+        ("bytes", "uint8_t", "uint8"),
+        ("any", "void", None),
+    ]
     assert [p.spelling for p in signatures["c"].params] == ["size_t", "unsigned", "const uint8_t*", "void*"]
     assert str(signatures["d"]) == "double d(bool flag, int64_t q)"
 
@@ -281,28 +296,35 @@ def test_single_extern_c_declarations_and_a_later_definition():
 
 
 def test_c_exports_every_non_static_definition():
-    source = textwrap.dedent('''
+    source = textwrap.dedent("""
         #include <stdint.h>
         static void helper(float* x) {}
         int prototype_only(int);
         struct point { int x, y; };
         void k(const float* restrict x, float* restrict y, int n) { for (int i = 0; i < n; i++) y[i] = x[i]; }
         long total(const long *x, unsigned long n) { return 0; }
-        ''')
+        """)
     assert [str(s) for s in parse_signatures(source, language="c")] == [
-        "void k(const float* x, float* y, int n)", "long total(const long* x, unsigned long n)"]
-    assert parse_signatures(source)  == ()  # as C++, nothing is extern "C"
+        "void k(const float* x, float* y, int n)",
+        "long total(const long* x, unsigned long n)",
+    ]
+    assert parse_signatures(source) == ()  # as C++, nothing is extern "C"
 
 
-@pytest.mark.parametrize("declaration, message", [
-    ('extern "C" void f(float* x, MyType t) {}',
-     "kernel.cpp:1: f(): parameter 2 't' has unknown type 'MyType t'"),
-    ('extern "C" void f(float** x);', "kernel.cpp:1: f(): parameter 1 has type 'float** x'; pointers to pointers"),
-    ('extern "C" void f(std::vector<float>& v) {}', "references cannot be passed from Python"),
-    ('extern "C" float* f(int n);', "f(): returns a pointer (float*)"),
-    ('extern "C" API void f(int n);', "unknown return type 'API void'"),
-    ('extern "C" void f(char* text);', "parameter 1 'text' has type 'char* text', a pointer to a type with no torch dtype"),
-])
+@pytest.mark.parametrize(
+    "declaration, message",
+    [
+        ('extern "C" void f(float* x, MyType t) {}', "kernel.cpp:1: f(): parameter 2 't' has unknown type 'MyType t'"),
+        ('extern "C" void f(float** x);', "kernel.cpp:1: f(): parameter 1 has type 'float** x'; pointers to pointers"),
+        ('extern "C" void f(std::vector<float>& v) {}', "references cannot be passed from Python"),
+        ('extern "C" float* f(int n);', "f(): returns a pointer (float*)"),
+        ('extern "C" API void f(int n);', "unknown return type 'API void'"),
+        (
+            'extern "C" void f(char* text);',
+            "parameter 1 'text' has type 'char* text', a pointer to a type with no torch dtype",
+        ),
+    ],
+)
 def test_unsupported_types_name_the_function_and_the_type(declaration, message):
     with pytest.raises(SignatureError) as caught:
         parse_signatures(declaration)
@@ -327,7 +349,7 @@ def test_the_documented_relu_candidate_runs():
     assert isinstance(lib, NativeLibrary) and list(lib.functions) == ["relu"]
     assert lib["relu"] is lib.relu and lib.relu.__name__ == "relu"
     with pytest.raises(AttributeError, match="exports no function 'gelu'.*: relu"):
-        lib.gelu
+        _ = lib.gelu
 
 
 class _Lazy(torch.Tensor):
@@ -364,24 +386,40 @@ def test_c_library_loads_and_runs():
     assert x.tolist() == [2.0, 2.0, 2.0]
 
 
-@pytest.mark.parametrize("make_args, message", [
-    (lambda: (torch.randn(4, dtype=torch.float64), torch.empty(4), 4),
-     "relu(): argument 1 'x' (const float*) needs a contiguous float32 CPU tensor; "
-     "got a float64 tensor of shape (4,)"),
-    (lambda: (torch.randn(8, 4).t(), torch.empty(32), 32),
-     "relu(): argument 1 'x' (const float*) needs a contiguous float32 CPU tensor; "
-     "got a non-contiguous float32 tensor of shape (4, 8)"),
-    (lambda: (torch.randn(4).as_subclass(_Lazy), torch.empty(4), 4),
-     "got a _Lazy (a torch.Tensor subclass) of shape (4,); pass a plain tensor, for example x.detach()"),
-    (lambda: (torch.randn(4), torch.empty(4, device="meta"), 4),
-     "argument 2 'out' (float*) needs a contiguous float32 CPU tensor; got a float32 tensor on meta of shape (4,)"),
-    (lambda: ([1.0, 2.0], torch.empty(2), 2), "got list [1.0, 2.0]"),
-    (lambda: (torch.randn(4), torch.empty(4)), "relu() takes 3 arguments (void relu(const float* x, float* out, int64_t n)); got 2"),
-    (lambda: (torch.randn(4), torch.empty(4), 2**63),
-     "relu(): argument 3 'n' (int64_t) needs an int in [-9223372036854775808, 9223372036854775807]; got 9223372036854775808"),
-    (lambda: (torch.randn(4), torch.empty(4), 4.0), "argument 3 'n' (int64_t) needs a Python int; got float 4.0"),
-    (lambda: (torch.randn(4), torch.empty(4), torch.tensor(4)), "got an int64 tensor of shape (); pass a number"),
-])
+@pytest.mark.parametrize(
+    "make_args, message",
+    [
+        (
+            lambda: (torch.randn(4, dtype=torch.float64), torch.empty(4), 4),
+            "relu(): argument 1 'x' (const float*) needs a contiguous float32 CPU tensor; "
+            "got a float64 tensor of shape (4,)",
+        ),
+        (
+            lambda: (torch.randn(8, 4).t(), torch.empty(32), 32),
+            "relu(): argument 1 'x' (const float*) needs a contiguous float32 CPU tensor; "
+            "got a non-contiguous float32 tensor of shape (4, 8)",
+        ),
+        (
+            lambda: (torch.randn(4).as_subclass(_Lazy), torch.empty(4), 4),
+            "got a _Lazy (a torch.Tensor subclass) of shape (4,); pass a plain tensor, for example x.detach()",
+        ),
+        (
+            lambda: (torch.randn(4), torch.empty(4, device="meta"), 4),
+            "argument 2 'out' (float*) needs a contiguous float32 CPU tensor; got a float32 tensor on meta of shape (4,)",
+        ),
+        (lambda: ([1.0, 2.0], torch.empty(2), 2), "got list [1.0, 2.0]"),
+        (
+            lambda: (torch.randn(4), torch.empty(4)),
+            "relu() takes 3 arguments (void relu(const float* x, float* out, int64_t n)); got 2",
+        ),
+        (
+            lambda: (torch.randn(4), torch.empty(4), 2**63),
+            "relu(): argument 3 'n' (int64_t) needs an int in [-9223372036854775808, 9223372036854775807]; got 9223372036854775808",
+        ),
+        (lambda: (torch.randn(4), torch.empty(4), 4.0), "argument 3 'n' (int64_t) needs a Python int; got float 4.0"),
+        (lambda: (torch.randn(4), torch.empty(4), torch.tensor(4)), "got an int64 tensor of shape (); pass a number"),
+    ],
+)
 def test_bad_arguments_are_refused_before_the_call(make_args, message):
     lib = load_library(RELU)
     before = native_call_count()
@@ -395,7 +433,9 @@ def test_bad_arguments_are_refused_before_the_call(make_args, message):
 def test_int32_range_and_index_like_integers():
     lib = load_library(KERNELS)
     x = torch.ones(3, dtype=torch.float64)
-    with pytest.raises(NativeCallError, match=r"argument 2 'n' \(int32_t\) needs an int in \[-2147483648, 2147483647\]; got 2147483648"):
+    with pytest.raises(
+        NativeCallError, match=r"argument 2 'n' \(int32_t\) needs an int in \[-2147483648, 2147483647\]; got 2147483648"
+    ):
         lib.total(x, 2**31)
     import numpy
 
@@ -447,7 +487,8 @@ def test_recording_keeps_aliasing_offsets_and_contents_before_the_call(tmp_path)
     document = json.loads((tmp_path / "rec" / "calls.json").read_text())
     assert document["schema_version"] == 1
     assert sorted(p.name for p in (tmp_path / "rec" / "buffers").iterdir()) == [
-        f"{b}.bin" for b in sorted(recording.buffers)]
+        f"{b}.bin" for b in sorted(recording.buffers)
+    ]
     loaded = CallRecording.load(tmp_path / "rec")
     assert loaded.calls == recording.calls
     assert all(torch.equal(loaded.buffers[b], recording.buffers[b]) for b in recording.buffers)
@@ -490,17 +531,17 @@ def test_loading_a_recording_of_another_schema_version_fails(tmp_path):
 
 # -- pybind11 extensions ---------------------------------------------------------------------------
 
-PLAIN_EXTENSION = r'''
+PLAIN_EXTENSION = r"""
 #include <pybind11/pybind11.h>
 int add(int a, int b) { return a + b; }
 PYBIND11_MODULE(adder_ext, m) { m.def("add", &add); }
-'''
+"""
 
-TORCH_EXTENSION = r'''
+TORCH_EXTENSION = r"""
 #include <torch/extension.h>
 torch::Tensor twice(torch::Tensor x) { return x * 2; }
 PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) { m.def("twice", &twice); }
-'''
+"""
 
 
 def test_plain_pybind11_extension_is_built_imported_and_counted(cache):
@@ -516,8 +557,11 @@ def test_plain_pybind11_extension_is_built_imported_and_counted(cache):
 
 
 def test_extension_name_must_match_its_module_declaration(cache):
-    with pytest.raises(NativeBuildError, match=r"kernel.cpp:4:1: error: PYBIND11_MODULE names the module "
-                                               r"'adder_ext' but it is loaded as 'other'"):
+    with pytest.raises(
+        NativeBuildError,
+        match=r"kernel.cpp:4:1: error: PYBIND11_MODULE names the module "
+        r"'adder_ext' but it is loaded as 'other'",
+    ):
         load_extension(PLAIN_EXTENSION, name="other")
     with pytest.raises(NativeBuildError, match="no PYBIND11_MODULE"):
         load_extension(RELU, name="relu_ext")
@@ -568,8 +612,10 @@ def test_building_and_reading_signatures_do_not_import_torch():
     import subprocess
     import sys
 
-    code = ("import sys; from pragma_core.native import build_library, parse_signatures, NativeBuildError; "
-            "print('torch' in sys.modules)")
+    code = (
+        "import sys; from pragma_core.native import build_library, parse_signatures, NativeBuildError; "
+        "print('torch' in sys.modules)"
+    )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert result.stdout.strip() == "False"
 

@@ -9,7 +9,15 @@ from pathlib import Path
 import pytest
 
 from pragma_core import (
-    Attempt, Candidate, ChatMessage, CompletionRequest, Profile, Speedup, Verdict, from_dict, load_task,
+    Attempt,
+    Candidate,
+    ChatMessage,
+    CompletionRequest,
+    Profile,
+    Speedup,
+    Verdict,
+    from_dict,
+    load_task,
 )
 from pragma_core.offline.conductor import Evidence, advise, rank_moves, read_evidence
 from pragma_core.offline.recipe import Knob
@@ -21,8 +29,12 @@ PROFILES = Path(__file__).parent / "data" / "profiles"
 GELU = load_task(EXAMPLES / "level1" / "1_GELUTanh.py", {"batch_size": 64})  # the size profiled
 MATMUL = load_task(EXAMPLES / "level1" / "10_Matmul.py", {"M": 256, "K": 256, "N": 256})
 ELEMENTWISE = ElementwiseRecipe().knobs
-MATMUL_KNOBS = {"parallel": Knob(default=False, values=(False, True)), "simd": Knob(default=False, values=(False, True)),
-                "accumulators": Knob(default=1, values=(1, 4, 8)), "block": Knob(default=0, values=(0, 64))}
+MATMUL_KNOBS = {
+    "parallel": Knob(default=False, values=(False, True)),
+    "simd": Knob(default=False, values=(False, True)),
+    "accumulators": Knob(default=1, values=(1, 4, 8)),
+    "block": Knob(default=0, values=(0, 64)),
+}
 
 
 def recorded(name: str) -> Profile:
@@ -47,8 +59,12 @@ def test_library_calls_ask_for_fast_math_and_vectorization_together():
 def test_without_a_profile_moves_follow_the_fixed_order():
     base = {"parallel": True, "simd": False, "fast_math": False, "vector_width": 256, "unroll": 1}
     moves = rank_moves(ELEMENTWISE, base, [base], Evidence(), attainment=0.3, profiled=False)
-    assert [changes for changes, _ in moves] == [{"simd": True}, {"fast_math": True}, {"unroll": 2},
-                                                 {"vector_width": 512}]
+    assert [changes for changes, _ in moves] == [
+        {"simd": True},
+        {"fast_math": True},
+        {"unroll": 2},
+        {"vector_width": 512},
+    ]
 
 
 def test_perf_without_hardware_counters_gives_no_evidence_and_the_fixed_order():
@@ -56,8 +72,9 @@ def test_perf_without_hardware_counters_gives_no_evidence_and_the_fixed_order():
     assert evidence == Evidence()
     base = {"parallel": False, "simd": False, "fast_math": False, "vector_width": 256, "unroll": 1}
     profiled = rank_moves(ELEMENTWISE, base, [base], evidence, attainment=0.05, profiled=True)
-    assert [c for c, _ in profiled] == [c for c, _ in rank_moves(ELEMENTWISE, base, [base], evidence,
-                                                                 attainment=0.05, profiled=False)]
+    assert [c for c, _ in profiled] == [
+        c for c, _ in rank_moves(ELEMENTWISE, base, [base], evidence, attainment=0.05, profiled=False)
+    ]
 
 
 def test_parallelizing_comes_first_while_far_from_the_roofline():
@@ -100,17 +117,29 @@ def _gelu_attempt(number: int, knobs: dict, speedup: tuple[float, float, float])
     source = recipe.generate(match, knobs, GenerationContext(graph=graph, task_source=GELU.source, task_key=GELU.key))
     value, low, high = speedup
     verdict = Verdict(status="correct", message="correct", speedup=Speedup(value=value, low=low, high=high))
-    return Attempt(number=number, candidate=Candidate(source=source, backend="cpu-cpp", attempt=number), verdict=verdict)
+    return Attempt(
+        number=number, candidate=Candidate(source=source, backend="cpu-cpp", attempt=number), verdict=verdict
+    )
 
 
-@pytest.mark.parametrize(("current_speedup", "base"), [((1.8, 0.8, 2.5), 2), ((1.1, 0.8, 1.5), 1), ((3.0, 2.0, 4.0), 2)],
-                         ids=["promising", "within-noise", "new-best"])
+@pytest.mark.parametrize(
+    ("current_speedup", "base"),
+    [((1.8, 0.8, 2.5), 2), ((1.1, 0.8, 1.5), 1), ((3.0, 2.0, 4.0), 2)],
+    ids=["promising", "within-noise", "new-best"],
+)
 def test_the_next_move_builds_on_the_best_or_on_a_promising_candidate(current_speedup, base):
     plain = {"parallel": False, "simd": False, "fast_math": False, "vector_width": 256, "unroll": 1}
     first = _gelu_attempt(1, plain, (1.0, 0.9, 1.1))
     second = _gelu_attempt(2, {**plain, "parallel": True}, current_speedup)
-    request = CompletionRequest(role="conductor", messages=(ChatMessage(role="user", content="advise"),), task=GELU,
-                                candidate=second.candidate, verdict=second.verdict, best=first, history=(first,))
+    request = CompletionRequest(
+        role="conductor",
+        messages=(ChatMessage(role="user", content="advise"),),
+        task=GELU,
+        candidate=second.candidate,
+        verdict=second.verdict,
+        best=first,
+        history=(first,),
+    )
     reply = json.loads(advise(request).split("```json")[1].split("```")[0])
     assert reply["actions"][0].split("(from attempt ")[1].startswith(f"{base})")
     assert reply["new_best"] is (current_speedup[1] > 1.1)

@@ -21,15 +21,30 @@ PRAGMA = str(Path(sys.executable).with_name("pragma"))
 
 def pragma(*args: str, cwd: Path) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if not k.startswith("PRAGMA_") or k == "PRAGMA_CACHE_DIR"}
-    return subprocess.run([PRAGMA, *args], capture_output=True, text=True, cwd=cwd, timeout=900,
-                          env=env | {"COLUMNS": "200"})
+    return subprocess.run(
+        [PRAGMA, *args], capture_output=True, text=True, cwd=cwd, timeout=900, env=env | {"COLUMNS": "200"}
+    )
 
 
 def test_optimize_without_a_model_runs_the_offline_agents(tmp_path):
     runs = tmp_path / "runs"
-    done = pragma("optimize", str(EXAMPLES / "level1" / "1_GELUTanh.py"), "--set", "batch_size=16",
-                  "--max-attempts", "4", "--reps", "10", "--threads", "1", "--profilers", "valgrind",
-                  "--runs-dir", str(runs), cwd=tmp_path)
+    done = pragma(
+        "optimize",
+        str(EXAMPLES / "level1" / "1_GELUTanh.py"),
+        "--set",
+        "batch_size=16",
+        "--max-attempts",
+        "4",
+        "--reps",
+        "10",
+        "--threads",
+        "1",
+        "--profilers",
+        "valgrind",
+        "--runs-dir",
+        str(runs),
+        cwd=tmp_path,
+    )
     assert done.returncode == 0, done.stderr
     assert "no model configured" in done.stderr and "offline agents" in done.stderr
     (run_dir,) = runs.iterdir()
@@ -51,7 +66,8 @@ def test_optimize_without_a_model_runs_the_offline_agents(tmp_path):
 def test_a_task_written_outside_the_project_is_optimized_end_to_end(tmp_path):
     task_file = tmp_path / "kb" / "level1" / "77_ScaledSoftsignShift.py"
     task_file.parent.mkdir(parents=True)
-    task_file.write_text(textwrap.dedent('''\
+    task_file.write_text(
+        textwrap.dedent("""\
         import torch
         import torch.nn as nn
 
@@ -76,17 +92,23 @@ def test_a_task_written_outside_the_project_is_optimized_end_to_end(tmp_path):
 
         def get_init_inputs():
             return [1.5]
-    '''))
+    """)
+    )
     task = load_task(task_file)
-    result = optimize(task, OptimizeSettings(max_attempts=3, profile=False, runs_dir=tmp_path / "runs",
-                                             verify=VerifySettings(reps=10, warmup=1)))
+    result = optimize(
+        task,
+        OptimizeSettings(
+            max_attempts=3, profile=False, runs_dir=tmp_path / "runs", verify=VerifySettings(reps=10, warmup=1)
+        ),
+    )
     assert result.best is not None and result.best.verdict.status is VerdictStatus.CORRECT
     assert "elementwise chain (mul, abs, add, div, add)" in result.best.candidate.source
 
 
 def test_a_task_no_recipe_knows_asks_for_a_model_and_writes_nothing(tmp_path):
-    done = pragma("optimize", str(EXAMPLES / "level1" / "12_Conv2d.py"), "--runs-dir", str(tmp_path / "runs"),
-                  cwd=tmp_path)
+    done = pragma(
+        "optimize", str(EXAMPLES / "level1" / "12_Conv2d.py"), "--runs-dir", str(tmp_path / "runs"), cwd=tmp_path
+    )
     assert done.returncode == 2
     assert len(done.stderr.strip().splitlines()) == 1
     assert "12_Conv2d" in done.stderr and "Conv2d" in done.stderr and "--model" in done.stderr

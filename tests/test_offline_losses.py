@@ -69,8 +69,9 @@ def candidate(task, knobs):
 
 
 PLAIN_TOO = list(VARIANTS)[:8]
-CASES = ([pytest.param(v, {}, id=f"default-{v}") for v in PLAIN_TOO]
-         + [pytest.param(v, FAST, id=f"fast-{v}") for v in VARIANTS])
+CASES = [pytest.param(v, {}, id=f"default-{v}") for v in PLAIN_TOO] + [
+    pytest.param(v, FAST, id=f"fast-{v}") for v in VARIANTS
+]
 
 
 @pytest.mark.parametrize("variant, knobs", CASES)
@@ -114,7 +115,7 @@ def test_broadcast_layouts():
     assert rows.facts["kinds"] == {"predictions": "full", "targets": "row"}
 
 
-WRITE_TASK = '''
+WRITE_TASK = """
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
@@ -137,19 +138,22 @@ def get_inputs():
 
 def get_init_inputs():
     return []
-'''
+"""
 
 
-@pytest.mark.parametrize("expression, inputs", [
-    ("torch.mean((a - b) ** 2, dim=1)", "torch.randn(n, 8), torch.randn(n, 8)"),            # per-row: not a scalar
-    ("F.mse_loss(a, b, reduction='none')", "torch.randn(n, 8), torch.randn(n, 8)"),         # no reduction
-    ("F.cross_entropy(a, b, label_smoothing=0.1)", "torch.randn(n, 8), torch.randint(0, 8, (n,))"),
-    ("F.cross_entropy(a, b)", "torch.randn(n, 8), torch.randn(n, 8).softmax(-1)"),          # soft targets
-    ("torch.mean(a) + torch.mean(b)", "torch.randn(n, 8), torch.randn(n, 8)"),
-    ("torch.mean(torch.softmax(a, dim=1) * b)", "torch.randn(n, 8), torch.randn(n, 8)"),    # not elementwise
-    ("F.mse_loss(a.double(), b.double()).float()", "torch.randn(n, 8), torch.randn(n, 8)"),
-    ("torch.mean(a * b)", "torch.randn(n, 1, 8), torch.randn(1, n, 1)"),                     # no (rows, cols) split
-])
+@pytest.mark.parametrize(
+    "expression, inputs",
+    [
+        ("torch.mean((a - b) ** 2, dim=1)", "torch.randn(n, 8), torch.randn(n, 8)"),  # per-row: not a scalar
+        ("F.mse_loss(a, b, reduction='none')", "torch.randn(n, 8), torch.randn(n, 8)"),  # no reduction
+        ("F.cross_entropy(a, b, label_smoothing=0.1)", "torch.randn(n, 8), torch.randint(0, 8, (n,))"),
+        ("F.cross_entropy(a, b)", "torch.randn(n, 8), torch.randn(n, 8).softmax(-1)"),  # soft targets
+        ("torch.mean(a) + torch.mean(b)", "torch.randn(n, 8), torch.randn(n, 8)"),
+        ("torch.mean(torch.softmax(a, dim=1) * b)", "torch.randn(n, 8), torch.randn(n, 8)"),  # not elementwise
+        ("F.mse_loss(a.double(), b.double()).float()", "torch.randn(n, 8), torch.randn(n, 8)"),
+        ("torch.mean(a * b)", "torch.randn(n, 1, 8), torch.randn(1, n, 1)"),  # no (rows, cols) split
+    ],
+)
 def test_other_references_are_not_claimed(tmp_path, expression, inputs):
     path = tmp_path / "task.py"
     path.write_text(WRITE_TASK.format(expression=expression, inputs=inputs))

@@ -27,15 +27,21 @@ FAST = {**DEFAULT, "parallel": True, "simd": True, "accumulators": 8, "block": 2
 VARIANTS = [
     (EXAMPLES / "level1" / "10_Matmul.py", {"M": 96, "K": 80, "N": 112}, ("matrix product", "matmul")),
     (EXAMPLES / "level1" / "11_BatchedMatmul.py", {"batch_size": 3, "M": 40, "K": 72, "N": 56}, ("batched", "bmm")),
-    (EXAMPLES / "level2" / "1_LinearBiasReLU.py", {"batch_size": 48, "in_features": 96, "out_features": 80},
-     ("linear", "relu")),
+    (
+        EXAMPLES / "level2" / "1_LinearBiasReLU.py",
+        {"batch_size": 48, "in_features": 96, "out_features": 80},
+        ("linear", "relu"),
+    ),
     (TASKS / "matmul_transposed_a.py", {"M": 72, "K": 64, "N": 88}, ("A transposed",)),
     (TASKS / "matmul_transposed_b.py", {"M": 72, "K": 64, "N": 88}, ("B transposed",)),
     (TASKS / "matvec.py", {"M": 100, "K": 300}, ("matrix-vector",)),
     (TASKS / "matmul_odd_sizes.py", {"M": 67, "K": 301, "N": 45}, ("mm",)),
     (TASKS / "linear_gelu.py", {"batch_size": 37, "in_features": 64, "out_features": 70}, ("gelu",)),
-    (TASKS / "gemm_bias_scale_sigmoid.py", {"batch_size": 33, "in_features": 48, "out_features": 40},
-     ("add", "sigmoid")),
+    (
+        TASKS / "gemm_bias_scale_sigmoid.py",
+        {"batch_size": 33, "in_features": 48, "out_features": 40},
+        ("add", "sigmoid"),
+    ),
     (TASKS / "batched_matmul_4d.py", {"batch_size": 2, "heads": 3, "M": 24, "N": 40, "K": 16}, ("batched",)),
 ]
 
@@ -60,14 +66,21 @@ def test_variant_matches_and_verifies_at_default_and_fast_knobs(path, sizes, wor
         assert verdict.status is VerdictStatus.CORRECT, (knobs, verdict.message)
 
 
-@pytest.mark.parametrize("knobs", [
-    {"block": 32, "accumulators": 2},
-    {"block": 128, "accumulators": 1, "simd": True, "parallel": True, "fast_math": True},
-], ids=lambda knobs: "-".join(f"{k}={v}" for k, v in knobs.items()))
+@pytest.mark.parametrize(
+    "knobs",
+    [
+        {"block": 32, "accumulators": 2},
+        {"block": 128, "accumulators": 1, "simd": True, "parallel": True, "fast_math": True},
+    ],
+    ids=lambda knobs: "-".join(f"{k}={v}" for k, v in knobs.items()),
+)
 def test_other_knob_combinations_stay_correct_on_ragged_tiles(knobs):
     task = load_task(TASKS / "linear_gelu.py", {"batch_size": 37, "in_features": 300, "out_features": 70})
-    verdict = verify(task, Candidate(source=generate(task, {**DEFAULT, **knobs}), backend="cpu-cpp"),
-                     VerifySettings(trials=2, reps=2, warmup=0, timeout_s=120, threads=2))
+    verdict = verify(
+        task,
+        Candidate(source=generate(task, {**DEFAULT, **knobs}), backend="cpu-cpp"),
+        VerifySettings(trials=2, reps=2, warmup=0, timeout_s=120, threads=2),
+    )
     assert verdict.status is VerdictStatus.CORRECT, verdict.message
 
 
@@ -77,11 +90,14 @@ def test_transposes_are_read_in_place_not_copied():
     assert "a[k * M + i]" in source and ".T" not in forward_body and "transpose" not in forward_body
 
 
-@pytest.mark.parametrize("path", [
-    EXAMPLES / "level1" / "7_SumReduction.py",
-    EXAMPLES / "level1" / "1_GELUTanh.py",
-    EXAMPLES / "level1" / "3_Softmax.py",
-])
+@pytest.mark.parametrize(
+    "path",
+    [
+        EXAMPLES / "level1" / "7_SumReduction.py",
+        EXAMPLES / "level1" / "1_GELUTanh.py",
+        EXAMPLES / "level1" / "3_Softmax.py",
+    ],
+)
 def test_other_references_are_not_claimed(path):
     assert RECIPE.match(trace_reference(load_task(path))) is None
 

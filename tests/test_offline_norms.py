@@ -37,7 +37,8 @@ VARIANTS = {
 
 def _task_file(tmp_path: Path, name: str, init: str, forward: str, shape: str = "(4, 6, 10, 12)") -> Path:
     path = tmp_path / f"{name}.py"
-    path.write_text(textwrap.dedent(f"""\
+    path.write_text(
+        textwrap.dedent(f"""\
         import torch
         import torch.nn as nn
         import torch.nn.functional as F
@@ -58,7 +59,8 @@ def _task_file(tmp_path: Path, name: str, init: str, forward: str, shape: str = 
 
         def get_init_inputs():
             return []
-        """))
+        """)
+    )
     return path
 
 
@@ -66,13 +68,25 @@ def _task_file(tmp_path: Path, name: str, init: str, forward: str, shape: str = 
 INLINE = {
     "normalize": ("pass", "F.normalize(x, p=2.0, dim=1)", "(6, 50)", "l2"),
     "norm_p2_middle": ("pass", "x / torch.norm(x, p=2, dim=1, keepdim=True)", "(4, 6, 10, 12)", "L2"),
-    "rms_rsqrt_square": ("pass", "x * torch.rsqrt((x * x).mean(dim=(2, 3), keepdim=True) + 1e-6)", "(4, 6, 10, 12)",
-                         "RMS"),
-    "instance_norm_affine": ("self.n = nn.InstanceNorm2d(6, affine=True)\n                "
-                             "nn.init.uniform_(self.n.weight); nn.init.uniform_(self.n.bias)",
-                             "self.n(x)", "(4, 6, 10, 12)", "instance_norm"),
-    "layer_norm_plain": ("self.n = nn.LayerNorm(12, elementwise_affine=False)", "self.n(x)", "(4, 6, 10, 12)",
-                         "layer_norm"),
+    "rms_rsqrt_square": (
+        "pass",
+        "x * torch.rsqrt((x * x).mean(dim=(2, 3), keepdim=True) + 1e-6)",
+        "(4, 6, 10, 12)",
+        "RMS",
+    ),
+    "instance_norm_affine": (
+        "self.n = nn.InstanceNorm2d(6, affine=True)\n                "
+        "nn.init.uniform_(self.n.weight); nn.init.uniform_(self.n.bias)",
+        "self.n(x)",
+        "(4, 6, 10, 12)",
+        "instance_norm",
+    ),
+    "layer_norm_plain": (
+        "self.n = nn.LayerNorm(12, elementwise_affine=False)",
+        "self.n(x)",
+        "(4, 6, 10, 12)",
+        "layer_norm",
+    ),
 }
 # The inline variants whose code paths the task files do not already take (the verifier costs ~12 s each).
 VERIFIED_INLINE = ("normalize", "norm_p2_middle", "instance_norm_affine")

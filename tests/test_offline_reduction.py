@@ -50,8 +50,11 @@ def test_reduction_candidate_matches_the_reference(path, sizes, op, dim, knobs):
     agrees_with_reference(task, source)
 
 
-@pytest.mark.parametrize("knobs", [{"parallel": False, "simd": True, "accumulators": 8},
-                                   {"parallel": True, "simd": False, "accumulators": 2}], ids=["simd-8", "scalar-2"])
+@pytest.mark.parametrize(
+    "knobs",
+    [{"parallel": False, "simd": True, "accumulators": 8}, {"parallel": True, "simd": False, "accumulators": 2}],
+    ids=["simd-8", "scalar-2"],
+)
 @pytest.mark.parametrize("path", [TASKS / "argmin_lastdim.py", TASKS / "mean_dim.py"], ids=lambda p: p.stem)
 def test_other_knob_values_stay_correct(path, knobs):
     sizes = {"batch_size": 2, "dim1": 3, "dim2": 261}
@@ -68,8 +71,11 @@ def test_candidate_verifies_correct_in_the_sandbox(case, knobs):
     assert verdict.status is VerdictStatus.CORRECT, verdict.message
 
 
-@pytest.mark.parametrize("path", [TASKS / "sum_two_dims.py", EXAMPLES / "level1" / "3_Softmax.py",
-                                  EXAMPLES / "level1" / "1_GELUTanh.py"], ids=lambda p: p.stem)
+@pytest.mark.parametrize(
+    "path",
+    [TASKS / "sum_two_dims.py", EXAMPLES / "level1" / "3_Softmax.py", EXAMPLES / "level1" / "1_GELUTanh.py"],
+    ids=lambda p: p.stem,
+)
 def test_other_references_are_not_claimed(path):
     assert ReductionRecipe().match(trace_reference(load_task(path))) is None
 

@@ -24,21 +24,39 @@ ODD_TOO = {"middle"}  # also verified at ODD
 
 # task, small sizes, what the match must say
 CASES = {
-    "cumsum": (EXAMPLES / "level1" / "16_Cumsum.py", {"batch_size": 16, "dim": 1003},
-               {"op": "sum", "dim": 1, "reverse": False, "exclusive": False, "mask": None}),
-    "cumprod": (TASKS / "cumprod.py", {"batch_size": 8, "length": 999},
-                {"op": "prod", "dim": 1, "reverse": False, "exclusive": False}),
+    "cumsum": (
+        EXAMPLES / "level1" / "16_Cumsum.py",
+        {"batch_size": 16, "dim": 1003},
+        {"op": "sum", "dim": 1, "reverse": False, "exclusive": False, "mask": None},
+    ),
+    "cumprod": (
+        TASKS / "cumprod.py",
+        {"batch_size": 8, "length": 999},
+        {"op": "prod", "dim": 1, "reverse": False, "exclusive": False},
+    ),
     "cumprod_randn": (TASKS / "cumprod_randn.py", {"batch_size": 8, "length": 700}, {"op": "prod"}),
-    "reverse": (TASKS / "cumsum_reverse.py", {"batch_size": 8, "length": 1001},
-                {"op": "sum", "reverse": True, "exclusive": False}),
-    "exclusive": (TASKS / "cumsum_exclusive.py", {"batch_size": 9, "length": 1001},
-                  {"exclusive": True, "slices": [[None, -1], [None, None]]}),
-    "exclusive_last": (TASKS / "cumsum_exclusive_last.py", {"batch_size": 3, "channels": 5, "length": 301},
-                       {"dim": 2, "exclusive": True}),
+    "reverse": (
+        TASKS / "cumsum_reverse.py",
+        {"batch_size": 8, "length": 1001},
+        {"op": "sum", "reverse": True, "exclusive": False},
+    ),
+    "exclusive": (
+        TASKS / "cumsum_exclusive.py",
+        {"batch_size": 9, "length": 1001},
+        {"exclusive": True, "slices": [[None, -1], [None, None]]},
+    ),
+    "exclusive_last": (
+        TASKS / "cumsum_exclusive_last.py",
+        {"batch_size": 3, "channels": 5, "length": 301},
+        {"dim": 2, "exclusive": True},
+    ),
     "masked": (TASKS / "cumsum_masked.py", {"batch_size": 8, "length": 1001}, {"mask": "mask"}),
     "middle": (TASKS / "cumsum_middle.py", {"batch_size": 3, "steps": 50, "features": 77}, {"dim": 1}),
-    "masked_reverse_rows": (TASKS / "cumsum_masked_reverse_rows.py", {"rows": 60, "cols": 70},
-                            {"dim": 0, "reverse": True, "mask": "mask"}),
+    "masked_reverse_rows": (
+        TASKS / "cumsum_masked_reverse_rows.py",
+        {"rows": 60, "cols": 70},
+        {"dim": 0, "reverse": True, "mask": "mask"},
+    ),
 }
 
 

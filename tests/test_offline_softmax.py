@@ -34,8 +34,11 @@ def _generate(path: Path, sizes: dict, knobs: dict) -> tuple:
     return generated(SoftmaxRecipe(), path, sizes, knobs)
 
 
-@pytest.mark.parametrize("knobs", [DEFAULT, FAST, {**FAST, "fast_math": False, "accumulators": 2}],
-                         ids=["default", "fast", "simd-without-fast-math"])
+@pytest.mark.parametrize(
+    "knobs",
+    [DEFAULT, FAST, {**FAST, "fast_math": False, "accumulators": 2}],
+    ids=["default", "fast", "simd-without-fast-math"],
+)
 @pytest.mark.parametrize(("path", "sizes", "op", "dim"), CASES, ids=lambda v: v.stem if isinstance(v, Path) else None)
 def test_softmax_candidate_matches_the_reference(path, sizes, op, dim, knobs):
     task, match, source = _generate(path, sizes, knobs)
@@ -52,7 +55,10 @@ def test_candidate_verifies_correct_in_the_sandbox(case, knobs):
     assert verdict.status is VerdictStatus.CORRECT, verdict.message
 
 
-@pytest.mark.parametrize("path", [TASKS / "softmax_float64.py", EXAMPLES / "level1" / "7_SumReduction.py",
-                                  EXAMPLES / "level1" / "1_GELUTanh.py"], ids=lambda p: p.stem)
+@pytest.mark.parametrize(
+    "path",
+    [TASKS / "softmax_float64.py", EXAMPLES / "level1" / "7_SumReduction.py", EXAMPLES / "level1" / "1_GELUTanh.py"],
+    ids=lambda p: p.stem,
+)
 def test_other_references_are_not_claimed(path):
     assert SoftmaxRecipe().match(trace_reference(load_task(path))) is None

@@ -12,7 +12,6 @@ import time
 from pathlib import Path
 
 import attrs
-
 import pytest
 
 from pragma_core import RunResult, load_task, read_record
@@ -37,19 +36,27 @@ def coder(code: str, prose: str = "Here is the kernel.") -> str:
 
 
 def conductor(analysis: str, actions: list[str], new_best: bool = False) -> str:
-    return "```json\n" + json.dumps({"analysis": analysis, "actions": actions, "extra_metrics": [],
-                                     "new_best": new_best}) + "\n```"
+    return (
+        "```json\n"
+        + json.dumps({"analysis": analysis, "actions": actions, "extra_metrics": [], "new_best": new_best})
+        + "\n```"
+    )
 
 
-CODER = [BROKEN_REPLY := coder(BROKEN), coder(SLOW, "Fixed: no undefined symbol."), coder(FAST, "Vectorized with expf."),
-         NO_CODE := "I am not sure what to change, sorry."]
+CODER = [
+    BROKEN_REPLY := coder(BROKEN),
+    coder(SLOW, "Fixed: no undefined symbol."),
+    coder(FAST, "Vectorized with expf."),
+    NO_CODE := "I am not sure what to change, sorry.",
+]
 CONDUCTOR = [
     conductor("undefined_scale is not declared", ["declare the constant or drop it"]),
-    "litellm.RateLimitError",                                          # transient: retried
-    conductor("correct but pow() in double on one thread; tma_backend_bound would tell more",
-              ["use float math and OpenMP"]),
-    "Sure! I think it is memory bound.",                               # unparseable ...
-    "still not JSON",                                                  # ... and after repair
+    "litellm.RateLimitError",  # transient: retried
+    conductor(
+        "correct but pow() in double on one thread; tma_backend_bound would tell more", ["use float math and OpenMP"]
+    ),
+    "Sure! I think it is memory bound.",  # unparseable ...
+    "still not JSON",  # ... and after repair
     conductor("the reply held no code", ["resend the whole module"]),
 ]
 
@@ -77,9 +84,15 @@ def scripted(monkeypatch, tmp_path, plugin_site):
 
 
 def settings(tmp_path: Path, max_attempts: int) -> OptimizeSettings:
-    return OptimizeSettings(model="openai/gpt-4o-mini", provider="scripted", max_attempts=max_attempts,
-                            profilers=("valgrind",), runs_dir=tmp_path / "runs", patience=10,
-                            verify=VerifySettings(reps=10, warmup=1, threads=1, timeout_s=120))
+    return OptimizeSettings(
+        model="openai/gpt-4o-mini",
+        provider="scripted",
+        max_attempts=max_attempts,
+        profilers=("valgrind",),
+        runs_dir=tmp_path / "runs",
+        patience=10,
+        verify=VerifySettings(reps=10, warmup=1, threads=1, timeout_s=120),
+    )
 
 
 def test_compile_error_fix_slow_then_fast(scripted, tmp_path):
@@ -98,7 +111,9 @@ def test_compile_error_fix_slow_then_fast(scripted, tmp_path):
 
     run = RunDirectory(tmp_path / "runs" / result.run_id)
     assert run.best().number == 3 and (run.root / "best" / "candidate.py").read_text().strip() == FAST.strip()
-    assert (run.attempt_folder(1) / "coder_reply.txt").exists() and (run.attempt_folder(3) / "conductor_note.txt").exists()
+    assert (run.attempt_folder(1) / "coder_reply.txt").exists() and (
+        run.attempt_folder(3) / "conductor_note.txt"
+    ).exists()
     events = run.events()
     assert events[-1]["event"] == "finished"
     assert any(e["event"] == "baseline" for e in events)
@@ -122,8 +137,15 @@ def test_compile_error_fix_slow_then_fast(scripted, tmp_path):
 def pragma_process(args: list[str], site: Path, tmp_path: Path) -> subprocess.Popen:
     """``pragma`` in a process of its own, with the test model installed from ``site``."""
     env = {**os.environ, "PYTHONPATH": str(site), "COLUMNS": "200"}
-    return subprocess.Popen([str(Path(sys.executable).with_name("pragma")), *args], env=env, cwd=tmp_path,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    return subprocess.Popen(
+        [str(Path(sys.executable).with_name("pragma")), *args],
+        env=env,
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
 
 
 def wait_for(path: Path, process: subprocess.Popen, timeout_s: float) -> None:
@@ -143,20 +165,49 @@ def test_cli_run_killed_mid_attempt_resumes_without_losing_an_attempt(scripted, 
     hang = tmp_path / "conductor-is-thinking"
     scripted(CODER[:3] + CODER[2:], CONDUCTOR[:3] + [{"hang": str(hang)}] + CONDUCTOR[3:])
     runs = tmp_path / "runs"
-    first = pragma_process(["optimize", str(GELU), "--set", "batch_size=16", "--set", "dim=1024",
-                            "--provider", "scripted", "--model", "openai/gpt-4o-mini", "--max-attempts", "4",
-                            "--patience", "10", "--profilers", "valgrind", "--reps", "10", "--threads", "1",
-                            "--runs-dir", str(runs)], plugin_site.root, tmp_path)
+    first = pragma_process(
+        [
+            "optimize",
+            str(GELU),
+            "--set",
+            "batch_size=16",
+            "--set",
+            "dim=1024",
+            "--provider",
+            "scripted",
+            "--model",
+            "openai/gpt-4o-mini",
+            "--max-attempts",
+            "4",
+            "--patience",
+            "10",
+            "--profilers",
+            "valgrind",
+            "--reps",
+            "10",
+            "--threads",
+            "1",
+            "--runs-dir",
+            str(runs),
+        ],
+        plugin_site.root,
+        tmp_path,
+    )
     wait_for(hang, first, timeout_s=600)
     os.killpg(first.pid, signal.SIGKILL)
     first.wait()
     (run_dir,) = runs.iterdir()
     assert sorted(p.name for p in run_dir.iterdir() if "attempt" in p.name) == [
-        ".attempt-03.partial", "attempt-01", "attempt-02"]
+        ".attempt-03.partial",
+        "attempt-01",
+        "attempt-02",
+    ]
     assert not (run_dir / "summary.json").exists()
     kept = {n: (run_dir / f"attempt-0{n}" / "attempt.json").read_bytes() for n in (1, 2)}
 
-    resumed = pragma_process(["optimize", "--resume", str(run_dir), "--provider", "scripted"], plugin_site.root, tmp_path)
+    resumed = pragma_process(
+        ["optimize", "--resume", str(run_dir), "--provider", "scripted"], plugin_site.root, tmp_path
+    )
     out, err = resumed.communicate(timeout=600)
     assert resumed.returncode == 0, err
     assert "run folder: " + str(run_dir) in " ".join(out.split())
@@ -172,8 +223,12 @@ def test_cli_run_killed_mid_attempt_resumes_without_losing_an_attempt(scripted, 
         if path.is_file():
             assert SECRET.encode() not in path.read_bytes(), path
 
-    trace = subprocess.run([str(Path(sys.executable).with_name("pragma")), "trace", str(run_dir)],
-                           capture_output=True, text=True, env={**os.environ, "COLUMNS": "200"})
+    trace = subprocess.run(
+        [str(Path(sys.executable).with_name("pragma")), "trace", str(run_dir)],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "COLUMNS": "200"},
+    )
     assert trace.returncode == 0 and "historical best: #2" in trace.stdout
 
 
@@ -181,12 +236,17 @@ def test_prompt_tokens_stay_bounded_over_fifteen_attempts(scripted, tmp_path):
     """Attempt 15's prompts (Coder and Conductor, as the model counts them) are at most 1.5 times
     attempt 2's, though the history has grown by 13 attempts."""
     cycle = [coder(SLOW), coder(FAST), coder(BROKEN), NO_CODE]
-    notes = [conductor(f"attempt note {n}: " + "the loop is scalar; " * 20, ["vectorize", "add OpenMP"])
-             for n in range(15)]
+    notes = [
+        conductor(f"attempt note {n}: " + "the loop is scalar; " * 20, ["vectorize", "add OpenMP"]) for n in range(15)
+    ]
     scripted([cycle[n % 4] for n in range(15)], notes)
     task = load_task(GELU, {"batch_size": 16, "dim": 1024})
-    run_settings = attrs.evolve(settings(tmp_path, 15), profile=False, patience=15,
-                                verify=VerifySettings(reps=3, warmup=1, threads=1, timeout_s=120))
+    run_settings = attrs.evolve(
+        settings(tmp_path, 15),
+        profile=False,
+        patience=15,
+        verify=VerifySettings(reps=3, warmup=1, threads=1, timeout_s=120),
+    )
     result = optimize(task, run_settings)
     prompts = [attempt.usage.prompt for attempt in result.attempts]
     assert len(prompts) == 15 and all(tokens > 500 for tokens in prompts)

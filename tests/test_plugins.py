@@ -10,7 +10,7 @@ from pragma_core.plugins import PluginRegistry, get_registry, reset_registry
 
 # One component of each kind, as a plugin module would build it. The callables are trivial: these
 # tests are about registration, not about what the components do.
-COMPONENTS = '''
+COMPONENTS = """
 from pragma_core import hookimpl, Availability, Backend, Profiler, LLMProvider, MetricSelector
 from pragma_core import Completion, Profile
 
@@ -31,7 +31,7 @@ def make_llm_provider(name):
 def make_metric_selector(name):
     return MetricSelector(name=name, select=lambda profile: profile.metrics,
                           defaults=lambda profiler, device: ())
-'''
+"""
 
 HOOKS = {
     "pragma_register_backends": ("backends", "make_backend", Backend),
@@ -66,8 +66,7 @@ def test_builtins_are_registered_as_plugins():
 @pytest.mark.parametrize("hook", sorted(HOOKS))
 def test_each_hook_registers_components_from_an_installed_plugin(plugin_site, hook):
     kind, _factory, record_type = HOOKS[hook]
-    plugin_site.add("pragma_fake", plugin_source(hook, "alpha", "beta"), distribution="pragma-fake",
-                    version="2.5")
+    plugin_site.add("pragma_fake", plugin_source(hook, "alpha", "beta"), distribution="pragma-fake", version="2.5")
     registry = PluginRegistry(entry_points=plugin_site.entry_points)
     components = getattr(registry, kind)()
     assert {"alpha", "beta"} <= set(components)
@@ -114,10 +113,12 @@ def test_an_implementation_with_unknown_arguments_is_rejected(plugin_site):
 
 
 def test_duplicate_component_names_are_rejected_naming_both_plugins(plugin_site):
-    plugin_site.add("pragma_first", plugin_source("pragma_register_profilers", "perf"),
-                    distribution="pragma-first", version="1.0")
-    plugin_site.add("pragma_second", plugin_source("pragma_register_profilers", "perf"),
-                    distribution="pragma-second", version="3.0")
+    plugin_site.add(
+        "pragma_first", plugin_source("pragma_register_profilers", "perf"), distribution="pragma-first", version="1.0"
+    )
+    plugin_site.add(
+        "pragma_second", plugin_source("pragma_register_profilers", "perf"), distribution="pragma-second", version="3.0"
+    )
     registry = PluginRegistry(entry_points=plugin_site.entry_points)
     (failure,) = registry.failures()
     assert failure.stage == "conflict"
@@ -136,10 +137,12 @@ def test_a_plugin_cannot_take_a_builtin_name(plugin_site):
 
 
 def test_two_distributions_with_the_same_entry_point_name_conflict(plugin_site):
-    plugin_site.add("pragma_one", plugin_source("pragma_register_backends", "one"),
-                    entry_point="same", distribution="dist-one")
-    plugin_site.add("pragma_two", plugin_source("pragma_register_backends", "two"),
-                    entry_point="same", distribution="dist-two")
+    plugin_site.add(
+        "pragma_one", plugin_source("pragma_register_backends", "one"), entry_point="same", distribution="dist-one"
+    )
+    plugin_site.add(
+        "pragma_two", plugin_source("pragma_register_backends", "two"), entry_point="same", distribution="dist-two"
+    )
     registry = PluginRegistry(entry_points=plugin_site.entry_points)
     (failure,) = registry.failures()
     assert failure.stage == "conflict" and "dist-one" in failure.error + failure.distribution

@@ -77,14 +77,21 @@ def test_unavailable_profiler_says_why(monkeypatch):
     from pragma_core import Availability, Profile, Profiler
     from pragma_core.plugins import get_registry
 
-    missing = Profiler(name="missing", devices=("cpu",), default_metrics=("x",), description="d",
-                       probe=lambda: Availability(available=False, reason="missing-tool is not installed",
-                                                  still_works="perf"),
-                       collect=lambda target, metrics: Profile(profiler="missing"), parse=lambda raw: [])
+    missing = Profiler(
+        name="missing",
+        devices=("cpu",),
+        default_metrics=("x",),
+        description="d",
+        probe=lambda: Availability(available=False, reason="missing-tool is not installed", still_works="perf"),
+        collect=lambda target, metrics: Profile(profiler="missing"),
+        parse=lambda raw: [],
+    )
     registry = get_registry()
     registry.profilers()
     monkeypatch.setitem(registry._components["profilers"], "missing", missing)
     task = load_task(LAYERNORM, {"batch_size": 8, "dim": 256})
-    with pytest.raises(ProfilerUnavailable, match="profiler 'missing' cannot run here: missing-tool is not "
-                                                  "installed; still works: perf"):
+    with pytest.raises(
+        ProfilerUnavailable,
+        match="profiler 'missing' cannot run here: missing-tool is not installed; still works: perf",
+    ):
         profile(task, profiler="missing")

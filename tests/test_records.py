@@ -9,9 +9,30 @@ import attrs
 import pytest
 
 from pragma_core import (
-    Attempt, Baseline, Candidate, Category, ChatMessage, Completion, CompletionRequest, Diagnosis, Guidance,
-    Metric, Profile, RunResult, Speedup, Task, TaskAnalysis, TensorSpec, Timing, TokenUsage,
-    Verdict, VerdictStatus, from_dict, read_record, to_dict, write_record,
+    Attempt,
+    Baseline,
+    Candidate,
+    Category,
+    ChatMessage,
+    Completion,
+    CompletionRequest,
+    Diagnosis,
+    Guidance,
+    Metric,
+    Profile,
+    RunResult,
+    Speedup,
+    Task,
+    TaskAnalysis,
+    TensorSpec,
+    Timing,
+    TokenUsage,
+    Verdict,
+    VerdictStatus,
+    from_dict,
+    read_record,
+    to_dict,
+    write_record,
 )
 from pragma_core.errors import RecordError
 from pragma_core.serialization import SCHEMA_VERSION, dump, load
@@ -20,41 +41,79 @@ from pragma_core.serialization import SCHEMA_VERSION, dump, load
 def make_task() -> Task:
     spec = TensorSpec(shape=(4, 8), dtype="float32", nbytes=128)
     return Task(
-        name="19_ReLU", source="# task\n", path="/tmp/level1/19_ReLU.py", category="activation",
-        sizes={"batch_size": 4, "scale": 0.5}, level=1, problem_id=19,
-        analysis=TaskAnalysis(inputs=(spec,), outputs=(spec,), parameter_bytes=16, flops=0,
-                              ops={"relu": 1}, traced_on="meta"),
+        name="19_ReLU",
+        source="# task\n",
+        path="/tmp/level1/19_ReLU.py",
+        category="activation",
+        sizes={"batch_size": 4, "scale": 0.5},
+        level=1,
+        problem_id=19,
+        analysis=TaskAnalysis(
+            inputs=(spec,), outputs=(spec,), parameter_bytes=16, flops=0, ops={"relu": 1}, traced_on="meta"
+        ),
     )
 
 
 def make_run() -> RunResult:
     verdict = Verdict(
-        status="correct", message="correct in 5 trials", max_abs_error=1e-7, max_rel_error=2e-7,
+        status="correct",
+        message="correct in 5 trials",
+        max_abs_error=1e-7,
+        max_rel_error=2e-7,
         reference=Timing(median_ms=2.0, iqr_ms=0.1, samples_ms=(1.9, 2.0, 2.1)),
         candidate=Timing(median_ms=1.0, iqr_ms=0.05, samples_ms=(0.95, 1.0, 1.05)),
         speedup=Speedup(value=2.0, low=1.8, high=2.2),
     )
     profile = Profile(
         profiler="valgrind",
-        metrics=(Metric(name="D1 miss rate", value=0.031, unit="%", kernel="relu_kernel",
-                        profiler="valgrind", meaning="share of L1 data accesses that miss"),),
-        raw_paths=("attempt-1/cachegrind.out",), notes=("simulated caches",),
+        metrics=(
+            Metric(
+                name="D1 miss rate",
+                value=0.031,
+                unit="%",
+                kernel="relu_kernel",
+                profiler="valgrind",
+                meaning="share of L1 data accesses that miss",
+            ),
+        ),
+        raw_paths=("attempt-1/cachegrind.out",),
+        notes=("simulated caches",),
         not_collected={"branch-misses": "perf has no hardware counters on this machine"},
     )
     attempt = Attempt(
-        number=1, candidate=Candidate(source="class ModelNew: ...", backend="cpu-cpp", attempt=1),
-        verdict=verdict, profiles=(profile,),
-        diagnosis=Diagnosis(bound="memory", roofline_attainment=0.42, deltas={"D1 miss rate": -0.2},
-                            hints=("vectorize the inner loop",), request_metrics=("LL miss rate",)),
+        number=1,
+        candidate=Candidate(source="class ModelNew: ...", backend="cpu-cpp", attempt=1),
+        verdict=verdict,
+        profiles=(profile,),
+        diagnosis=Diagnosis(
+            bound="memory",
+            roofline_attainment=0.42,
+            deltas={"D1 miss rate": -0.2},
+            hints=("vectorize the inner loop",),
+            request_metrics=("LL miss rate",),
+        ),
         guidance=Guidance(analysis="memory bound", actions=("use AVX2 loads",), new_best=True),
-        usage=TokenUsage(prompt=1200, completion=300), elapsed_s=3.5,
+        usage=TokenUsage(prompt=1200, completion=300),
+        elapsed_s=3.5,
     )
-    failed = Attempt(number=2, verdict=Verdict(status="rejected", message="output aliases input",
-                                               failed_check="output-aliasing"))
-    baseline = Baseline(reference=verdict.reference, floor_ms=0.4, bound="memory", profiles=(profile,),
-                        skipped={"perf": "perf is not installed"})
-    return RunResult(run_id="20261122-relu", task=make_task(), baseline=baseline,
-                     attempts=(attempt, failed), best_attempt=1, stop_reason="max attempts")
+    failed = Attempt(
+        number=2, verdict=Verdict(status="rejected", message="output aliases input", failed_check="output-aliasing")
+    )
+    baseline = Baseline(
+        reference=verdict.reference,
+        floor_ms=0.4,
+        bound="memory",
+        profiles=(profile,),
+        skipped={"perf": "perf is not installed"},
+    )
+    return RunResult(
+        run_id="20261122-relu",
+        task=make_task(),
+        baseline=baseline,
+        attempts=(attempt, failed),
+        best_attempt=1,
+        stop_reason="max attempts",
+    )
 
 
 def test_run_result_round_trips_through_plain_dicts_and_json():
@@ -72,8 +131,11 @@ def test_run_result_round_trips_through_plain_dicts_and_json():
 
 def test_completion_request_round_trips():
     request = CompletionRequest(
-        role="conductor", messages=(ChatMessage(role="user", content="why slow?"),),
-        model="openai/gpt-4o-mini", task=make_task(), best=make_run().attempts[0],
+        role="conductor",
+        messages=(ChatMessage(role="user", content="why slow?"),),
+        model="openai/gpt-4o-mini",
+        task=make_task(),
+        best=make_run().attempts[0],
     )
     assert from_dict(CompletionRequest, to_dict(request)) == request
     completion = Completion(text="{}", model="offline", usage=TokenUsage(prompt=3, completion=4))
@@ -91,8 +153,10 @@ def test_records_are_frozen():
         (lambda: Verdict(status="fast", message="x"), "fast"),
         (lambda: Verdict(status="correct", message=""), "message"),
         (lambda: Verdict(status="rejected", message="no"), "must name the integrity check"),
-        (lambda: Verdict(status="wrong_output", message="no", speedup=Speedup(value=2, low=1, high=3)),
-         "only a correct candidate"),
+        (
+            lambda: Verdict(status="wrong_output", message="no", speedup=Speedup(value=2, low=1, high=3)),
+            "only a correct candidate",
+        ),
         (lambda: Speedup(value=3.0, low=1.0, high=2.0), "outside its interval"),
         (lambda: Speedup(value=math.nan, low=1.0, high=2.0), "finite"),
         (lambda: Timing(median_ms=-1.0, iqr_ms=0.0), "median_ms must be >= 0"),

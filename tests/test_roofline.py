@@ -58,8 +58,7 @@ def spec(*shape: int) -> TensorSpec:
 
 
 def analysis(inputs, outputs, flops: int, parameter_bytes: int = 0) -> TaskAnalysis:
-    return TaskAnalysis(inputs=inputs, outputs=outputs, parameter_bytes=parameter_bytes,
-                        flops=flops, traced_on="meta")
+    return TaskAnalysis(inputs=inputs, outputs=outputs, parameter_bytes=parameter_bytes, flops=flops, traced_on="meta")
 
 
 GELU = analysis([spec(1024, 8192)], [spec(1024, 8192)], flops=0)  # 64 MiB moved, no FLOPs counted
@@ -96,9 +95,7 @@ def test_the_bound_moves_with_the_machine_balance():
 
 def test_parameters_count_as_bytes():
     with_weights = attrs.evolve(GELU, parameter_bytes=64 * MiB)
-    assert floor_ms(with_weights, make_peaks()).memory_ms == pytest.approx(
-        2 * floor_ms(GELU, make_peaks()).memory_ms
-    )
+    assert floor_ms(with_weights, make_peaks()).memory_ms == pytest.approx(2 * floor_ms(GELU, make_peaks()).memory_ms)
 
 
 def test_a_task_that_moves_nothing_has_a_zero_floor():

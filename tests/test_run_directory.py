@@ -20,8 +20,11 @@ def run(tmp_path):
 
 
 def attempt(number: int, status: str = "wrong_output") -> Attempt:
-    return Attempt(number=number, candidate=Candidate(source=f"# attempt {number}\n", backend="cpu-cpp", attempt=number),
-                   verdict=Verdict(status=status, message="m"))
+    return Attempt(
+        number=number,
+        candidate=Candidate(source=f"# attempt {number}\n", backend="cpu-cpp", attempt=number),
+        verdict=Verdict(status=status, message="m"),
+    )
 
 
 def test_create_writes_settings_and_the_task_program(run):

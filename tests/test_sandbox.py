@@ -10,8 +10,13 @@ from pragma_core.sandbox import SandboxedProcess, SandboxLimits, network_isolati
 
 
 def run(tmp_path, code: str, **limits):
-    child = SandboxedProcess([sys.executable, "-c", code], cwd=tmp_path, log_dir=tmp_path / "logs",
-                             limits=SandboxLimits(**limits), env=os.environ)
+    child = SandboxedProcess(
+        [sys.executable, "-c", code],
+        cwd=tmp_path,
+        log_dir=tmp_path / "logs",
+        limits=SandboxLimits(**limits),
+        env=os.environ,
+    )
     with child:
         return child.finish()
 
@@ -31,9 +36,11 @@ def test_signal_is_named(tmp_path):
 
 def test_hang_times_out_and_its_children_die_with_it(tmp_path):
     marker = tmp_path / "grandchild.pid"
-    code = ("import subprocess, time\n"
-            f"p = subprocess.Popen(['sleep', '60']); open({str(marker)!r}, 'w').write(str(p.pid))\n"
-            "time.sleep(60)\n")
+    code = (
+        "import subprocess, time\n"
+        f"p = subprocess.Popen(['sleep', '60']); open({str(marker)!r}, 'w').write(str(p.pid))\n"
+        "time.sleep(60)\n"
+    )
     started = time.monotonic()
     outcome = run(tmp_path, code, wall_s=3)
     assert outcome.timed_out and time.monotonic() - started < 20
@@ -49,8 +56,10 @@ def test_address_space_limit(tmp_path):
 
 def test_network_is_cut_or_the_reason_is_given(tmp_path):
     prefix, reason = network_isolation()
-    code = ("import socket\ntry:\n    socket.create_connection(('1.1.1.1', 53), timeout=2)\n    print('open')\n"
-            "except OSError as e:\n    print('closed', e)\n")
+    code = (
+        "import socket\ntry:\n    socket.create_connection(('1.1.1.1', 53), timeout=2)\n    print('open')\n"
+        "except OSError as e:\n    print('closed', e)\n"
+    )
     outcome = run(tmp_path, code)
     if prefix:
         assert outcome.network_isolated and outcome.stdout.startswith("closed")

@@ -11,7 +11,10 @@ import torch
 from pragma_core import Category, load_task, load_tasks, task_namespace, task_program
 from pragma_core.errors import SizeOverrideError, TaskError
 from pragma_core.tasks import (
-    apply_sizes, find_task_files, parse_size_assignments, size_constants,
+    apply_sizes,
+    find_task_files,
+    parse_size_assignments,
+    size_constants,
 )
 
 GOOD = '''\
@@ -152,11 +155,13 @@ def test_unknown_size_name_is_a_clear_error(tmp_path):
 
 @pytest.mark.parametrize(
     "name, value, expected",
-    [("batch_size", "abc", "batch_size is an int constant; give a number such as batch_size=16"),
-     ("batch_size", "2.5", "int constant"),
-     ("batch_size", 2.5, "give a whole number"),
-     ("scale", "half", "scale is a float constant"),
-     ("scale", True, "not a boolean")],
+    [
+        ("batch_size", "abc", "batch_size is an int constant; give a number such as batch_size=16"),
+        ("batch_size", "2.5", "int constant"),
+        ("batch_size", 2.5, "give a whole number"),
+        ("scale", "half", "scale is a float constant"),
+        ("scale", True, "not a boolean"),
+    ],
 )
 def test_bad_size_values_are_clear_errors(tmp_path, name, value, expected):
     with pytest.raises(SizeOverrideError, match=expected):
@@ -220,9 +225,11 @@ def test_get_inputs_raising_names_the_error_and_line(tmp_path):
 
 @pytest.mark.parametrize(
     "returned, expected",
-    [("[torch.rand(2, 2), 3]", "item 1 is a int"),
-     ("torch.rand(2, 2)", "returned a Tensor; it must return a list of tensors"),
-     ("['x']", "item 0 is a str")],
+    [
+        ("[torch.rand(2, 2), 3]", "item 1 is a int"),
+        ("torch.rand(2, 2)", "returned a Tensor; it must return a list of tensors"),
+        ("['x']", "item 0 is a str"),
+    ],
 )
 def test_get_inputs_must_return_tensors(tmp_path, returned, expected):
     source = GOOD.replace("[torch.rand(batch_size, dim)]", returned)
@@ -244,9 +251,7 @@ def test_module_level_error_and_forward_error(tmp_path):
 
 
 def test_a_task_that_needs_real_values_is_traced_on_the_cpu(tmp_path):
-    source = GOOD.replace(
-        "return torch.relu(x) * self.scale", "return torch.relu(x) * float(x.abs().max().item())"
-    )
+    source = GOOD.replace("return torch.relu(x) * self.scale", "return torch.relu(x) * float(x.abs().max().item())")
     task = load_task(write(tmp_path, source))
     assert task.analysis.traced_on == "cpu"
     assert task.analysis.ops["relu"] == 1 and task.analysis.ops["_local_scalar_dense"] == 1

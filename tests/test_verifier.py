@@ -11,8 +11,7 @@ from pathlib import Path
 import pytest
 
 from pragma_core import Candidate, VerdictStatus, load_task
-from pragma_core.verifier import CHECKS, VerifySettings, verify
-from pragma_core.verifier import verification
+from pragma_core.verifier import CHECKS, VerifySettings, verification, verify
 
 from .conftest import EXAMPLES, REPO
 
@@ -176,12 +175,19 @@ def test_the_dram_floor_is_not_enforced_when_the_data_stays_in_cache(monkeypatch
 def test_low_magnitude_task_gets_the_whole_output_check(tmp_path):
     """Outputs around 1e-6: zeros would pass atol=1e-4, so the preflight tightens the check."""
     task_file = tmp_path / "1_TinyScale.py"
-    task_file.write_text(GELU.read_text().replace(
-        'return nn.functional.gelu(x, approximate="tanh")', 'return nn.functional.gelu(x, approximate="tanh") * 1e-6'
-    ) if 'return nn.functional.gelu(x, approximate="tanh")' in GELU.read_text() else "")
+    task_file.write_text(
+        GELU.read_text().replace(
+            'return nn.functional.gelu(x, approximate="tanh")',
+            'return nn.functional.gelu(x, approximate="tanh") * 1e-6',
+        )
+        if 'return nn.functional.gelu(x, approximate="tanh")' in GELU.read_text()
+        else ""
+    )
     assert task_file.read_text(), "the GELU example changed; update this test"
-    zeros = (CANDIDATES / "cheat_unwritten_output.py").read_text().replace(
-        "lib_noop.touch(out, out.numel())", "lib_noop.touch(out, out.numel())\n        out.zero_()"
+    zeros = (
+        (CANDIDATES / "cheat_unwritten_output.py")
+        .read_text()
+        .replace("lib_noop.touch(out, out.numel())", "lib_noop.touch(out, out.numel())\n        out.zero_()")
     )
     verdict = verify(load_task(task_file, SMALL), zeros, QUICK)
     assert verdict.status is VerdictStatus.WRONG_OUTPUT, verdict.message
@@ -192,14 +198,14 @@ def test_low_magnitude_task_gets_the_whole_output_check(tmp_path):
 
 
 def test_several_kernels_own_scratch_and_in_place_work_pass():
-    verdict = check("honest_layernorm_two_kernels", EXAMPLES / "level1" / "4_LayerNorm.py",
-                    {"batch_size": 16, "dim": 512})
+    verdict = check(
+        "honest_layernorm_two_kernels", EXAMPLES / "level1" / "4_LayerNorm.py", {"batch_size": 16, "dim": 512}
+    )
     assert verdict.status is VerdictStatus.CORRECT, verdict.message
 
 
 def test_pybind11_module_with_openmp_passes():
-    verdict = check("honest_softmax_pybind11", EXAMPLES / "level1" / "3_Softmax.py",
-                    {"batch_size": 16, "dim": 512})
+    verdict = check("honest_softmax_pybind11", EXAMPLES / "level1" / "3_Softmax.py", {"batch_size": 16, "dim": 512})
     assert verdict.status is VerdictStatus.CORRECT, verdict.message
 
 
@@ -225,15 +231,23 @@ def test_cli_verify_prints_a_table_and_exit_codes(tmp_path):
     base = [str(script), "verify", str(GELU)]
     sizes = ["--set", "batch_size=32", "--set", "dim=1024", "--reps", "5", "--warmup", "1"]
     env = {"PRAGMA_CACHE_DIR": str(tmp_path / "cache"), "PATH": "/usr/bin:/bin"}
-    good = subprocess.run(base + [str(FAST_GELU), *sizes], capture_output=True,
-                          text=True, env=env, cwd=REPO, timeout=300)
+    good = subprocess.run(
+        base + [str(FAST_GELU), *sizes], capture_output=True, text=True, env=env, cwd=REPO, timeout=300
+    )
     assert good.returncode == 0, good.stderr
     assert "correct" in good.stdout and "speedup" in good.stdout
-    bad = subprocess.run(base + [str(CANDIDATES / "gelu_segfault.py"), *sizes, "--json"], capture_output=True,
-                         text=True, env=env, cwd=REPO, timeout=300)
+    bad = subprocess.run(
+        base + [str(CANDIDATES / "gelu_segfault.py"), *sizes, "--json"],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=REPO,
+        timeout=300,
+    )
     assert bad.returncode == 1 and '"status": "crashed"' in bad.stdout
-    missing = subprocess.run(base + [str(tmp_path / "nope.py")], capture_output=True, text=True, env=env,
-                             cwd=REPO, timeout=300)
+    missing = subprocess.run(
+        base + [str(tmp_path / "nope.py")], capture_output=True, text=True, env=env, cwd=REPO, timeout=300
+    )
     assert missing.returncode == 2 and missing.stderr.strip().endswith("nope.py: no such candidate file")
 
 

@@ -1,8 +1,10 @@
 """GELU (tanh) on the fast path: one fused OpenMP loop, vectorized through libmvec's expf.
 
 0.5 * v * (1 + tanh(y)) equals v / (1 + exp(-2y)), which gcc vectorizes with -ffast-math."""
+
 import torch
 import torch.nn as nn
+
 from pragma_core.native import load_library
 
 SOURCE = r"""

@@ -89,8 +89,11 @@ class BuildResult:
 def coverage_of(compendium: Compendium, default_metrics: Sequence[str]) -> Coverage:
     """The default metrics that resolve in the compendium (name or alias, as lookup resolves)."""
     found = lookup(default_metrics, compendia={compendium.profiler: compendium})
-    return Coverage(profiler=compendium.profiler, covered=tuple(m for m in default_metrics if m in found),
-                    missing=tuple(m for m in default_metrics if m not in found))
+    return Coverage(
+        profiler=compendium.profiler,
+        covered=tuple(m for m in default_metrics if m in found),
+        missing=tuple(m for m in default_metrics if m not in found),
+    )
 
 
 def _sources(profilers: Mapping[str, Profiler], urls: Sequence[str]) -> dict[str, list[str]]:
@@ -98,43 +101,63 @@ def _sources(profilers: Mapping[str, Profiler], urls: Sequence[str]) -> dict[str
     for item in urls:
         name, sep, url = item.partition("=")
         if not sep or name not in sources or not url.startswith(("http://", "https://")):
-            raise PragmaError(f"--url {item!r}: expected PROFILER=URL with one of "
-                              f"{', '.join(sorted(sources))}, e.g. perf=https://perfwiki.github.io/main/")
+            raise PragmaError(
+                f"--url {item!r}: expected PROFILER=URL with one of "
+                f"{', '.join(sorted(sources))}, e.g. perf=https://perfwiki.github.io/main/"
+            )
         sources[name].append(url)
     return sources
 
 
-def _pages(settings: BuildSettings, sources: Mapping[str, Sequence[str]], progress: Progress) -> tuple[list[Page], dict]:
+def _pages(
+    settings: BuildSettings, sources: Mapping[str, Sequence[str]], progress: Progress
+) -> tuple[list[Page], dict]:
     if settings.offline_mirror is not None:
         from .mirror import read_mirror
 
         if not settings.offline_mirror.is_dir():
-            raise PragmaError(f"--offline-mirror {settings.offline_mirror}: no such folder; give the folder "
-                              "holding one sub-folder of documentation per tool")
+            raise PragmaError(
+                f"--offline-mirror {settings.offline_mirror}: no such folder; give the folder "
+                "holding one sub-folder of documentation per tool"
+            )
         selection = read_mirror(settings.offline_mirror, sources, folders=settings.folders)
         if not selection.pages:
-            raise PragmaError(f"--offline-mirror {settings.offline_mirror}: no page there belongs to a profiler "
-                              f"plugin ({', '.join(sorted(sources))}); name the folders with --folder DIR=PROFILER")
+            raise PragmaError(
+                f"--offline-mirror {settings.offline_mirror}: no page there belongs to a profiler "
+                f"plugin ({', '.join(sorted(sources))}); name the folders with --folder DIR=PROFILER"
+            )
         return list(selection.pages), dict(selection.skipped)
     from .crawl import CrawlSettings, crawl
 
     starts = {url: profiler for profiler, urls in sources.items() for url in urls}
     done = itertools.count(1)
-    result = crawl(list(starts), starts, cache_dir=settings.out_dir / "http-cache",
-                   settings=CrawlSettings(max_depth=settings.max_depth, max_pages=settings.max_pages,
-                                          rate_limit_s=settings.rate_limit_s),
-                   on_page=lambda page: progress("crawl", next(done), settings.max_pages))
+    result = crawl(
+        list(starts),
+        starts,
+        cache_dir=settings.out_dir / "http-cache",
+        settings=CrawlSettings(
+            max_depth=settings.max_depth, max_pages=settings.max_pages, rate_limit_s=settings.rate_limit_s
+        ),
+        on_page=lambda page: progress("crawl", next(done), settings.max_pages),
+    )
     return list(result.pages), {issue.url: issue.reason for issue in (*result.errors, *result.skipped)}
 
 
-def build(settings: BuildSettings, profilers: Mapping[str, Profiler], *, provider: LLMProvider | None = None,
-          progress: Progress = lambda step, done, total: None) -> BuildResult:
+def build(
+    settings: BuildSettings,
+    profilers: Mapping[str, Profiler],
+    *,
+    provider: LLMProvider | None = None,
+    progress: Progress = lambda step, done, total: None,
+) -> BuildResult:
     """Build the compendium of ``profilers`` (name -> record) into ``settings.out_dir``."""
     chosen = {name: p for name, p in profilers.items() if not settings.profilers or name in settings.profilers}
     unknown = sorted(set(settings.profilers) - set(profilers))
     if unknown or not chosen:
-        raise PragmaError(f"no installed profiler plugin named {', '.join(unknown) or 'any'}; installed: "
-                          f"{', '.join(sorted(profilers)) or 'none'} (see `pragma plugins`)")
+        raise PragmaError(
+            f"no installed profiler plugin named {', '.join(unknown) or 'any'}; installed: "
+            f"{', '.join(sorted(profilers)) or 'none'} (see `pragma plugins`)"
+        )
     if settings.model and provider is None:
         raise PragmaError("a model was given but no LLM provider to call it; use the litellm provider")
     pages, skipped = _pages(settings, _sources(chosen, settings.urls), progress)
@@ -156,12 +179,16 @@ def build(settings: BuildSettings, profilers: Mapping[str, Profiler], *, provide
 
     report, compendia = MergeReport(), {}
     for name, profiler in chosen.items():
-        compendium = merge_stage1(name, _of(stage1, name), formulas=profiler.formulas,
-                                  preferred=profiler.default_metrics, report=report)
+        compendium = merge_stage1(
+            name, _of(stage1, name), formulas=profiler.formulas, preferred=profiler.default_metrics, report=report
+        )
         if stages is not None:
             batches, done = stages.batches(compendium), itertools.count(1)
-            compendium = stages.stage2(compendium, _of(stage1, name),
-                                       on_batch=lambda: progress(f"stage 2 {name}", next(done), batches))
+            compendium = stages.stage2(
+                compendium,
+                _of(stage1, name),
+                on_batch=lambda name=name, done=done, batches=batches: progress(f"stage 2 {name}", next(done), batches),
+            )
         if compendium.metrics or compendium.guides:
             compendia[name] = compendium
         progress("stage 2", len(compendia), len(chosen))
@@ -170,22 +197,35 @@ def build(settings: BuildSettings, profilers: Mapping[str, Profiler], *, provide
     for name, compendium in compendia.items():
         write_compendium(out / f"{name}.json", compendium)
         atomic_write_text(out / f"{name}.md", render_markdown(compendium))
-    coverage = {name: coverage_of(compendia[name], chosen[name].default_metrics) if name in compendia
-                else Coverage(profiler=name, covered=(), missing=chosen[name].default_metrics) for name in chosen}
+    coverage = {
+        name: coverage_of(compendia[name], chosen[name].default_metrics)
+        if name in compendia
+        else Coverage(profiler=name, covered=(), missing=chosen[name].default_metrics)
+        for name in chosen
+    }
     sync = None
     if settings.index:
         index = KnowledgeIndex(settings.out_dir / "index")
         sync = index.sync(compendia.values(), on_progress=lambda done, total: progress("embed", done, total))
-    result = BuildResult(compendia=compendia, coverage=coverage, pages=len(pages), chunks=len(chunks),
-                         skipped=skipped, undocumented=report.undocumented,
-                         model_failures=len(stages.failures) if stages else 0, sync=sync)
+    result = BuildResult(
+        compendia=compendia,
+        coverage=coverage,
+        pages=len(pages),
+        chunks=len(chunks),
+        skipped=skipped,
+        undocumented=report.undocumented,
+        model_failures=len(stages.failures) if stages else 0,
+        sync=sync,
+    )
     atomic_write_text(settings.out_dir / "build-report.json", json.dumps(_report(result, settings), indent=1) + "\n")
     return result
 
 
 def _of(stage1: Stage1, profiler: str) -> Stage1:
-    return Stage1(notes=[n for n in stage1.notes if n.profiler == profiler],
-                  guides=[g for g in stage1.guides if g.profiler == profiler])
+    return Stage1(
+        notes=[n for n in stage1.notes if n.profiler == profiler],
+        guides=[g for g in stage1.guides if g.profiler == profiler],
+    )
 
 
 def _report(result: BuildResult, settings: BuildSettings) -> dict:
@@ -201,7 +241,8 @@ def _report(result: BuildResult, settings: BuildSettings) -> dict:
                 "default_coverage": round(result.coverage[name].share, 4),
                 "default_missing": list(result.coverage[name].missing),
                 "undocumented": result.undocumented.get(name, [])[:200],
-            } for name, compendium in result.compendia.items()
+            }
+            for name, compendium in result.compendia.items()
         },
         "model_failures": result.model_failures,
         "embedded": result.sync.embedded if result.sync else None,

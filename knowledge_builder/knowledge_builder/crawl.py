@@ -35,11 +35,45 @@ USER_AGENT = "pragma-knowledge-builder/0.1"
 _REDIRECTS = frozenset((301, 302, 303, 307, 308))
 _MAX_REDIRECTS = 5
 _MAX_CRAWL_DELAY_S = 60.0
-_ASSET_EXTENSIONS = frozenset((
-    ".png", ".jpg", ".jpeg", ".gif", ".svg", ".ico", ".webp", ".bmp", ".pdf", ".zip", ".gz", ".tgz",
-    ".bz2", ".xz", ".tar", ".whl", ".css", ".js", ".mjs", ".map", ".woff", ".woff2", ".ttf", ".eot",
-    ".mp4", ".webm", ".mp3", ".ogg", ".exe", ".dmg", ".deb", ".rpm", ".bin", ".so", ".ipynb",
-))
+_ASSET_EXTENSIONS = frozenset(
+    (
+        ".png",
+        ".jpg",
+        ".jpeg",
+        ".gif",
+        ".svg",
+        ".ico",
+        ".webp",
+        ".bmp",
+        ".pdf",
+        ".zip",
+        ".gz",
+        ".tgz",
+        ".bz2",
+        ".xz",
+        ".tar",
+        ".whl",
+        ".css",
+        ".js",
+        ".mjs",
+        ".map",
+        ".woff",
+        ".woff2",
+        ".ttf",
+        ".eot",
+        ".mp4",
+        ".webm",
+        ".mp3",
+        ".ogg",
+        ".exe",
+        ".dmg",
+        ".deb",
+        ".rpm",
+        ".bin",
+        ".so",
+        ".ipynb",
+    )
+)
 _META_CHARSET = re.compile(rb"""<meta[^>]+charset\s*=\s*["']?([A-Za-z0-9_.:-]+)""", re.I)
 
 
@@ -126,7 +160,11 @@ def crawl(
     client = client if client is not None else httpx.Client()
     try:
         crawler = _Crawler(
-            settings or CrawlSettings(), HttpCache(cache_dir), client, clock=clock, sleep=sleep,
+            settings or CrawlSettings(),
+            HttpCache(cache_dir),
+            client,
+            clock=clock,
+            sleep=sleep,
         )
         return crawler.run([(url, profiler(url)) for url in start_urls], on_page)
     finally:
@@ -166,8 +204,15 @@ class _TooLarge(Exception):
 class _Crawler:
     """One crawl's state: the queue's bookkeeping, each host's robots.txt and last request time."""
 
-    def __init__(self, settings: CrawlSettings, cache: HttpCache, client: httpx.Client, *,
-                 clock: Callable[[], float], sleep: Callable[[float], None]) -> None:
+    def __init__(
+        self,
+        settings: CrawlSettings,
+        cache: HttpCache,
+        client: httpx.Client,
+        *,
+        clock: Callable[[], float],
+        sleep: Callable[[float], None],
+    ) -> None:
         self._settings = settings
         self._cache = cache
         self._client = client
@@ -213,8 +258,9 @@ class _Crawler:
         if fmt is None:
             self._skipped.append(CrawlIssue(response.url, f"no reader for content type {response.content_type!r}"))
             return None
-        return Page(url=response.url, profiler=visit.profiler, format=fmt,
-                    text=_decode(response.body, response.content_type))
+        return Page(
+            url=response.url, profiler=visit.profiler, format=fmt, text=_decode(response.body, response.content_type)
+        )
 
     def _fetch_page(self, visit: _Visit) -> _Response | None:
         """The page's 200 response after redirects, or None: with the reason recorded, or silently
@@ -304,10 +350,14 @@ class _Crawler:
         try:
             if response.status_code == 304 and cached is not None:
                 self._stats.not_modified += 1
-                self._cache.put(attrs.evolve(
-                    cached, fetched_at=time.time(), etag=response.headers.get("etag", cached.etag),
-                    last_modified=response.headers.get("last-modified", cached.last_modified),
-                ))
+                self._cache.put(
+                    attrs.evolve(
+                        cached,
+                        fetched_at=time.time(),
+                        etag=response.headers.get("etag", cached.etag),
+                        last_modified=response.headers.get("last-modified", cached.last_modified),
+                    )
+                )
                 return _Response(url, 200, cached.body, cached.content_type)
             if response.status_code != 200:
                 return _Response(url, response.status_code, location=response.headers.get("location", ""))
@@ -315,10 +365,16 @@ class _Crawler:
             content_type = response.headers.get("content-type", "")
             self._stats.fetched += 1
             self._stats.bytes_fetched += len(body)
-            self._cache.put(CachedResponse(
-                url=url, body=body, content_type=content_type, etag=response.headers.get("etag", ""),
-                last_modified=response.headers.get("last-modified", ""), fetched_at=time.time(),
-            ))
+            self._cache.put(
+                CachedResponse(
+                    url=url,
+                    body=body,
+                    content_type=content_type,
+                    etag=response.headers.get("etag", ""),
+                    last_modified=response.headers.get("last-modified", ""),
+                    fetched_at=time.time(),
+                )
+            )
             return _Response(url, 200, body, content_type)
         finally:
             response.close()
@@ -377,7 +433,7 @@ def _origin(url: str) -> str:
 
 def _is_asset(url: str) -> bool:
     name = urlsplit(url).path.rsplit("/", 1)[-1].lower()
-    return "." in name and name[name.rindex("."):] in _ASSET_EXTENSIONS
+    return "." in name and name[name.rindex(".") :] in _ASSET_EXTENSIONS
 
 
 def _decode(body: bytes, content_type: str) -> str:

@@ -64,8 +64,11 @@ class HttpCache:
             if header.get("url") != url or header.get("size") != len(body):
                 return None
             return CachedResponse(
-                url=url, body=body, content_type=str(header.get("content_type", "")),
-                etag=str(header.get("etag", "")), last_modified=str(header.get("last_modified", "")),
+                url=url,
+                body=body,
+                content_type=str(header.get("content_type", "")),
+                etag=str(header.get("etag", "")),
+                last_modified=str(header.get("last_modified", "")),
                 fetched_at=float(header.get("fetched_at", 0.0)),
             )
         except (OSError, ValueError, TypeError, AttributeError):
@@ -74,8 +77,11 @@ class HttpCache:
     def put(self, response: CachedResponse) -> None:
         """Store ``response``, replacing the URL's previous one atomically."""
         header = {
-            "url": response.url, "content_type": response.content_type, "etag": response.etag,
-            "last_modified": response.last_modified, "fetched_at": response.fetched_at,
+            "url": response.url,
+            "content_type": response.content_type,
+            "etag": response.etag,
+            "last_modified": response.last_modified,
+            "fetched_at": response.fetched_at,
             "size": len(response.body),
         }
         self.directory.mkdir(parents=True, exist_ok=True)

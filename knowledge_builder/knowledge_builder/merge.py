@@ -67,7 +67,7 @@ class _Groups:
 
 def _clip(text: str, limit: int) -> str:
     text = " ".join(text.split())
-    return text if len(text) <= limit else text[:limit - 3].rstrip() + "..."
+    return text if len(text) <= limit else text[: limit - 3].rstrip() + "..."
 
 
 def _most_common(values: Iterable[str]) -> str:
@@ -149,8 +149,14 @@ def _canonical(names: Iterable[str], counts: Counter, preferred: set[str]) -> st
     return min(names, key=lambda n: (n not in preferred, any(c.isspace() for c in n), -counts[n], n))
 
 
-def merge_stage1(profiler: str, stage1: Stage1, *, formulas: Mapping[str, str] | None = None,
-                 preferred: Iterable[str] = (), report: MergeReport | None = None) -> Compendium:
+def merge_stage1(
+    profiler: str,
+    stage1: Stage1,
+    *,
+    formulas: Mapping[str, str] | None = None,
+    preferred: Iterable[str] = (),
+    report: MergeReport | None = None,
+) -> Compendium:
     """The compendium of one profiler from its stage-1 notes, glossary and the plugin's formulas."""
     notes = [note for note in stage1.notes if note.profiler == profiler]
     glossary = _glossary(notes)
@@ -196,9 +202,15 @@ def merge_stage1(profiler: str, stage1: Stage1, *, formulas: Mapping[str, str] |
         # the name and the first sentence say what a metric reveals; later sentences wander
         text = " ".join((name.replace("_", " "), opening(meaning, 160)))
         entries[name] = MetricEntry(
-            profiler=profiler, name=name, aliases=aliases, meaning=meaning, measured=measured,
-            bottleneck=terms_in(text), remedies=[r for note in group for r in note.remedies],
-            unit=origin.unit or _most_common(note.unit for note in group), source=origin.source,
+            profiler=profiler,
+            name=name,
+            aliases=aliases,
+            meaning=meaning,
+            measured=measured,
+            bottleneck=terms_in(text),
+            remedies=[r for note in group for r in note.remedies],
+            unit=origin.unit or _most_common(note.unit for note in group),
+            source=origin.source,
             built_by=origin.built_by,
         )
 
@@ -211,8 +223,9 @@ def merge_stage1(profiler: str, stage1: Stage1, *, formulas: Mapping[str, str] |
         entries[name] = _formula_entry(profiler, name, formula, known)
     if report is not None:
         report.undocumented[profiler] = sorted(n for n in undocumented if n not in entries)
-    return Compendium(profiler=profiler, metrics=tuple(entries.values()),
-                      guides=_unique(stage1.guides, profiler)).in_order()
+    return Compendium(
+        profiler=profiler, metrics=tuple(entries.values()), guides=_unique(stage1.guides, profiler)
+    ).in_order()
 
 
 def _adopt_spellings(entries: dict[str, MetricEntry], preferred: set[str], formulas: Mapping[str, str]) -> None:
@@ -227,8 +240,9 @@ def _adopt_spellings(entries: dict[str, MetricEntry], preferred: set[str], formu
         if target is None or spelling in entries[target].names:
             continue
         entry = entries[target]
-        entries[target] = attrs.evolve(entry, aliases=(*entry.aliases, spelling),
-                                       measured=entry.measured or formulas.get(spelling, ""))
+        entries[target] = attrs.evolve(
+            entry, aliases=(*entry.aliases, spelling), measured=entry.measured or formulas.get(spelling, "")
+        )
 
 
 def _formula_entry(profiler: str, name: str, formula: str, known: Mapping[str, MetricEntry]) -> MetricEntry:
@@ -243,8 +257,15 @@ def _formula_entry(profiler: str, name: str, formula: str, known: Mapping[str, M
     spoken = re.sub(r"(?<=[a-z])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])", " ", name).replace("_", " ")
     bottleneck = dict.fromkeys((*terms_in(spoken), *(t for term in terms for t in entry_of(term).bottleneck)))
     source = entry_of(terms[0]).source if terms else f"pragma-{profiler} (the plugin's formula)"
-    return MetricEntry(profiler=profiler, name=name, meaning=meaning, measured=formula,
-                       bottleneck=tuple(bottleneck), source=source, built_by="formula")
+    return MetricEntry(
+        profiler=profiler,
+        name=name,
+        meaning=meaning,
+        measured=formula,
+        bottleneck=tuple(bottleneck),
+        source=source,
+        built_by="formula",
+    )
 
 
 def _unique(guides: Iterable[GuideEntry], profiler: str) -> tuple[GuideEntry, ...]:

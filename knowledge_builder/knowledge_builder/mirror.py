@@ -69,8 +69,10 @@ def _recorded_origins(root: Path) -> dict[str, str]:
         embedded = _EMBEDDED_URL.search(origin)
         debian_linux = _DEBIAN_LINUX.match(origin)
         if debian_linux:  # the same file at the same release, where the kernel publishes it
-            origins[path] = ("https://git.kernel.org/pub/scm/linux/kernel/git/stable/linux.git/tree/"
-                             f"{debian_linux[2]}?h=v{debian_linux[1]}")
+            origins[path] = (
+                "https://git.kernel.org/pub/scm/linux/kernel/git/stable/linux.git/tree/"
+                f"{debian_linux[2]}?h=v{debian_linux[1]}"
+            )
         elif github:
             origins[path] = f"https://github.com/{github[1]}/blob/HEAD/{github[2]}"
         elif embedded:
@@ -78,8 +80,9 @@ def _recorded_origins(root: Path) -> dict[str, str]:
     return origins
 
 
-def _assign_folders(root: Path, stems: Mapping[str, Mapping[str, list[str]]], profilers: Sequence[str],
-                    overrides: Mapping[str, str]) -> dict[str, str]:
+def _assign_folders(
+    root: Path, stems: Mapping[str, Mapping[str, list[str]]], profilers: Sequence[str], overrides: Mapping[str, str]
+) -> dict[str, str]:
     folders = {}
     for folder in sorted(p for p in root.iterdir() if p.is_dir() and not p.name.startswith(".")):
         if folder.name in overrides:
@@ -96,8 +99,9 @@ def _assign_folders(root: Path, stems: Mapping[str, Mapping[str, list[str]]], pr
     return folders
 
 
-def read_mirror(root: Path, doc_sources: Mapping[str, Sequence[str]], *,
-                folders: Mapping[str, str] | None = None) -> MirrorSelection:
+def read_mirror(
+    root: Path, doc_sources: Mapping[str, Sequence[str]], *, folders: Mapping[str, str] | None = None
+) -> MirrorSelection:
     """Every readable page of the mirror at ``root``, for the profilers of ``doc_sources``
     (profiler name -> its doc source URLs)."""
     root = Path(root)
@@ -116,15 +120,28 @@ def read_mirror(root: Path, doc_sources: Mapping[str, Sequence[str]], *,
                 skipped[relative] = "no reader for this kind of file"
                 continue
             text = path.read_text(encoding="utf-8", errors="replace")
-            pages.append(Page(url=_address(relative, text, profiler, stems, origins, fmt), profiler=profiler,
-                              format=fmt, text=text, path=relative))
+            pages.append(
+                Page(
+                    url=_address(relative, text, profiler, stems, origins, fmt),
+                    profiler=profiler,
+                    format=fmt,
+                    text=text,
+                    path=relative,
+                )
+            )
     for folder in sorted(p.name for p in root.iterdir() if p.is_dir() and p.name not in assigned):
         skipped[folder + "/"] = "no profiler plugin names a page of this folder"
     return MirrorSelection(pages=tuple(pages), folders=assigned, skipped=skipped)
 
 
-def _address(relative: str, text: str, profiler: str, stems: Mapping[str, Mapping[str, list[str]]],
-             origins: Mapping[str, str], fmt: str) -> str:
+def _address(
+    relative: str,
+    text: str,
+    profiler: str,
+    stems: Mapping[str, Mapping[str, list[str]]],
+    origins: Mapping[str, str],
+    fmt: str,
+) -> str:
     urls = stems.get(url_stem(relative), {}).get(profiler, [])
     if urls:
         same_kind = [url for url in urls if format_of(url) == fmt]

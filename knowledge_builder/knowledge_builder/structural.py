@@ -39,7 +39,7 @@ def opening(text: str, limit: int) -> str:
         if len(taken) + len(sentence) + 1 > limit:
             break
         taken = f"{taken} {sentence}".strip()
-    return taken or text[:limit - 3].rstrip() + "..."
+    return taken or text[: limit - 3].rstrip() + "..."
 
 
 def structural_stage1(chunks: Iterable[Chunk]) -> Stage1:
@@ -48,15 +48,30 @@ def structural_stage1(chunks: Iterable[Chunk]) -> Stage1:
     guides: list[GuideEntry] = []
     for chunk in chunks:
         for definition in chunk.definitions:
-            notes.append(MetricNote(
-                profiler=chunk.profiler, name=definition.term.strip(), aliases=definition.aliases,
-                meaning=opening(definition.text, MEANING_CHARS), measured=" ".join(definition.measured.split()),
-                unit=definition.unit, context=definition.context or chunk.topic, source=chunk.source,
-                built_by="structural", glossary=definition.role == "glossary",
-            ))
+            notes.append(
+                MetricNote(
+                    profiler=chunk.profiler,
+                    name=definition.term.strip(),
+                    aliases=definition.aliases,
+                    meaning=opening(definition.text, MEANING_CHARS),
+                    measured=" ".join(definition.measured.split()),
+                    unit=definition.unit,
+                    context=definition.context or chunk.topic,
+                    source=chunk.source,
+                    built_by="structural",
+                    glossary=definition.role == "glossary",
+                )
+            )
         if chunk.kind == "prose":
             text = opening(chunk.text, GUIDE_CHARS)
             if len(text) >= _MIN_GUIDE_CHARS:
-                guides.append(GuideEntry(profiler=chunk.profiler, topic=chunk.topic, text=text,
-                                         source=chunk.source, built_by="structural"))
+                guides.append(
+                    GuideEntry(
+                        profiler=chunk.profiler,
+                        topic=chunk.topic,
+                        text=text,
+                        source=chunk.source,
+                        built_by="structural",
+                    )
+                )
     return Stage1(notes=notes, guides=guides)

@@ -91,31 +91,46 @@ class ModelStages:
     def _chunk(self, chunk: Chunk) -> Stage1:
         if len(chunk.definitions) > MAX_MODEL_DEFINITIONS:
             return structural_stage1([chunk])
-        prompt = (f"Profiler: {chunk.profiler}\nSource: {chunk.source}\nSection: {chunk.topic}\n\n"
-                  f"{chunk.text[:_CHUNK_CHARS]}")
+        prompt = (
+            f"Profiler: {chunk.profiler}\nSource: {chunk.source}\nSection: {chunk.topic}\n\n{chunk.text[:_CHUNK_CHARS]}"
+        )
         reply = self._ask(_STAGE1_SYSTEM, prompt)
         if reply is None:
             return structural_stage1([chunk])
         notes = [note for item in reply.get("metrics", []) if (note := self._note(item, chunk)) is not None]
-        guides = [GuideEntry(profiler=chunk.profiler, topic=str(item.get("topic") or chunk.topic).strip(),
-                             text=opening(str(item.get("text", "")), GUIDE_CHARS), source=chunk.source,
-                             built_by=self.built_by)
-                  for item in reply.get("guides", [])[:2]
-                  if isinstance(item, dict) and str(item.get("text", "")).strip()]
+        guides = [
+            GuideEntry(
+                profiler=chunk.profiler,
+                topic=str(item.get("topic") or chunk.topic).strip(),
+                text=opening(str(item.get("text", "")), GUIDE_CHARS),
+                source=chunk.source,
+                built_by=self.built_by,
+            )
+            for item in reply.get("guides", [])[:2]
+            if isinstance(item, dict) and str(item.get("text", "")).strip()
+        ]
         # the model reads tables too, but a definition it left out is still a documented metric
         named = {note.name for note in notes}
-        kept = structural_stage1([attrs.evolve(chunk, kind="definitions", definitions=[
-            d for d in chunk.definitions if d.term not in named])]).notes
+        kept = structural_stage1(
+            [attrs.evolve(chunk, kind="definitions", definitions=[d for d in chunk.definitions if d.term not in named])]
+        ).notes
         return Stage1(notes=[*notes, *kept], guides=guides)
 
     def _note(self, item: object, chunk: Chunk) -> MetricNote | None:
         if not isinstance(item, dict) or not str(item.get("name", "")).strip():
             return None
         return MetricNote(
-            profiler=chunk.profiler, name=str(item["name"]).strip(), aliases=_strings(item.get("aliases")),
-            meaning=opening(str(item.get("meaning", "")), MEANING_CHARS), measured=str(item.get("measured", "")),
-            bottleneck=_vocabulary(_strings(item.get("bottleneck"))), remedies=_strings(item.get("remedies"))[:4],
-            unit=str(item.get("unit", "")), context=chunk.topic, source=chunk.source, built_by=self.built_by,
+            profiler=chunk.profiler,
+            name=str(item["name"]).strip(),
+            aliases=_strings(item.get("aliases")),
+            meaning=opening(str(item.get("meaning", "")), MEANING_CHARS),
+            measured=str(item.get("measured", "")),
+            bottleneck=_vocabulary(_strings(item.get("bottleneck"))),
+            remedies=_strings(item.get("remedies"))[:4],
+            unit=str(item.get("unit", "")),
+            context=chunk.topic,
+            source=chunk.source,
+            built_by=self.built_by,
         )
 
     # -- stage 2 ------------------------------------------------------------------------------
@@ -128,7 +143,7 @@ class ModelStages:
         refined: dict[str, MetricEntry] = {}
         entries = list(merged.metrics)
         for start in range(0, len(entries), STAGE2_BATCH):
-            batch = entries[start:start + STAGE2_BATCH]
+            batch = entries[start : start + STAGE2_BATCH]
             refined.update(self._batch(batch, notes_of))
             on_batch()
         return attrs.evolve(merged, metrics=[refined.get(entry.name, entry) for entry in merged.metrics])
@@ -140,10 +155,24 @@ class ModelStages:
         payload = []
         for entry in batch:
             notes = [n for name in entry.names for n in notes_of.get(name, [])][:6]
-            payload.append({"name": entry.name, "aliases": list(entry.aliases), "unit": entry.unit,
-                            "notes": [{"meaning": n.meaning, "measured": n.measured, "source": n.source,
-                                       "bottleneck": list(n.bottleneck), "remedies": list(n.remedies)}
-                                      for n in notes] or [{"meaning": entry.meaning, "measured": entry.measured}]})
+            payload.append(
+                {
+                    "name": entry.name,
+                    "aliases": list(entry.aliases),
+                    "unit": entry.unit,
+                    "notes": [
+                        {
+                            "meaning": n.meaning,
+                            "measured": n.measured,
+                            "source": n.source,
+                            "bottleneck": list(n.bottleneck),
+                            "remedies": list(n.remedies),
+                        }
+                        for n in notes
+                    ]
+                    or [{"meaning": entry.meaning, "measured": entry.measured}],
+                }
+            )
         reply = self._ask(_STAGE2_SYSTEM, json.dumps({"profiler": batch[0].profiler, "metrics": payload}, indent=1))
         if reply is None:
             return {}
@@ -158,10 +187,15 @@ class ModelStages:
                 continue
             bottleneck = _vocabulary(_strings(item.get("bottleneck"))) or terms_in(f"{entry.name} {meaning}")
             refined[entry.name] = attrs.evolve(
-                entry, meaning=meaning, measured=str(item.get("measured") or entry.measured),
+                entry,
+                meaning=meaning,
+                measured=str(item.get("measured") or entry.measured),
                 aliases=sorted(set(entry.aliases) | set(_strings(item.get("aliases"))) - {entry.name}),
-                bottleneck=bottleneck, remedies=_strings(item.get("remedies"))[:4] or entry.remedies,
-                unit=str(item.get("unit") or entry.unit), built_by=self.built_by)
+                bottleneck=bottleneck,
+                remedies=_strings(item.get("remedies"))[:4] or entry.remedies,
+                unit=str(item.get("unit") or entry.unit),
+                built_by=self.built_by,
+            )
         return refined
 
     # -- the model ----------------------------------------------------------------------------
@@ -172,8 +206,11 @@ class ModelStages:
         if cached.is_file():
             text = json.loads(cached.read_text(encoding="utf-8"))["reply"]
         else:
-            request = CompletionRequest(role=AgentRole.SUMMARIZER, model=self.model, messages=(
-                ChatMessage(role="system", content=system), ChatMessage(role="user", content=prompt)))
+            request = CompletionRequest(
+                role=AgentRole.SUMMARIZER,
+                model=self.model,
+                messages=(ChatMessage(role="system", content=system), ChatMessage(role="user", content=prompt)),
+            )
             text = self.provider.complete(request).text
         parsed = _json_object(text)
         if parsed is None:
@@ -190,7 +227,7 @@ def _json_object(text: str) -> dict | None:
     candidates = [fenced.group(1)] if fenced else []
     start, end = text.find("{"), text.rfind("}")
     if start != -1 and end > start:
-        candidates.append(text[start:end + 1])
+        candidates.append(text[start : end + 1])
     for candidate in candidates:
         try:
             value = json.loads(candidate)

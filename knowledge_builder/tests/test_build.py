@@ -9,10 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from knowledge_builder.build import BuildSettings, build
 from pragma_core.knowledge import packaged_compendia, read_compendium
 from pragma_core.plugins import get_registry
-
-from knowledge_builder.build import BuildSettings, build
 
 PRAGMA_KB = str(Path(sys.executable).with_name("pragma-kb"))
 
@@ -35,8 +34,18 @@ def test_an_offline_build_documents_the_default_metrics_of_every_plugin(offline_
     # the mirror's perf pages describe no generic event (cycles, cache-misses, task-clock ...): those
     # are defined in perf_event_open(2), which an online build crawls and the mirror lacks
     assert set(result.coverage["perf"].missing) == {
-        "cycles", "cache-references", "cache-misses", "branches", "branch-misses", "L1-dcache-loads",
-        "L1-dcache-load-misses", "task-clock", "page-faults", "context-switches", "cpu-migrations"}
+        "cycles",
+        "cache-references",
+        "cache-misses",
+        "branches",
+        "branch-misses",
+        "L1-dcache-loads",
+        "L1-dcache-load-misses",
+        "task-clock",
+        "page-faults",
+        "context-switches",
+        "cpu-migrations",
+    }
 
 
 def test_the_build_writes_json_markdown_and_a_report(offline_build):
@@ -66,28 +75,50 @@ def test_a_second_build_embeds_nothing(docs_mirror, tmp_path):
 
 
 def test_cli_build_and_stats(docs_mirror, tmp_path):
-    run = subprocess.run([PRAGMA_KB, "build", "--offline-mirror", str(docs_mirror), "--out", str(tmp_path / "kb"),
-                          "--profiler", "rocprof", "--no-index"], capture_output=True, text=True, timeout=600)
+    run = subprocess.run(
+        [
+            PRAGMA_KB,
+            "build",
+            "--offline-mirror",
+            str(docs_mirror),
+            "--out",
+            str(tmp_path / "kb"),
+            "--profiler",
+            "rocprof",
+            "--no-index",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert run.returncode == 0, run.stderr
     assert "rocprof" in run.stdout and "26/26 (100%)" in run.stdout
-    stats = subprocess.run([PRAGMA_KB, "stats", "--out", str(tmp_path / "kb")], capture_output=True, text=True,
-                           timeout=600)
+    stats = subprocess.run(
+        [PRAGMA_KB, "stats", "--out", str(tmp_path / "kb")], capture_output=True, text=True, timeout=600
+    )
     assert stats.returncode == 0 and "structural" in stats.stdout and "formula" in stats.stdout
 
 
-@pytest.mark.parametrize("args, message", [
-    (["--offline-mirror", "/no/such/folder"], "--offline-mirror /no/such/folder: no such folder"),
-    (["--profiler", "vtune"], "no installed profiler plugin named vtune"),
-    (["--url", "perf"], "--url 'perf': expected PROFILER=URL"),
-    (["--folder", "cachegrind"], "--folder 'cachegrind': expected DIR=PROFILER"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--offline-mirror", "/no/such/folder"], "--offline-mirror /no/such/folder: no such folder"),
+        (["--profiler", "vtune"], "no installed profiler plugin named vtune"),
+        (["--url", "perf"], "--url 'perf': expected PROFILER=URL"),
+        (["--folder", "cachegrind"], "--folder 'cachegrind': expected DIR=PROFILER"),
+    ],
+)
 def test_cli_bad_input_is_one_line_and_exit_2(docs_mirror, tmp_path, args, message):
     args = [a if a != "MIRROR" else str(docs_mirror) for a in args]
     if "--offline-mirror" not in args:
         args += ["--offline-mirror", str(docs_mirror)]
     (tmp_path / "kb").mkdir()
     (tmp_path / "kb" / "keep.txt").write_text("earlier work")
-    run = subprocess.run([PRAGMA_KB, "build", "--out", str(tmp_path / "kb"), "--no-index", *args],
-                         capture_output=True, text=True, timeout=600)
+    run = subprocess.run(
+        [PRAGMA_KB, "build", "--out", str(tmp_path / "kb"), "--no-index", *args],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert run.returncode == 2 and message in run.stderr and len(run.stderr.strip().splitlines()) == 1
     assert (tmp_path / "kb" / "keep.txt").read_text() == "earlier work"

@@ -97,8 +97,8 @@ def _md_inline(text: str) -> str:
 
 
 def _md_rows(md: str, heading: str) -> list[tuple[str, str]]:
-    section = md[md.index(heading):]
-    section = section[:section.index("\n### ", 1)]
+    section = md[md.index(heading) :]
+    section = section[: section.index("\n### ", 1)]
     return re.findall(r"^> (?:[A-Z][\w ]* )?`([^`]+)` \| (.*?)\s*$", section, re.M)
 
 
@@ -117,38 +117,63 @@ def _page(title: str, content: str) -> str:
 @pytest.fixture
 def site(tmp_path: Path, docs_mirror: Path):
     md = (docs_mirror / "ncu/docs/ProfilingGuide.md").read_text(encoding="utf-8")
-    intro = md[md.index("## 2.1. Introduction"):md.index("### 2.1.1.")]
+    intro = md[md.index("## 2.1. Introduction") : md.index("### 2.1.1.")]
     paragraphs = [block for block in intro.split("\n\n")[1:] if not block.lstrip().startswith("*")]
     root = tmp_path / "site"
     (root / "ncu").mkdir(parents=True)
     (root / "private").mkdir()
     (root / "perf").mkdir()
     (root / "robots.txt").write_text("User-agent: *\nDisallow: /private/\n")
-    table = "".join(f"<tr><td><code>{name}</code></td><td>{_md_inline(text)}</td></tr>"
-                    for name, text in _md_rows(md, "### 2.4.2. Launch Metrics"))
-    units = "".join(f"<tr><td><code>{name}</code></td><td>{_md_inline(text)}</td></tr>"
-                    for name, text in _md_rows(md, "### 2.3.4. Units"))
+    table = "".join(
+        f"<tr><td><code>{name}</code></td><td>{_md_inline(text)}</td></tr>"
+        for name, text in _md_rows(md, "### 2.4.2. Launch Metrics")
+    )
+    units = "".join(
+        f"<tr><td><code>{name}</code></td><td>{_md_inline(text)}</td></tr>"
+        for name, text in _md_rows(md, "### 2.3.4. Units")
+    )
     other = Site(tmp_path / "elsewhere")
     other_server = _serve(other)
-    links = " ".join((
-        '<a href="launch.html">Launch Metrics</a>', '<a href="units.html#units">Units</a>',
-        '<a href="units.html?highlight=lts">lts</a>', '<a href="old-launch.html">launch (old address)</a>',
-        '<a href="../private/notes.html">notes</a>', '<a href="missing.html">missing</a>',
-        '<a href="broken.html">broken</a>', '<a href="images/memory-chart.png">chart</a>',
-        f'<a href="{other.base}/ncu/index.html">mirror</a>', f'<a href="{NVIDIA_LINK}">Programming Model</a>',
-    ))
-    (root / "ncu/index.html").write_text(_page("Profiling Guide", (
-        '<h1>2.1. Introduction</h1>' + "".join(f"<p>{_md_inline(p)}</p>" for p in paragraphs) + f"<p>{links}</p>")))
-    (root / "ncu/launch.html").write_text(_page("Launch Metrics", (
-        f'<h2 id="launch-metrics">2.4.2. Launch Metrics</h2><table><caption>Launch Metrics</caption>{table}</table>'
-        '<p>See also <a href="deep.html">Occupancy Metrics</a>.</p>')))
+    links = " ".join(
+        (
+            '<a href="launch.html">Launch Metrics</a>',
+            '<a href="units.html#units">Units</a>',
+            '<a href="units.html?highlight=lts">lts</a>',
+            '<a href="old-launch.html">launch (old address)</a>',
+            '<a href="../private/notes.html">notes</a>',
+            '<a href="missing.html">missing</a>',
+            '<a href="broken.html">broken</a>',
+            '<a href="images/memory-chart.png">chart</a>',
+            f'<a href="{other.base}/ncu/index.html">mirror</a>',
+            f'<a href="{NVIDIA_LINK}">Programming Model</a>',
+        )
+    )
+    (root / "ncu/index.html").write_text(
+        _page(
+            "Profiling Guide",
+            ("<h1>2.1. Introduction</h1>" + "".join(f"<p>{_md_inline(p)}</p>" for p in paragraphs) + f"<p>{links}</p>"),
+        )
+    )
+    (root / "ncu/launch.html").write_text(
+        _page(
+            "Launch Metrics",
+            (
+                f'<h2 id="launch-metrics">2.4.2. Launch Metrics</h2><table><caption>Launch Metrics</caption>{table}</table>'
+                '<p>See also <a href="deep.html">Occupancy Metrics</a>.</p>'
+            ),
+        )
+    )
     (root / "ncu/units.html").write_text(_page("Units", f'<h2 id="units">2.3.4. Units</h2><table>{units}</table>'))
     (root / "ncu/deep.html").write_text(_page("Occupancy Metrics", "<h2>2.4.3. Occupancy Metrics</h2>"))
     (root / "ncu/nav-only.html").write_text(_page("Release Notes", "<h1>1. Release Notes</h1>"))
     (root / "private/notes.html").write_text(_page("Notes", "<h1>Notes</h1>"))
     (root / "perf/topdown.txt").write_bytes((docs_mirror / "perf/upstream/topdown.txt").read_bytes())
-    served = Site(root, redirects={"/ncu/start": "/ncu/index.html", "/ncu/old-launch.html": "/ncu/launch.html"},
-                  failures={"/ncu/broken.html": 500}, elsewhere=other)
+    served = Site(
+        root,
+        redirects={"/ncu/start": "/ncu/index.html", "/ncu/old-launch.html": "/ncu/launch.html"},
+        failures={"/ncu/broken.html": 500},
+        elsewhere=other,
+    )
     server = _serve(served)
     yield served
     for running in (server, other_server):
@@ -191,13 +216,27 @@ def _client(guard: RefusingTransport, **options) -> httpx.Client:
     return httpx.Client(transport=guard, mounts={"all://127.0.0.1": httpx.HTTPTransport()}, trust_env=False, **options)
 
 
-def _crawl(site: Site, guard: RefusingTransport, cache_dir: Path, clock: FakeClock | None = None, *,
-           client: httpx.Client | None = None, **settings):
+def _crawl(
+    site: Site,
+    guard: RefusingTransport,
+    cache_dir: Path,
+    clock: FakeClock | None = None,
+    *,
+    client: httpx.Client | None = None,
+    **settings,
+):
     clock = clock or FakeClock()
     starts = {f"{site.base}/ncu/start#metrics-reference": "ncu", f"{site.base}/perf/topdown.txt": "perf"}
     with client or _client(guard) as http:
-        return crawl(list(starts), starts, cache_dir=cache_dir, settings=CrawlSettings(**settings),
-                     client=http, clock=clock, sleep=clock.sleep)
+        return crawl(
+            list(starts),
+            starts,
+            cache_dir=cache_dir,
+            settings=CrawlSettings(**settings),
+            client=http,
+            clock=clock,
+            sleep=clock.sleep,
+        )
 
 
 # --- crawling ----------------------------------------------------------------------------------
@@ -206,8 +245,12 @@ def _crawl(site: Site, guard: RefusingTransport, cache_dir: Path, clock: FakeClo
 def test_crawl_follows_same_site_content_links_to_the_depth_limit(site, guard, tmp_path, docs_mirror):
     result = _crawl(site, guard, tmp_path / "cache", rate_limit_s=0.5)
     urls = [page.url for page in result.pages]
-    assert urls == [f"{site.base}/ncu/index.html", f"{site.base}/perf/topdown.txt",
-                    f"{site.base}/ncu/launch.html", f"{site.base}/ncu/units.html"]
+    assert urls == [
+        f"{site.base}/ncu/index.html",
+        f"{site.base}/perf/topdown.txt",
+        f"{site.base}/ncu/launch.html",
+        f"{site.base}/ncu/units.html",
+    ]
     requested = site.paths()
     assert "/ncu/deep.html" not in requested  # two links away with max_depth=1
     assert "/ncu/nav-only.html" not in requested  # linked from the navigation and the footer only
@@ -217,9 +260,12 @@ def test_crawl_follows_same_site_content_links_to_the_depth_limit(site, guard, t
     assert not site.elsewhere.requests and guard.refused == []  # off-site links are not followed
     assert all(headers["user-agent"] == USER_AGENT for _, headers in site.requests)
     assert {(issue.url, issue.reason) for issue in result.errors} == {
-        (f"{site.base}/ncu/missing.html", "HTTP 404"), (f"{site.base}/ncu/broken.html", "HTTP 500")}
+        (f"{site.base}/ncu/missing.html", "HTTP 404"),
+        (f"{site.base}/ncu/broken.html", "HTTP 500"),
+    }
     assert [(issue.url, issue.reason) for issue in result.skipped] == [
-        (f"{site.base}/private/notes.html", "disallowed by robots.txt")]
+        (f"{site.base}/private/notes.html", "disallowed by robots.txt")
+    ]
 
 
 def test_pages_carry_their_start_urls_profiler_format_and_text(site, guard, tmp_path, docs_mirror):
@@ -243,7 +289,12 @@ def test_a_second_crawl_revalidates_the_cache_and_transfers_no_body(site, guard,
     assert second.stats.fetched == 0 and second.stats.bytes_fetched == 0
     conditional = [path for path, headers in site.requests if "if-none-match" in headers]
     assert sorted(conditional) == [
-        "/ncu/index.html", "/ncu/launch.html", "/ncu/units.html", "/perf/topdown.txt", "/robots.txt"]
+        "/ncu/index.html",
+        "/ncu/launch.html",
+        "/ncu/units.html",
+        "/perf/topdown.txt",
+        "/robots.txt",
+    ]
 
 
 def test_a_fresh_cache_is_used_without_any_request(site, guard, tmp_path):
@@ -288,7 +339,8 @@ def test_robots_txt_that_fails_skips_the_host(site, guard, tmp_path):
     assert result.pages == ()
     assert site.paths() == ["/robots.txt"]
     assert [(issue.url, issue.reason) for issue in result.errors] == [
-        (f"{site.base}/robots.txt", "robots.txt unavailable (HTTP 503)")]
+        (f"{site.base}/robots.txt", "robots.txt unavailable (HTTP 503)")
+    ]
     assert {issue.reason for issue in result.skipped} == {"host skipped: robots.txt unavailable (HTTP 503)"}
 
 
@@ -300,9 +352,14 @@ def test_a_timeout_is_recorded_and_the_crawl_goes_on(site, guard, tmp_path):
 
 
 def test_unreachable_start_urls_are_errors_not_failures(site, guard, tmp_path):
-    result = crawl(["https://docs.nvidia.com/nsight-compute/ProfilingGuide/index.html"], {
-        "https://docs.nvidia.com/nsight-compute/ProfilingGuide/index.html": "ncu"},
-        cache_dir=tmp_path / "cache", client=_client(guard), clock=FakeClock(), sleep=FakeClock().sleep)
+    result = crawl(
+        ["https://docs.nvidia.com/nsight-compute/ProfilingGuide/index.html"],
+        {"https://docs.nvidia.com/nsight-compute/ProfilingGuide/index.html": "ncu"},
+        cache_dir=tmp_path / "cache",
+        client=_client(guard),
+        clock=FakeClock(),
+        sleep=FakeClock().sleep,
+    )
     assert result.pages == ()
     assert guard.refused == ["https://docs.nvidia.com/robots.txt"]
     assert result.errors[0].reason.startswith("robots.txt unavailable (ConnectError")
@@ -318,9 +375,14 @@ def test_limits_on_depth_and_pages(site, guard, tmp_path):
 def test_progress_callback_and_a_profiler_function(site, guard, tmp_path):
     seen = []
     with _client(guard) as client:
-        result = crawl([f"{site.base}/ncu/start", f"{site.base}/perf/topdown.txt"],
-                       lambda url: "perf" if url.endswith(".txt") else "ncu", cache_dir=tmp_path / "cache",
-                       settings=CrawlSettings(rate_limit_s=0), client=client, on_page=seen.append)
+        result = crawl(
+            [f"{site.base}/ncu/start", f"{site.base}/perf/topdown.txt"],
+            lambda url: "perf" if url.endswith(".txt") else "ncu",
+            cache_dir=tmp_path / "cache",
+            settings=CrawlSettings(rate_limit_s=0),
+            client=client,
+            on_page=seen.append,
+        )
     assert tuple(seen) == result.pages
     assert [page.profiler for page in seen] == ["ncu", "perf", "ncu", "ncu"]
 
@@ -332,8 +394,14 @@ def test_cache_round_trip_and_unreadable_files(tmp_path):
     cache = HttpCache(tmp_path / "cache")
     url = "https://docs.nvidia.com/nsight-compute/ProfilingGuide/index.html"
     assert cache.get(url) is None
-    stored = CachedResponse(url=url, body=b"<html>\n\x00\xff</html>", content_type="text/html",
-                            etag='"abc"', last_modified="Wed, 21 Oct 2015 07:28:00 GMT", fetched_at=12.5)
+    stored = CachedResponse(
+        url=url,
+        body=b"<html>\n\x00\xff</html>",
+        content_type="text/html",
+        etag='"abc"',
+        last_modified="Wed, 21 Oct 2015 07:28:00 GMT",
+        fetched_at=12.5,
+    )
     cache.put(stored)
     assert cache.get(url) == stored
     assert cache.path_for(url).name == hashlib.sha256(url.encode()).hexdigest() + ".http"

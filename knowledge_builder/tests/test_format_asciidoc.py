@@ -26,8 +26,16 @@ def test_perf_stat_example_output_gives_the_counters_it_prints(docs_mirror):
     examples = [c for c in chunks if c.kind == "definitions" and c.headings[-1] == "EXAMPLES"]
     assert len(examples) == 1
     terms = [d.term for d in examples[0].definitions]
-    assert terms == ["task-clock", "context-switches", "cpu-migrations", "page-faults", "cycles",
-                     "instructions", "branches", "branch-misses"]
+    assert terms == [
+        "task-clock",
+        "context-switches",
+        "cpu-migrations",
+        "page-faults",
+        "cycles",
+        "instructions",
+        "branches",
+        "branch-misses",
+    ]
     found = {d.term: d for d in examples[0].definitions}
     assert found["task-clock"].unit == "msec"
     assert found["task-clock"].measured == "CPUs utilized"
@@ -98,10 +106,17 @@ def test_pmu_events_readme_without_extension(docs_mirror):
     assert not any(c.definitions for c in chunks)
 
 
-@pytest.mark.parametrize("path", sorted(
-    f"{folder}/{name}" for folder, names in (
-        (PERF_DOCS, ("perf-stat.txt", "perf-list.txt", "topdown.txt", "intel-hybrid.txt")),
-        (UPSTREAM, ("perf-stat.txt", "perf-list.txt", "topdown.txt"))) for name in names))
+@pytest.mark.parametrize(
+    "path",
+    sorted(
+        f"{folder}/{name}"
+        for folder, names in (
+            (PERF_DOCS, ("perf-stat.txt", "perf-list.txt", "topdown.txt", "intel-hybrid.txt")),
+            (UPSTREAM, ("perf-stat.txt", "perf-list.txt", "topdown.txt")),
+        )
+        for name in names
+    ),
+)
 def test_chunks_are_bounded_and_deterministic(docs_mirror, path):
     chunks = _read(docs_mirror, path)
     assert chunks and all(c.text.strip() for c in chunks)
@@ -113,5 +128,13 @@ def test_default_perf_counters_named_across_the_docs(docs_mirror):
     paths = [f"{PERF_DOCS}/{name}" for name in ("perf-stat.txt", "perf-list.txt", "topdown.txt", "intel-hybrid.txt")]
     paths += [f"{UPSTREAM}/{name}" for name in ("perf-stat.txt", "perf-list.txt", "topdown.txt")]
     terms = {d.term for path in paths for d in _definitions(_read(docs_mirror, path)).values()}
-    assert {"instructions", "cycles", "branches", "branch-misses", "task-clock", "page-faults",
-            "context-switches", "cpu-migrations"} <= terms
+    assert {
+        "instructions",
+        "cycles",
+        "branches",
+        "branch-misses",
+        "task-clock",
+        "page-faults",
+        "context-switches",
+        "cpu-migrations",
+    } <= terms

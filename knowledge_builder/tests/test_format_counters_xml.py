@@ -15,9 +15,13 @@ SHARE = "rocprofiler-sdk/source/share/rocprofiler-sdk/"
 
 
 def _page(mirror: Path, name: str) -> Page:
-    return Page(url=ORIGIN + SHARE + name, profiler="rocprof", format="xml",
-                text=(mirror / "rocprof" / SHARE / name).read_text(encoding="utf-8"),
-                path=f"rocprof/{SHARE}{name}")
+    return Page(
+        url=ORIGIN + SHARE + name,
+        profiler="rocprof",
+        format="xml",
+        text=(mirror / "rocprof" / SHARE / name).read_text(encoding="utf-8"),
+        path=f"rocprof/{SHARE}{name}",
+    )
 
 
 @pytest.fixture(scope="module")
@@ -37,8 +41,9 @@ def _named(chunks: list[Chunk], term: str) -> list:
 def test_one_definition_per_distinct_expression_with_its_architectures(derived):
     occupancy = {d.context: d for d in _named(derived, "MeanOccupancyPerCU")}
     mi300 = occupancy["gfx940, gfx941, gfx942"]  # gfx941 and gfx942 inherit from gfx940
-    assert mi300.measured == ("reduce(SQ_LEVEL_WAVES,sum)*0+reduce(SQ_ACCUM_PREV_HIRES,sum)"
-                              "/reduce(GRBM_GUI_ACTIVE,sum)/CU_NUM")
+    assert mi300.measured == (
+        "reduce(SQ_LEVEL_WAVES,sum)*0+reduce(SQ_ACCUM_PREV_HIRES,sum)/reduce(GRBM_GUI_ACTIVE,sum)/CU_NUM"
+    )
     assert mi300.text == "Mean occupancy per compute unit."
     assert occupancy["gfx90a"].measured == "SQ_LEVEL_WAVES*0+SQ_ACCUM_PREV_HIRES/GRBM_GUI_ACTIVE/CU_NUM"
     keys = [(d.term, d.text, d.measured) for chunk in derived for d in chunk.definitions]
@@ -56,9 +61,20 @@ def test_common_metrics_reach_every_architecture_that_inherits_them(derived):
 
 
 def test_default_rocprof_metrics_are_described(derived, basic):
-    for name in ("VALUBusy", "MemUnitBusy", "MfmaUtil", "TCC_HIT_sum", "TCC_MISS_sum", "FETCH_SIZE",
-                 "WRITE_SIZE", "TCP_TOTAL_CACHE_ACCESSES_sum", "TCP_TCC_READ_REQ_sum",
-                 "TCP_TCC_WRITE_REQ_sum", "L2CacheHit", "MeanOccupancyPerCU"):
+    for name in (
+        "VALUBusy",
+        "MemUnitBusy",
+        "MfmaUtil",
+        "TCC_HIT_sum",
+        "TCC_MISS_sum",
+        "FETCH_SIZE",
+        "WRITE_SIZE",
+        "TCP_TOTAL_CACHE_ACCESSES_sum",
+        "TCP_TCC_READ_REQ_sum",
+        "TCP_TCC_WRITE_REQ_sum",
+        "L2CacheHit",
+        "MeanOccupancyPerCU",
+    ):
         assert all(d.text and d.measured for d in _named(derived, name)) and _named(derived, name), name
     for name in ("SQ_INSTS_VALU_MFMA_MOPS_F16", "SQ_INSTS_VALU_MFMA_MOPS_BF16", "SQ_INSTS_VALU_MFMA_MOPS_F32"):
         counters = _named(basic, name)
@@ -77,8 +93,10 @@ def test_basic_counters_name_their_block_and_event(basic):
     rdna = waves["gfx10, gfx1010, gfx1030, gfx1031, gfx1032, gfx11, gfx1100, gfx1101, gfx1102"]
     assert rdna.text == "Count number of waves sent to SQs. {emulated, global, C1}"
     chunk = next(c for c in basic if cdna in c.definitions)
-    assert "SQ_WAVES: Count number of waves sent to SQs. (per-simd, emulated, global) " \
-           "[hardware counter SQ event 4]" in chunk.text
+    assert (
+        "SQ_WAVES: Count number of waves sent to SQs. (per-simd, emulated, global) "
+        "[hardware counter SQ event 4]" in chunk.text
+    )
 
 
 def test_unit_only_descriptions_give_the_unit(derived):
@@ -126,8 +144,15 @@ def test_tolerant_of_unquoted_values_comments_and_empty_elements():
 <gfx942 base="gfx940"></gfx942>
 <gfx1032 base="gfx1032"></gfx1032>
 """
-    chunks = read(Page(url="https://example.org/derived_counters.xml", profiler="rocprof",
-                       format="xml", text=text, path="derived_counters.xml"))
+    chunks = read(
+        Page(
+            url="https://example.org/derived_counters.xml",
+            profiler="rocprof",
+            format="xml",
+            text=text,
+            path="derived_counters.xml",
+        )
+    )
     found = {d.term: d for chunk in chunks for d in chunk.definitions}
     assert found["GPUBusy"].context == "gfx10"
     assert found["GPUBusy"].measured == "100*GRBM_GUI_ACTIVE/GRBM_COUNT"
@@ -138,4 +163,13 @@ def test_tolerant_of_unquoted_values_comments_and_empty_elements():
 def test_architecture_order():
     names = ["gfx1201", "gfx942", "gfx10", "gfx90a", "gfx9", "gfx950", "gfx1100", "gfx906", "gfx12"]
     assert sorted(names, key=gfx_sort_key) == [
-        "gfx9", "gfx906", "gfx90a", "gfx942", "gfx950", "gfx10", "gfx1100", "gfx12", "gfx1201"]
+        "gfx9",
+        "gfx906",
+        "gfx90a",
+        "gfx942",
+        "gfx950",
+        "gfx10",
+        "gfx1100",
+        "gfx12",
+        "gfx1201",
+    ]

@@ -20,8 +20,9 @@ def test_tma_tree_nodes_are_defined_under_their_parents(docs_mirror):
     found = definitions_by_term(_read(docs_mirror, f"{PERFMON}/TMA_Metrics-full.csv"))
     chunk, frontend = found["Frontend_Bound"]
     assert chunk.kind == "definitions" and chunk.headings == ("TMA_Metrics-full.csv", "FE")
-    assert frontend.text.startswith("This category represents fraction of slots where the processor's "
-                                    "Frontend undersupplies its Backend.")
+    assert frontend.text.startswith(
+        "This category represents fraction of slots where the processor's Frontend undersupplies its Backend."
+    )
     assert frontend.context == "FE" and frontend.role == "metric"
     assert frontend.measured.startswith("PERF_METRICS.FRONTEND_BOUND")  # the newest model's formula
     assert found["Fetch_Latency"][1].context == "FE > Frontend_Bound"
@@ -51,10 +52,19 @@ def test_header_is_found_below_the_title_rows(docs_mirror, path):
     assert "IPC" in found
 
 
-@pytest.mark.parametrize("path, first_line", [
-    ("perf/linux-6.1.192/tools/perf/pmu-events/arch/x86/mapfile.csv", "Family-model | Version | Filename | EventType"),
-    (f"{PERFMON}/mapfile.csv", "Family-model | Version | Filename | EventType | Core Type | Native Model ID | Core Role Name"),
-])
+@pytest.mark.parametrize(
+    "path, first_line",
+    [
+        (
+            "perf/linux-6.1.192/tools/perf/pmu-events/arch/x86/mapfile.csv",
+            "Family-model | Version | Filename | EventType",
+        ),
+        (
+            f"{PERFMON}/mapfile.csv",
+            "Family-model | Version | Filename | EventType | Core Type | Native Model ID | Core Role Name",
+        ),
+    ],
+)
 def test_a_table_without_descriptions_is_one_sample_table(docs_mirror, path, first_line):
     chunks = _read(docs_mirror, path)
     assert len(chunks) == 1
@@ -74,8 +84,9 @@ def test_tool_output_sample_is_not_definitions(docs_mirror):
     assert chunks[0].headings == ("kernel_trace.csv",)
 
 
-@pytest.mark.parametrize("path", [f"{PERFMON}/TMA_Metrics-full.csv", f"{PERFMON}/E-core_TMA_Metrics.csv",
-                                  f"{PERFMON}/Atom_TMA.csv"])
+@pytest.mark.parametrize(
+    "path", [f"{PERFMON}/TMA_Metrics-full.csv", f"{PERFMON}/E-core_TMA_Metrics.csv", f"{PERFMON}/Atom_TMA.csv"]
+)
 def test_chunks_are_bounded_and_deterministic(docs_mirror, path):
     chunks = _read(docs_mirror, path)
     assert all(len(c.text) <= 3000 for c in chunks)

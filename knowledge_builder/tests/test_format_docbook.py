@@ -40,8 +40,9 @@ def test_summary_line_is_defined_by_the_paragraph_that_names_it(docs_mirror):
     chunks = docbook.read(_page(docs_mirror, MANUAL))
     chunk, refs = definitions_by_term(chunks)["I refs"]
     assert refs.context == "cachegrind summary output"
-    assert refs.text.startswith('The I refs number is short for "Instruction cache references", '
-                                'which is equivalent to "instructions executed".')
+    assert refs.text.startswith(
+        'The I refs number is short for "Instruction cache references", which is equivalent to "instructions executed".'
+    )
     assert chunk.headings[-1] == "Running Cachegrind" and "==17942== I refs:" in chunk.text
     assert {d.term for c in chunks for d in c.definitions} == set(EVENTS) | {"I refs"}
 
@@ -51,7 +52,10 @@ def test_options_stay_prose_under_their_section(docs_mirror):
     options = [c for c in chunks if c.headings[-1] == "Cachegrind Command-line Options"]
     assert [c.kind for c in options] == ["prose"]
     assert options[0].source.endswith("#cg-manual.cgopts")
-    assert "--cache-sim=no|yes [no]\n    Enables or disables collection of cache access and miss counts." in options[0].text
+    assert (
+        "--cache-sim=no|yes [no]\n    Enables or disables collection of cache access and miss counts."
+        in options[0].text
+    )
 
 
 def test_headings_anchors_and_entities(docs_mirror):
@@ -68,11 +72,14 @@ def test_headings_anchors_and_entities(docs_mirror):
     assert chunks == docbook.read(_page(docs_mirror, MANUAL))
 
 
-@pytest.mark.parametrize("tool, purpose", [
-    ("cg_annotate", "post-processing tool for Cachegrind"),
-    ("cg_diff", "(deprecated) diffs two Cachegrind output files"),
-    ("cg_merge", "(deprecated) merges multiple Cachegrind output files into one"),
-])
+@pytest.mark.parametrize(
+    "tool, purpose",
+    [
+        ("cg_annotate", "post-processing tool for Cachegrind"),
+        ("cg_diff", "(deprecated) diffs two Cachegrind output files"),
+        ("cg_merge", "(deprecated) merges multiple Cachegrind output files into one"),
+    ],
+)
 def test_man_pages(docs_mirror, tool, purpose):
     chunks = docbook.read(_page(docs_mirror, f"cachegrind/{tool}-manpage.xml"))
     assert all(c.headings[0] == f"{tool} - {purpose}" for c in chunks)

@@ -43,7 +43,7 @@ def _md_section(md: str, heading: str) -> str:
     """The body of a markdown section, up to the next heading."""
     start = md.index(heading + "\n") + len(heading) + 1
     following = re.search(r"^#{1,6} ", md[start:], re.M)
-    return md[start:start + following.start()] if following else md[start:]
+    return md[start : start + following.start()] if following else md[start:]
 
 
 def _md_table_rows(section: str) -> list[tuple[str, str]]:
@@ -57,9 +57,14 @@ def _md_table_rows(section: str) -> list[tuple[str, str]]:
 
 
 def _md_paragraphs(section: str) -> list[str]:
-    return [block.strip() for block in section.split("\n\n")
-            if block.strip() and not block.lstrip().startswith((">", "!", "*", "-")) and "|" not in block
-            and not block.startswith("    ")]
+    return [
+        block.strip()
+        for block in section.split("\n\n")
+        if block.strip()
+        and not block.lstrip().startswith((">", "!", "*", "-"))
+        and "|" not in block
+        and not block.startswith("    ")
+    ]
 
 
 _CODE = '<code class="docutils literal notranslate"><span class="pre">{}</span></code>'
@@ -67,13 +72,19 @@ _CODE = '<code class="docutils literal notranslate"><span class="pre">{}</span><
 
 def _html_table(rows: list[tuple[str, str]], caption: str, table_id: str) -> str:
     """A two-column table as Sphinx renders it: names in code, no header row, an optional caption."""
-    body = "".join(f'<tr class="row-odd"><td><p>{_CODE.format(html.escape(name))}</p></td>'
-                   f"<td><p>{_md_inline(text)}</p></td></tr>\n" for name, text in rows)
+    body = "".join(
+        f'<tr class="row-odd"><td><p>{_CODE.format(html.escape(name))}</p></td>'
+        f"<td><p>{_md_inline(text)}</p></td></tr>\n"
+        for name, text in rows
+    )
     if caption:
-        caption = (f'<caption><span class="caption-text">{caption}</span>'
-                   f'<a class="headerlink" href="#{table_id}" title="Link to this table">¶</a></caption>')
-    return (f'<table class="table-no-stripes docutils align-default" id="{table_id}">'
-            f"{caption}<tbody>{body}</tbody></table>")
+        caption = (
+            f'<caption><span class="caption-text">{caption}</span>'
+            f'<a class="headerlink" href="#{table_id}" title="Link to this table">¶</a></caption>'
+        )
+    return (
+        f'<table class="table-no-stripes docutils align-default" id="{table_id}">{caption}<tbody>{body}</tbody></table>'
+    )
 
 
 def _paragraphs_html(paragraphs: list[str]) -> str:
@@ -81,8 +92,10 @@ def _paragraphs_html(paragraphs: list[str]) -> str:
 
 
 def _section(anchor: str, level: int, title: str, body: str) -> str:
-    return (f'<section id="{anchor}">\n<h{level}>{html.escape(title)}<a class="headerlink" href="#{anchor}" '
-            f'title="Link to this heading">¶</a></h{level}>\n{body}\n</section>\n')
+    return (
+        f'<section id="{anchor}">\n<h{level}>{html.escape(title)}<a class="headerlink" href="#{anchor}" '
+        f'title="Link to this heading">¶</a></h{level}>\n{body}\n</section>\n'
+    )
 
 
 RTD_CHROME = """<!DOCTYPE html>
@@ -133,30 +146,50 @@ def _ncu_page(mirror: Path) -> tuple[Page, str]:
     examples = _md_section(md, "#### Metrics Examples")
     code_block = "\n".join(line[4:] for line in examples.splitlines() if line.startswith("    ")).strip("\n")
     cycle_items = re.findall(r"^  \* `(unit__[^`]+)` : (.*?)\s*$", _md_section(md, "#### Cycle Metrics"), re.M)
-    cycle_list = "".join(f"<dt>{_CODE.format(name)}</dt><dd><p>{_md_inline(text)}</p></dd>"
-                         for name, text in cycle_items)
+    cycle_list = "".join(
+        f"<dt>{_CODE.format(name)}</dt><dd><p>{_md_inline(text)}</p></dd>" for name, text in cycle_items
+    )
 
     def table(heading: str, caption: str, table_id: str) -> str:
         return _html_table(_md_table_rows(_md_section(md, heading)), caption, table_id)
 
     structure = (
-        _section("metrics-entities", 4, "Metrics Entities",
-                 _paragraphs_html(_md_paragraphs(entities)[1:2]) + _html_table(rollups, "", "id3"))
-        + _section("metrics-examples", 4, "Metrics Examples",
-                   f'<div class="highlight"><pre>{html.escape(code_block)}</pre></div>')
-        + _section("cycle-metrics", 4, "Cycle Metrics", f'<dl class="simple">{cycle_list}</dl>'))
-    guide = (_section("metrics-structure", 3, "2.3.2. Metrics Structure", structure)
-             + _section("units", 3, "2.3.4. Units", table("### 2.3.4. Units", "Units", "id6")))
+        _section(
+            "metrics-entities",
+            4,
+            "Metrics Entities",
+            _paragraphs_html(_md_paragraphs(entities)[1:2]) + _html_table(rollups, "", "id3"),
+        )
+        + _section(
+            "metrics-examples",
+            4,
+            "Metrics Examples",
+            f'<div class="highlight"><pre>{html.escape(code_block)}</pre></div>',
+        )
+        + _section("cycle-metrics", 4, "Cycle Metrics", f'<dl class="simple">{cycle_list}</dl>')
+    )
+    guide = _section("metrics-structure", 3, "2.3.2. Metrics Structure", structure) + _section(
+        "units", 3, "2.3.4. Units", table("### 2.3.4. Units", "Units", "id6")
+    )
     reference = (
         _section("id5", 3, "2.4.1. Overview", _paragraphs_html(_md_paragraphs(_md_section(md, "### 2.4.1. Overview"))))
-        + _section("launch-metrics", 3, "2.4.2. Launch Metrics",
-                   table("### 2.4.2. Launch Metrics", "Launch Metrics", "id11"))
-        + _section("source-metrics", 3, "2.4.9. Source Metrics",
-                   table("### 2.4.9. Source Metrics", "Source Metrics", "id18")))
-    content = _section("profiling-guide", 1, "2. Profiling Guide", (
-        _paragraphs_html(_md_paragraphs(_md_section(md, "# 2\\. Profiling Guide")))
-        + _section("metrics-guide", 2, "2.3. Metrics Guide", guide)
-        + _section("metrics-reference", 2, "2.4. Metrics Reference", reference)))
+        + _section(
+            "launch-metrics", 3, "2.4.2. Launch Metrics", table("### 2.4.2. Launch Metrics", "Launch Metrics", "id11")
+        )
+        + _section(
+            "source-metrics", 3, "2.4.9. Source Metrics", table("### 2.4.9. Source Metrics", "Source Metrics", "id18")
+        )
+    )
+    content = _section(
+        "profiling-guide",
+        1,
+        "2. Profiling Guide",
+        (
+            _paragraphs_html(_md_paragraphs(_md_section(md, "# 2\\. Profiling Guide")))
+            + _section("metrics-guide", 2, "2.3. Metrics Guide", guide)
+            + _section("metrics-reference", 2, "2.4. Metrics Reference", reference)
+        ),
+    )
     return Page(url=NCU_URL, profiler="ncu", format="html", text=RTD_CHROME.replace("{content}", content)), md
 
 
@@ -180,8 +213,18 @@ def _definitions(chunks: list) -> dict:
 def test_site_chrome_is_dropped(ncu):
     chunks, _ = ncu
     text = "\n".join(chunk.text for chunk in chunks)
-    for chrome in ("Skip to main content", "Search docs", "1. Release Notes", "Developer Interfaces",
-                   "Previous", "Archive", "Notices", "SphinxRtdTheme", "max-width", "¶"):
+    for chrome in (
+        "Skip to main content",
+        "Search docs",
+        "1. Release Notes",
+        "Developer Interfaces",
+        "Previous",
+        "Archive",
+        "Notices",
+        "SphinxRtdTheme",
+        "max-width",
+        "¶",
+    ):
         assert chrome not in text
     assert "Nsight Compute profiling guide." in text
 
@@ -248,8 +291,14 @@ def test_a_definition_list_of_metric_names_becomes_definitions(ncu):
     chunks, _ = ncu
     cycles = _chunk_under(chunks, "Cycle Metrics", "definitions")
     by_term = _definitions([cycles])
-    assert list(by_term) == ["unit__cycles_elapsed", "unit__cycles_active", "unit__cycles_stalled", "unit__cycles_idle",
-                             "unit__(interface)_active", "unit__(interface)_stalled"]
+    assert list(by_term) == [
+        "unit__cycles_elapsed",
+        "unit__cycles_active",
+        "unit__cycles_stalled",
+        "unit__cycles_idle",
+        "unit__(interface)_active",
+        "unit__(interface)_stalled",
+    ]
     assert by_term["unit__cycles_idle"].text == "The number of cycles where the unit was idle."
     assert cycles.source == NCU_URL + "#cycle-metrics"
     assert "unit__cycles_active: The number of cycles where the unit was processing data." in cycles.text
@@ -280,11 +329,12 @@ def test_links_come_from_the_content_only(docs_mirror):
 
 def test_long_sections_are_cut_at_paragraphs_within_the_limit(docs_mirror):
     md = (docs_mirror / "ncu/docs/ProfilingGuide.md").read_text(encoding="utf-8")
-    collection = md[md.index("## 2.2. Metric Collection"):md.index("## 2.3. Metrics Guide")]
+    collection = md[md.index("## 2.2. Metric Collection") : md.index("## 2.3. Metrics Guide")]
     paragraphs = [_md_plain(p) for p in _md_paragraphs(collection) if not p.startswith("#")]
     assert sum(map(len, paragraphs)) > 3 * PROSE_CHARS
-    body = _section("metric-collection", 2, "2.2. Metric Collection",
-                    "".join(f"<p>{html.escape(p)}</p>" for p in paragraphs))
+    body = _section(
+        "metric-collection", 2, "2.2. Metric Collection", "".join(f"<p>{html.escape(p)}</p>" for p in paragraphs)
+    )
     chunks = read(Page(url=NCU_URL, profiler="ncu", format="html", text=RTD_CHROME.replace("{content}", body)))
     assert len(chunks) >= 3
     assert all(chunk.kind == "prose" and len(chunk.text) <= PROSE_CHARS for chunk in chunks)
@@ -304,15 +354,19 @@ def _xml_text(fragment: str) -> str:
 @pytest.fixture(scope="module")
 def cachegrind(docs_mirror: Path) -> list:
     xml = (docs_mirror / "cachegrind/cg-manual.xml").read_text(encoding="utf-8")
-    options = xml[xml.index('<variablelist id="cg.opts.list">'):xml.index("</variablelist>")]
+    options = xml[xml.index('<variablelist id="cg.opts.list">') : xml.index("</variablelist>")]
     entries = re.findall(r'<varlistentry id="([^"]+)".*?<term>(.*?)</term>.*?<listitem>(.*?)</listitem>', options, re.S)
-    simulation = xml[xml.index("<title>Cache and Branch Simulation</title>"):xml.index('<sect1 id="cg-manual.cgopts"')]
-    cache_events = simulation[:simulation.index("When simulating the branch")]
+    simulation = xml[
+        xml.index("<title>Cache and Branch Simulation</title>") : xml.index('<sect1 id="cg-manual.cgopts"')
+    ]
+    cache_events = simulation[: simulation.index("When simulating the branch")]
     events = re.findall(r"<listitem>(.*?)</listitem>", cache_events, re.S)
     dl = "".join(
         f'<dt><span class="term"><a name="{anchor}"></a>'
         f'<code class="option">{html.escape(_xml_text(term))}</code></span></dt>'
-        f"<dd><p>{html.escape(_xml_text(text))}</p></dd>" for anchor, term, text in entries)
+        f"<dd><p>{html.escape(_xml_text(text))}</p></dd>"
+        for anchor, term, text in entries
+    )
     ul = "".join(f'<li class="listitem"><p>{html.escape(_xml_text(item))}</p></li>' for item in events)
     text = f"""<html><head><title>5. Cachegrind: a high-precision tracing profiler</title>
 <link rel="stylesheet" href="vg_basic.css" type="text/css"></head><body bgcolor="white">
@@ -347,8 +401,9 @@ def test_an_option_list_stays_prose(cachegrind):
 def test_docbook_lists_and_navigation(cachegrind):
     simulation = _chunk_under(cachegrind, "Cache and Branch Simulation", "prose")
     assert simulation.source == CG_URL + "#cg-manual.cache-sim"
-    assert ("- I cache reads (Ir, which equals the number of instructions executed), "
-            "I1 cache read misses (I1mr)") in simulation.text
+    assert (
+        "- I cache reads (Ir, which equals the number of instructions executed), I1 cache read misses (I1mr)"
+    ) in simulation.text
     text = "\n".join(chunk.text for chunk in cachegrind)
     for chrome in ("Valgrind User Manual", "Memcheck: a memory error detector", "Callgrind", "Home"):
         assert chrome not in text
@@ -366,7 +421,7 @@ def _rst_plain(text: str) -> str:
 def _list_table(rst: str) -> list[list[str]]:
     """Rows of the first ``list-table`` in ``rst``, each cell as its rst source on one line."""
     rows: list[list[str]] = []
-    for line in rst[rst.index(".. list-table::"):].splitlines()[1:]:
+    for line in rst[rst.index(".. list-table::") :].splitlines()[1:]:
         if line and not line.startswith(" "):
             break
         if found := re.match(r"^   \* - (.*)", line):
@@ -381,11 +436,14 @@ def _list_table(rst: str) -> list[list[str]]:
 def _sphinx_table(rows: list[list[str]]) -> str:
     def cell(text: str, tag: str) -> str:
         text = _CODE.format(html.escape(_rst_plain(text))) if "``" in text else html.escape(_rst_plain(text))
-        return f"<{tag} class=\"head\"><p>{text}</p></{tag}>" if tag == "th" else f"<td><p>{text}</p></td>"
+        return f'<{tag} class="head"><p>{text}</p></{tag}>' if tag == "th" else f"<td><p>{text}</p></td>"
+
     head = "".join(cell(text, "th") for text in rows[0])
     body = "".join("<tr>" + "".join(cell(text, "td") for text in row) + "</tr>" for row in rows[1:])
-    return (f'<table class="docutils align-default"><thead><tr class="row-odd">{head}</tr></thead>'
-            f"<tbody>{body}</tbody></table>")
+    return (
+        f'<table class="docutils align-default"><thead><tr class="row-odd">{head}</tr></thead>'
+        f"<tbody>{body}</tbody></table>"
+    )
 
 
 @pytest.fixture(scope="module")
@@ -413,7 +471,8 @@ def test_a_table_headed_name_and_description_defines_its_rows(rocprof):
     kernel_time = by_term["Kernel time"]
     assert kernel_time.unit == "Seconds"
     assert kernel_time.text.startswith(
-        "The number of seconds the accelerator was executing a kernel, from the command processor's (CP)")
+        "The number of seconds the accelerator was executing a kernel, from the command processor's (CP)"
+    )
     assert table.text.splitlines()[0] == "Name | Description | Unit"
     assert table.source == ROCPROF_URL + "#definitions"
 
@@ -431,9 +490,17 @@ def test_normalization_units_are_glossary(rocprof):
 def test_a_table_of_plain_words_defines_nothing(docs_mirror):
     rst = (docs_mirror / "rocprof/rocprofiler-compute/docs/conceptual/definitions.rst").read_text(encoding="utf-8")
     table = _sphinx_table(_list_table(rst))
-    chunks = read(Page(url=ROCPROF_URL, profiler="rocprof", format="html",
-                       text=f'<main><h2 id="memory-spaces">Memory spaces</h2>{table}</main>'))
+    chunks = read(
+        Page(
+            url=ROCPROF_URL,
+            profiler="rocprof",
+            format="html",
+            text=f'<main><h2 id="memory-spaces">Memory spaces</h2>{table}</main>',
+        )
+    )
     assert [chunk.kind for chunk in chunks] == ["table"]
     assert chunks[0].definitions == ()
     assert chunks[0].text.splitlines()[:2] == [
-        "LLVM Address Space | Hardware Memory Space | HIP Terminology", "Generic | Flat | N/A"]
+        "LLVM Address Space | Hardware Memory Space | HIP Terminology",
+        "Generic | Flat | N/A",
+    ]

@@ -28,8 +28,10 @@ def test_tma_level1_metrics_from_pmu_events(docs_mirror):
         assert definition.unit == "%" and definition.measured
         assert "TopdownL1" in definition.context
     frontend = found["tma_frontend_bound"][1]
-    assert frontend.text.startswith("This category represents fraction of slots where the processor's "
-                                    "Frontend undersupplies its Backend. Frontend denotes")
+    assert frontend.text.startswith(
+        "This category represents fraction of slots where the processor's "
+        "Frontend undersupplies its Backend. Frontend denotes"
+    )
     assert frontend.text.endswith("Sample with: FRONTEND_RETIRED.LATENCY_GE_4_PS")  # the longer description
     assert frontend.measured == "IDQ_UOPS_NOT_DELIVERED.CORE / SLOTS"
     assert "slots wasted due to incorrect speculations" in found["tma_bad_speculation"][1].text
@@ -50,7 +52,8 @@ def test_hybrid_cpu_metrics_are_chunked_per_pmu(docs_mirror):
     frontend = [(c, d) for c in chunks for d in c.definitions if d.term == "tma_frontend_bound"]
     assert [c.headings for c, _ in frontend] == [
         ("alderlake/adl-metrics.json", "cpu_core", "TopdownL1"),
-        ("alderlake/adl-metrics.json", "cpu_atom", "TopdownL1")]
+        ("alderlake/adl-metrics.json", "cpu_atom", "TopdownL1"),
+    ]
     assert frontend[0][1].context.startswith("cpu_core: ")
     assert "issue slots that were not consumed by the backend" in frontend[1][1].text
 
@@ -94,10 +97,17 @@ def test_perfmon_perf_format_file(docs_mirror):
     assert cpi.text.startswith("Cycles per instruction retired")
 
 
-@pytest.mark.parametrize("path", [
-    f"{X86}/skylake/skl-metrics.json", f"{X86}/sapphirerapids/spr-metrics.json", f"{X86}/amdzen1/recommended.json",
-    f"{X86}/elkhartlake/ehl-metrics.json", f"{PERFMON}/GNR/metrics/graniterapids_metrics.json",
-    f"{PERFMON}/ADL/metrics/alderlake_metrics_goldencove_core.json"])
+@pytest.mark.parametrize(
+    "path",
+    [
+        f"{X86}/skylake/skl-metrics.json",
+        f"{X86}/sapphirerapids/spr-metrics.json",
+        f"{X86}/amdzen1/recommended.json",
+        f"{X86}/elkhartlake/ehl-metrics.json",
+        f"{PERFMON}/GNR/metrics/graniterapids_metrics.json",
+        f"{PERFMON}/ADL/metrics/alderlake_metrics_goldencove_core.json",
+    ],
+)
 def test_every_record_is_defined_once_in_bounded_chunks(docs_mirror, path):
     data = json.loads((docs_mirror / path).read_text(encoding="utf-8"))
     records = data["Metrics"] if isinstance(data, dict) else data

@@ -41,15 +41,15 @@ def test_launch_metric_comes_out_with_its_description_and_place(guide):
     chunk = next(c for c in guide if definition in c.definitions)
     assert chunk.kind == "table"
     assert chunk.headings == ("Profiling Guide", "Metrics Reference", "Launch Metrics")
-    assert chunk.source == GUIDE_URL + "#launch-metrics"      # the anchor the page's own menu gives
-    assert chunk.text.startswith("Launch Metrics\n")           # the caption glued to the first row
+    assert chunk.source == GUIDE_URL + "#launch-metrics"  # the anchor the page's own menu gives
+    assert chunk.text.startswith("Launch Metrics\n")  # the caption glued to the first row
 
 
 def test_long_descriptions_are_kept_whole(guide):
     (barrier,) = _definitions(guide, "smsp__pcsamp_warps_issue_stalled_barrier")
     assert barrier.text.startswith("Warp was stalled waiting for sibling warps at a CTA barrier.")
     assert len(barrier.text) > 300
-    assert "__" not in barrier.text.replace("__syncthreads", "")   # no markup left
+    assert "__" not in barrier.text.replace("__syncthreads", "")  # no markup left
 
 
 def test_label_descriptions_become_aliases_and_formulas_measured(guide):
@@ -70,26 +70,26 @@ def test_metrics_decoder_tables_give_glossary_name_parts(guide):
     assert glossary["avg"].aliases == (".avg",)
     elapsed = glossary["pct_of_peak_sustained_elapsed"]
     assert elapsed.text == "% of peak sustained rate achieved during unit elapsed cycles"
-    assert glossary["fma"].text.startswith("Fused Multiply Add/Accumulate.")          # a pipeline
-    assert glossary["cycles_active"].aliases == ("unit__cycles_active",)               # a list item
+    assert glossary["fma"].text.startswith("Fused Multiply Add/Accumulate.")  # a pipeline
+    assert glossary["cycles_active"].aliases == ("unit__cycles_active",)  # a list item
     assert glossary["throughput"].text.startswith("Throughputs indicate how close a portion of the GPU")
     assert glossary["launch"].text.startswith("launch__* metrics are collected per kernel launch")
     assert not {"lts", "avg", "sector", "throughput"} & {
-        d.term for c in guide for d in c.definitions if d.role == "metric"}
+        d.term for c in guide for d in c.definitions if d.role == "metric"
+    }
 
 
 def test_memory_table_columns_are_glossary_labels(guide):
     hit_rates = [d for d in _definitions(guide, "Hit Rate") if "L2 Cache > Columns" in d.context]
     assert hit_rates and hit_rates[0].role == "glossary"
-    assert hit_rates[0].text.startswith(
-        "Hit rate (percentage of requested sectors that do not miss) in the L2 cache.")
+    assert hit_rates[0].text.startswith("Hit rate (percentage of requested sectors that do not miss) in the L2 cache.")
     assert not _definitions(guide, "(Access Types)")
 
 
 def test_navigation_front_matter_images_and_notices_are_dropped(guide):
     text = "\n".join(c.text for c in guide)
     assert "url:" not in text
-    assert "1. Release Notes" not in text             # the site menu in front of the first heading
+    assert "1. Release Notes" not in text  # the site menu in front of the first heading
     assert "Developer Interfaces" not in text and "Occupancy Calculator Python Interface" not in text
     assert "_images/" not in text and "](" not in text
     assert "ALL NVIDIA DESIGN SPECIFICATIONS" not in text
@@ -120,7 +120,7 @@ def test_cells_spilled_over_lines_are_joined_back_into_their_row(cli):
     assert "metric-distribution-groups" not in metrics
     assert any(line.startswith("metric-distribution-groups | ") for line in rows)
     assert not [c for c in cli if c.kind == "prose" and c.text.startswith("| ")]
-    assert not [d for c in cli for d in c.definitions if d.role == "metric"]     # options are no metrics
+    assert not [d for c in cli for d in c.definitions if d.role == "metric"]  # options are no metrics
 
 
 def test_reading_is_deterministic(docs_mirror, guide):
@@ -139,27 +139,37 @@ def test_headerless_caption_table_snippet():
     (chunk,) = read(Page(url=GUIDE_URL, profiler="ncu", format="md", text=text))
     assert chunk.headings == ("Occupancy Metrics",)
     assert [d.term for d in chunk.definitions] == [
-        "sm__maximum_warps_avg_per_active_cycle", "sm__maximum_warps_per_active_cycle_pct",
-        "smsp__maximum_warps_avg_per_active_cycle"]
+        "sm__maximum_warps_avg_per_active_cycle",
+        "sm__maximum_warps_per_active_cycle_pct",
+        "smsp__maximum_warps_avg_per_active_cycle",
+    ]
     assert chunk.definitions[0].context == "Occupancy Metrics"
 
 
 def test_myst_list_tables_give_metrics_with_units_and_anchors(docs_mirror):
-    chunks = _read(docs_mirror, "rocprof/rocprofiler-compute/docs/archive/docs-2.x/performance_model.md",
-                   "https://github.com/ROCm/rocm-systems/blob/develop/projects/rocprofiler-compute/docs/archive/"
-                   "docs-2.x/performance_model.md", profiler="rocprof")
+    chunks = _read(
+        docs_mirror,
+        "rocprof/rocprofiler-compute/docs/archive/docs-2.x/performance_model.md",
+        "https://github.com/ROCm/rocm-systems/blob/develop/projects/rocprofiler-compute/docs/archive/"
+        "docs-2.x/performance_model.md",
+        profiler="rocprof",
+    )
     (grid,) = _definitions(chunks, "Grid Size")
     assert grid.role == "metric" and grid.unit == "Work-items"
     assert grid.text.startswith('The total number of work-items (a.k.a "threads") launched')
     chunk = next(c for c in chunks if grid in c.definitions)
-    assert chunk.source.endswith("#Wavefront_launch_stats")          # the MyST (label)= target
+    assert chunk.source.endswith("#Wavefront_launch_stats")  # the MyST (label)= target
     assert chunk.headings[-1] == "Wavefront Launch Stats"
     assert "list-table" not in "\n".join(c.text for c in chunks)
 
 
 def test_repository_readme_drops_link_lists_and_notices(docs_mirror):
-    chunks = _read(docs_mirror, "perf/intel-perfmon/README.md",
-                   "https://github.com/intel/perfmon/blob/main/README.md", profiler="perf")
+    chunks = _read(
+        docs_mirror,
+        "perf/intel-perfmon/README.md",
+        "https://github.com/intel/perfmon/blob/main/README.md",
+        profiler="perf",
+    )
     text = "\n".join(c.text for c in chunks)
     assert not [c for c in chunks if c.headings == ("Outline",)]
     assert "INFORMATION IN THIS DOCUMENT IS PROVIDED" not in text

@@ -16,16 +16,21 @@ ROCPROFV3 = "rocprofiler-sdk/source/docs/how-to/using-rocprofv3.rst"
 
 
 def _read(mirror: Path, relative: str) -> list[Chunk]:
-    page = Page(url=ORIGIN + relative, profiler="rocprof", format="rst",
-                text=(mirror / "rocprof" / relative).read_text(encoding="utf-8"),
-                path=f"rocprof/{relative}")
+    page = Page(
+        url=ORIGIN + relative,
+        profiler="rocprof",
+        format="rst",
+        text=(mirror / "rocprof" / relative).read_text(encoding="utf-8"),
+        path=f"rocprof/{relative}",
+    )
     return read(page)
 
 
 def _all_pages(mirror: Path) -> dict[str, list[Chunk]]:
     root = mirror / "rocprof"
-    return {str(path.relative_to(root)): _read(mirror, str(path.relative_to(root)))
-            for path in sorted(root.rglob("*.rst"))}
+    return {
+        str(path.relative_to(root)): _read(mirror, str(path.relative_to(root))) for path in sorted(root.rglob("*.rst"))
+    }
 
 
 def _chunk_with(chunks: list[Chunk], words: str) -> Chunk:
@@ -66,8 +71,7 @@ def test_options_table_is_a_table_without_definitions(rocprofv3):
 
 def test_heading_levels_follow_the_order_of_adornment_styles(rocprofv3):
     stats = _chunk_with(rocprofv3, "This option collects statistics for the enabled tracing types.")
-    assert stats.headings == ("Using rocprofv3", "Application tracing",
-                              "Post-processing tracing options", "Stats")
+    assert stats.headings == ("Using rocprofv3", "Application tracing", "Post-processing tracing options", "Stats")
     assert stats.source.endswith("#stats")  # no label: the id docutils derives from the title
     output = _chunk_with(rocprofv3, "To specify the particular output format")
     assert output.headings == ("Using rocprofv3", "Output formats")
@@ -87,8 +91,18 @@ def test_no_markup_or_dropped_directives_remain(docs_mirror):
         for chunk in chunks:
             assert chunk.text.strip(), name
             assert len(chunk.text) <= MAX_CHUNK_CHARS, (name, chunk.topic)
-            for leftover in (":ref:`", ":doc:`", "|br|", ".. code-block", ".. image", ".. jinja",
-                             ".. _", ":header-rows:", "metrics_table.j2", "<br />"):
+            for leftover in (
+                ":ref:`",
+                ":doc:`",
+                "|br|",
+                ".. code-block",
+                ".. image",
+                ".. jinja",
+                ".. _",
+                ":header-rows:",
+                "metrics_table.j2",
+                "<br />",
+            ):
                 assert leftover not in chunk.text, (name, leftover, chunk.text[:200])
 
 
@@ -121,7 +135,8 @@ def test_vocabulary_tables_give_glossary_terms_with_units(docs_mirror):
     assert "command processor's (CP) start-of-kernel" in kernel_time.text
     assert terms["Wavefront"][1].unit == ""  # "N/A" is no unit
     units = definitions_by_term(
-        _read(docs_mirror, "rocprofiler-compute/docs/conceptual/includes/normalization-units.rst"))
+        _read(docs_mirror, "rocprofiler-compute/docs/conceptual/includes/normalization-units.rst")
+    )
     assert units["per_wave"][1].role == "glossary"
     assert "wavefronts launched in the kernel" in units["per_wave"][1].text
 
@@ -138,8 +153,10 @@ def test_grid_table_with_wide_characters(docs_mirror):
     chunks = _read(docs_mirror, "rocprofiler-compute/docs/conceptual/performance-model.rst")
     table = _chunk_with(chunks, "Architecture | CDNA | CDNA 2 | CDNA 3 | CDNA 4")
     assert table.kind == "table"
-    assert ("Spatial partition mode | ❌ | ❌ | Compute partition mode and Memory partition mode | "
-            "Compute partition mode and Memory partition mode") in table.text
+    assert (
+        "Spatial partition mode | ❌ | ❌ | Compute partition mode and Memory partition mode | "
+        "Compute partition mode and Memory partition mode"
+    ) in table.text
     assert "Supported series | MI100 | MI200 MI210 MI250 | MI300A MI300X MI325X | MI350X MI355X" in table.text
 
 
@@ -150,8 +167,10 @@ def test_metric_pages_keep_prose_notes_and_footnotes(docs_mirror):
     assert sol.source.endswith("#vl1d-sol")
     assert sol.text.startswith("Warning: The theoretical maximum throughput")
     # A bare :ref: to a label of the page reads as the section's title.
-    assert "- Busy / stall metrics\n- Instruction counts\n- Spill / stack metrics" in _chunk_with(
-        chunks, "broken down into a few categories").text
+    assert (
+        "- Busy / stall metrics\n- Instruction counts\n- Spill / stack metrics"
+        in _chunk_with(chunks, "broken down into a few categories").text
+    )
     footnote = _chunk_with(chunks, "[vl1d-hit] The vL1D cache on AMD Instinct MI-series CDNA")
     assert "hit-on-miss" in footnote.text
     figure = _chunk_with(chunks, "Performance model of the vL1D Cache on AMD Instinct MI-series")
@@ -162,19 +181,30 @@ def test_inline_markup_snippets():
     # Cells and sentences copied from the mirror's pages.
     assert inline_text("``-i`` INPUT \\| ``--input`` INPUT |br| |br|") == "-i INPUT | --input INPUT"
     assert inline_text("see :ref:`AGPRs <desc-agprs>`.  Note: this may") == "see AGPRs. Note: this may"
-    assert inline_text("predecessor, `rocprof <https://rocm.docs.amd.com/projects/rocprofiler/en/"
-                       "latest/index.html>`_, and") == "predecessor, rocprof, and"
-    assert inline_text("the :doc:`command processor <command-processor>`'s (CP)") == \
-        "the command processor's (CP)"
+    assert (
+        inline_text(
+            "predecessor, `rocprof <https://rocm.docs.amd.com/projects/rocprofiler/en/latest/index.html>`_, and"
+        )
+        == "predecessor, rocprof, and"
+    )
+    assert inline_text("the :doc:`command processor <command-processor>`'s (CP)") == "the command processor's (CP)"
     assert inline_text("hit [#vl1d-hit]_  in vL1D cache") == "hit in vL1D cache"
     assert inline_text("**NOT** for visualization, doing *any* work") == "NOT for visualization, doing any work"
     assert inline_text("``reduce(GL2C_HIT,sum)`` sums all ``GL2C_HIT``") == "reduce(GL2C_HIT,sum) sums all GL2C_HIT"
 
 
-@pytest.mark.parametrize(("term", "expected"), [
-    ("VGPR_Count", True), ("VALUBusy", True), ("SQ_INSTS_VALU_MFMA_MOPS_F16", True),
-    ("Workgroup_Size_n", True), ("Wavefront", False), ("per_wave", False), ("Kernel time", False),
-    ("-k, --kernel", False),
-])
+@pytest.mark.parametrize(
+    ("term", "expected"),
+    [
+        ("VGPR_Count", True),
+        ("VALUBusy", True),
+        ("SQ_INSTS_VALU_MFMA_MOPS_F16", True),
+        ("Workgroup_Size_n", True),
+        ("Wavefront", False),
+        ("per_wave", False),
+        ("Kernel time", False),
+        ("-k, --kernel", False),
+    ],
+)
 def test_metric_name_shapes(term, expected):
     assert is_metric_name(term) is expected

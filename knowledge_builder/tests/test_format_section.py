@@ -7,10 +7,10 @@ import time
 from pathlib import Path
 
 import pytest
-from pragma_ncu.metrics import DEFAULT_METRICS
 
 from knowledge_builder.documents import Chunk, Definition, Page
 from knowledge_builder.formats import markdown, section
+from pragma_ncu.metrics import DEFAULT_METRICS
 
 SECTIONS = "ncu/sections"
 
@@ -18,8 +18,11 @@ SECTIONS = "ncu/sections"
 def _read(mirror: Path, name: str) -> list[Chunk]:
     path = mirror / SECTIONS / name
     url = f"https://github.com/singularitti/nsight-compute/blob/main/src/nsight_compute/sections/{name}"
-    return section.read(Page(url=url, profiler="ncu", format="section", text=path.read_text(encoding="utf-8"),
-                             path=f"{SECTIONS}/{name}"))
+    return section.read(
+        Page(
+            url=url, profiler="ncu", format="section", text=path.read_text(encoding="utf-8"), path=f"{SECTIONS}/{name}"
+        )
+    )
 
 
 def _terms(chunks: list[Chunk]) -> dict[str, Definition]:
@@ -36,7 +39,8 @@ def test_section_description_and_labelled_metrics(docs_mirror):
     overview = chunks[0]
     assert overview.kind == "prose" and overview.headings == ("GPU Speed Of Light Throughput",)
     assert overview.text.startswith(
-        "High-level overview of the throughput for compute and memory resources of the GPU.")
+        "High-level overview of the throughput for compute and memory resources of the GPU."
+    )
     assert "Section identifier: SpeedOfLight. Sets: basic, detailed, full, roofline." in overview.text
     terms = _terms(chunks)
     duration = terms["gpu__time_duration.sum"]
@@ -45,8 +49,10 @@ def test_section_description_and_labelled_metrics(docs_mirror):
     # The header and the chart label the same metric: one definition with both labels.
     throughput = terms["sm__throughput.avg.pct_of_peak_sustained_elapsed"]
     assert throughput.aliases == ("Compute (SM) Throughput", "Compute (SM) [%]")
-    assert "GPU Speed Of Light Throughput [CC_75-CC_86, CC_89-CC_100, CC_103, CC_120]" == \
-        terms["gpu__dram_throughput.avg.pct_of_peak_sustained_elapsed"].context
+    assert (
+        "GPU Speed Of Light Throughput [CC_75-CC_86, CC_89-CC_100, CC_103, CC_120]"
+        == terms["gpu__dram_throughput.avg.pct_of_peak_sustained_elapsed"].context
+    )
 
 
 def test_every_term_once_per_file_and_a_bare_metric_name(all_sections):
@@ -60,10 +66,10 @@ def test_every_term_once_per_file_and_a_bare_metric_name(all_sections):
 
 def test_collection_and_domain_prefixes_are_removed(all_sections):
     terms = _terms(all_sections["PmSampling.section"])
-    assert "l1tex__t_sector_hit_rate.pct" in terms               # pmsampling:l1tex__t_sector_hit_rate.pct
+    assert "l1tex__t_sector_hit_rate.pct" in terms  # pmsampling:l1tex__t_sector_hit_rate.pct
     assert "lts__average_t_sector_hit_rate_realtime.pct" in terms  # LTS.TriageCompute.lts__...
     assert "group:smsp__pmwarpsamp_warp_stall_reasons" in terms
-    assert "smsp__pcsamp_samples_data_dropped" in terms           # warpsampling:smsp__...
+    assert "smsp__pcsamp_samples_data_dropped" in terms  # warpsampling:smsp__...
     # Its label only repeats the name.
     assert terms["group:smsp__pmwarpsamp_warp_stall_reasons"].aliases == ()
 
@@ -85,8 +91,10 @@ def test_described_charts_join_the_section_prose(all_sections):
     assert all(c.headings == ("Compute Workload Analysis",) for c in prose)
     text = "\n\n".join(c.text for c in prose)
     assert text.startswith("Detailed analysis of the compute resources of the streaming multiprocessors (SM)")
-    assert ("\n\nPipe Utilization (% of elapsed cycles): Pipeline utilization based on the number of elapsed "
-            "(all) cycles in the workload.") in text
+    assert (
+        "\n\nPipe Utilization (% of elapsed cycles): Pipeline utilization based on the number of elapsed "
+        "(all) cycles in the workload."
+    ) in text
     rows = "\n\n".join(c.text for c in all_sections["PmSampling.section"] if c.kind == "prose")
     assert "L2 Hit Miss: L2 cache lookup hits and misses" in rows
 
@@ -113,15 +121,22 @@ def test_comments_and_strings_in_protobuf_text():
         'Identifier: "LaunchStats"\nDisplayName: "Launch Statistics"\n'
         'Header {\n  Metrics {\n    Label: "Grid Size"\n    Name: "launch__grid_size"\n  }\n}\n#endif'
     )
-    chunks = section.read(Page(url="https://example.org/LaunchStatistics.section", profiler="ncu",
-                               format="section", text=text))
+    chunks = section.read(
+        Page(url="https://example.org/LaunchStatistics.section", profiler="ncu", format="section", text=text)
+    )
     assert _terms(chunks)["launch__grid_size"].aliases == ("Grid Size",)
 
 
 def test_default_metrics_are_all_defined_across_the_guide_and_the_sections(docs_mirror, all_sections):
     guide_text = (docs_mirror / "ncu/docs/ProfilingGuide.md").read_text(encoding="utf-8")
-    guide = markdown.read(Page(url="https://docs.nvidia.com/nsight-compute/ProfilingGuide/index.html",
-                               profiler="ncu", format="md", text=guide_text))
+    guide = markdown.read(
+        Page(
+            url="https://docs.nvidia.com/nsight-compute/ProfilingGuide/index.html",
+            profiler="ncu",
+            format="md",
+            text=guide_text,
+        )
+    )
     definitions = [d for chunks in [guide, *all_sections.values()] for c in chunks for d in c.definitions]
     by_term: dict[str, list[Definition]] = {}
     for definition in definitions:

@@ -17,20 +17,41 @@ METRIC_DESCRIPTIONS = "rocprofiler-compute/docs/data/metrics_description.yaml"
 
 # The metrics pragma's rocprof plugin collects or reports by default.
 ROCPROF_DEFAULT_METRICS = (
-    "OccupancyPercent", "MeanOccupancyPerCU", "VGPR_Count", "Accum_VGPR_Count", "SGPR_Count",
-    "LDS_Block_Size", "Scratch_Size", "VALUBusy", "MemUnitBusy", "MfmaUtil",
-    "SQ_INSTS_VALU_MFMA_MOPS_F16", "TCC_HIT_sum", "TCC_MISS_sum", "FETCH_SIZE", "WRITE_SIZE",
-    "TCP_TOTAL_CACHE_ACCESSES_sum", "TCP_TCC_READ_REQ_sum", "TCP_TCC_WRITE_REQ_sum",
-    "SQ_INSTS_VALU_MFMA_MOPS_BF16", "SQ_INSTS_VALU_MFMA_MOPS_F32", "L2CacheHit",
-    "Start_Timestamp", "End_Timestamp",
+    "OccupancyPercent",
+    "MeanOccupancyPerCU",
+    "VGPR_Count",
+    "Accum_VGPR_Count",
+    "SGPR_Count",
+    "LDS_Block_Size",
+    "Scratch_Size",
+    "VALUBusy",
+    "MemUnitBusy",
+    "MfmaUtil",
+    "SQ_INSTS_VALU_MFMA_MOPS_F16",
+    "TCC_HIT_sum",
+    "TCC_MISS_sum",
+    "FETCH_SIZE",
+    "WRITE_SIZE",
+    "TCP_TOTAL_CACHE_ACCESSES_sum",
+    "TCP_TCC_READ_REQ_sum",
+    "TCP_TCC_WRITE_REQ_sum",
+    "SQ_INSTS_VALU_MFMA_MOPS_BF16",
+    "SQ_INSTS_VALU_MFMA_MOPS_F32",
+    "L2CacheHit",
+    "Start_Timestamp",
+    "End_Timestamp",
 )
 
 
 def _page(mirror: Path, relative: str) -> Page:
     fmt = {".yaml": "yaml", ".rst": "rst", ".xml": "xml"}[Path(relative).suffix]
-    return Page(url=ORIGIN + relative, profiler="rocprof", format=fmt,
-                text=(mirror / "rocprof" / relative).read_text(encoding="utf-8"),
-                path=f"rocprof/{relative}")
+    return Page(
+        url=ORIGIN + relative,
+        profiler="rocprof",
+        format=fmt,
+        text=(mirror / "rocprof" / relative).read_text(encoding="utf-8"),
+        path=f"rocprof/{relative}",
+    )
 
 
 def _snippet(text: str) -> list[Chunk]:
@@ -60,8 +81,10 @@ def test_derived_metric_measured_by_the_newest_architecture(counter_defs):
     assert {"gfx90a", "gfx942", "gfx950", "gfx1201"} <= set(fetch.context.split(", "))
     assert chunk.headings == ("rocprofiler-sdk counters", "Derived metrics")
     # The text still shows the expression of every architecture group.
-    assert ("  gfx940, gfx941, gfx942, gfx950: (TCC_BUBBLE_sum*128 + (TCC_EA0_RDREQ_sum-TCC_BUBBLE_sum"
-            "-TCC_EA0_RDREQ_32B_sum)*64 + TCC_EA0_RDREQ_32B_sum*32)/1024") in chunk.text
+    assert (
+        "  gfx940, gfx941, gfx942, gfx950: (TCC_BUBBLE_sum*128 + (TCC_EA0_RDREQ_sum-TCC_BUBBLE_sum"
+        "-TCC_EA0_RDREQ_32B_sum)*64 + TCC_EA0_RDREQ_32B_sum*32)/1024"
+    ) in chunk.text
 
 
 def test_hardware_counters_give_block_and_event(counter_defs):
@@ -86,19 +109,26 @@ def test_metric_descriptions_by_panel(metric_descriptions):
     assert chunk.headings == ("L2 Speed-of-Light",) and chunk.kind == "definitions"
     _, hit_rate = defined["vL1D Cache Hit Rate"]
     assert hit_rate.context == "System Speed-of-Light" and hit_rate.unit == "Percent"
-    assert hit_rate.text == ("The ratio of the number of vL1D cache line requests that hit in vL1D cache "
-                             "over the total number of cache line requests to the vL1D cache RAM.")
+    assert hit_rate.text == (
+        "The ratio of the number of vL1D cache line requests that hit in vL1D cache "
+        "over the total number of cache line requests to the vL1D cache RAM."
+    )
     _, agprs = defined["AGPRs"]
-    assert agprs.text.startswith("The number of accumulation vector general-purpose registers allocated "
-                                 "for the kernel, see AGPRs. Note:")
+    assert agprs.text.startswith(
+        "The number of accumulation vector general-purpose registers allocated for the kernel, see AGPRs. Note:"
+    )
 
 
 def test_same_metric_name_in_several_panels_keeps_each(metric_descriptions):
     assert len([d for chunk in metric_descriptions for d in chunk.definitions]) == 302
-    hit_rates = {d.context: d for chunk in metric_descriptions for d in chunk.definitions
-                 if d.term == "Cache Hit Rate"}
-    assert set(hit_rates) == {"vL1D cache access metrics", "Scalar L1D Speed-of-Light",
-                              "Scalar L1D cache accesses", "L1I Speed-of-Light", "L1I cache accesses"}
+    hit_rates = {d.context: d for chunk in metric_descriptions for d in chunk.definitions if d.term == "Cache Hit Rate"}
+    assert set(hit_rates) == {
+        "vL1D cache access metrics",
+        "Scalar L1D Speed-of-Light",
+        "Scalar L1D cache accesses",
+        "L1I Speed-of-Light",
+        "L1I cache accesses",
+    }
     assert "sL1D" in hit_rates["Scalar L1D cache accesses"].text
 
 
@@ -162,7 +192,7 @@ def test_other_yaml_reads_as_prose():
     (chunk,) = chunks
     assert chunk.kind == "prose" and chunk.headings == ("jobs",) and not chunk.definitions
     assert chunk.text.splitlines() == [
-        '- output_directory: @CMAKE_CURRENT_BINARY_DIR@/%env{ARBITRARY_ENV_VARIABLE}%',
+        "- output_directory: @CMAKE_CURRENT_BINARY_DIR@/%env{ARBITRARY_ENV_VARIABLE}%",
         "  output_file: out",
         "  output_format:",
         "    - pftrace",
@@ -177,10 +207,18 @@ def test_other_yaml_reads_as_prose():
 
 def test_rocprof_default_metrics_are_all_defined(docs_mirror):
     """Every metric the rocprof plugin uses has a described definition from some reader."""
-    sources = [COUNTER_DEFS, METRIC_DESCRIPTIONS,
-               "rocprofiler-sdk/source/share/rocprofiler-sdk/derived_counters.xml",
-               "rocprofiler-sdk/source/share/rocprofiler-sdk/basic_counters.xml",
-               "rocprofiler-sdk/source/docs/how-to/using-rocprofv3.rst"]
-    described = {d.term for source in sources for chunk in read_page(_page(docs_mirror, source))
-                 for d in chunk.definitions if d.text and d.role == "metric"}
+    sources = [
+        COUNTER_DEFS,
+        METRIC_DESCRIPTIONS,
+        "rocprofiler-sdk/source/share/rocprofiler-sdk/derived_counters.xml",
+        "rocprofiler-sdk/source/share/rocprofiler-sdk/basic_counters.xml",
+        "rocprofiler-sdk/source/docs/how-to/using-rocprofv3.rst",
+    ]
+    described = {
+        d.term
+        for source in sources
+        for chunk in read_page(_page(docs_mirror, source))
+        for d in chunk.definitions
+        if d.text and d.role == "metric"
+    }
     assert [name for name in ROCPROF_DEFAULT_METRICS if name not in described] == []

@@ -4,23 +4,34 @@ from __future__ import annotations
 
 import pytest
 
-from pragma_core.knowledge import terms_in
-from pragma_core.plugins import get_registry
-
 from knowledge_builder.documents import Page
 from knowledge_builder.formats import read_page
 from knowledge_builder.merge import MergeReport, merge_stage1
 from knowledge_builder.notes import MetricNote, Stage1
 from knowledge_builder.structural import GUIDE_CHARS, opening, structural_stage1
+from pragma_core.knowledge import terms_in
+from pragma_core.plugins import get_registry
 
 
 def _stage1(docs_mirror, profiler: str, *paths: str) -> Stage1:
     chunks = []
     for path in paths:
-        fmt = {"md": "md", "section": "section", "xml": "xml", "json": "json", "yaml": "yaml", "rst": "rst",
-               "txt": "txt"}[path.rsplit(".", 1)[1]]
-        page = Page(url=f"https://example.org/{path}", profiler=profiler, format=fmt,
-                    text=(docs_mirror / path).read_text(encoding="utf-8"), path=path)
+        fmt = {
+            "md": "md",
+            "section": "section",
+            "xml": "xml",
+            "json": "json",
+            "yaml": "yaml",
+            "rst": "rst",
+            "txt": "txt",
+        }[path.rsplit(".", 1)[1]]
+        page = Page(
+            url=f"https://example.org/{path}",
+            profiler=profiler,
+            format=fmt,
+            text=(docs_mirror / path).read_text(encoding="utf-8"),
+            path=path,
+        )
         chunks += read_page(page)
     return structural_stage1(chunks)
 
@@ -38,8 +49,14 @@ def test_guides_are_short_openings_of_prose_with_their_source(docs_mirror):
 
 
 def test_a_section_label_joins_the_metric_to_its_documentation_and_names_compose_a_meaning(docs_mirror):
-    stage1 = _stage1(docs_mirror, "ncu", "ncu/docs/ProfilingGuide.md", "ncu/sections/Occupancy.section",
-                     "ncu/sections/SpeedOfLight.section", "ncu/sections/MemoryWorkloadAnalysis.section")
+    stage1 = _stage1(
+        docs_mirror,
+        "ncu",
+        "ncu/docs/ProfilingGuide.md",
+        "ncu/sections/Occupancy.section",
+        "ncu/sections/SpeedOfLight.section",
+        "ncu/sections/MemoryWorkloadAnalysis.section",
+    )
     ncu = get_registry().profiler("ncu")
     compendium = merge_stage1("ncu", stage1, preferred=ncu.default_metrics)
     occupancy = compendium.find("Achieved Occupancy")
@@ -56,23 +73,47 @@ def test_a_section_label_joins_the_metric_to_its_documentation_and_names_compose
 
 
 def test_an_alias_several_metrics_claim_joins_none_of_them():
-    notes = [MetricNote(profiler="ncu", name="gpu__time_duration.sum", aliases=("Duration",), meaning="kernel time",
-                        source="s", built_by="structural"),
-             MetricNote(profiler="ncu", name="gpu__time_duration.max", aliases=("Duration",), meaning="longest time",
-                        source="s", built_by="structural"),
-             MetricNote(profiler="ncu", name="Duration", meaning="a label", source="s", built_by="structural")]
+    notes = [
+        MetricNote(
+            profiler="ncu",
+            name="gpu__time_duration.sum",
+            aliases=("Duration",),
+            meaning="kernel time",
+            source="s",
+            built_by="structural",
+        ),
+        MetricNote(
+            profiler="ncu",
+            name="gpu__time_duration.max",
+            aliases=("Duration",),
+            meaning="longest time",
+            source="s",
+            built_by="structural",
+        ),
+        MetricNote(profiler="ncu", name="Duration", meaning="a label", source="s", built_by="structural"),
+    ]
     compendium = merge_stage1("ncu", Stage1(notes=notes))
     assert {e.name for e in compendium.metrics} == {"gpu__time_duration.sum", "gpu__time_duration.max", "Duration"}
     assert compendium.find("gpu__time_duration.sum").aliases == ()
 
 
 def test_the_most_common_description_wins_and_the_plugins_spelling_is_canonical():
-    notes = [MetricNote(profiler="perf", name="IPC", meaning="Instructions Per Cycle (per Logical Processor)",
-                        source=f"https://example.org/{cpu}", built_by="structural") for cpu in ("skl", "icl")]
-    notes.append(MetricNote(profiler="perf", name="IPC", meaning="instructions per cycle", source="other",
-                            built_by="structural"))
-    compendium = merge_stage1("perf", Stage1(notes=notes), formulas={"ipc": "instructions / cycles"},
-                              preferred=("ipc",))
+    notes = [
+        MetricNote(
+            profiler="perf",
+            name="IPC",
+            meaning="Instructions Per Cycle (per Logical Processor)",
+            source=f"https://example.org/{cpu}",
+            built_by="structural",
+        )
+        for cpu in ("skl", "icl")
+    ]
+    notes.append(
+        MetricNote(profiler="perf", name="IPC", meaning="instructions per cycle", source="other", built_by="structural")
+    )
+    compendium = merge_stage1(
+        "perf", Stage1(notes=notes), formulas={"ipc": "instructions / cycles"}, preferred=("ipc",)
+    )
     entry = compendium.find("ipc")
     assert entry.name == "IPC" and "ipc" in entry.aliases
     assert entry.meaning == "Instructions Per Cycle (per Logical Processor)"
@@ -83,8 +124,9 @@ def test_a_computed_metric_is_documented_by_its_formula_and_terms(docs_mirror):
     stage1 = _stage1(docs_mirror, "valgrind", "cachegrind/cg-manual.xml")
     valgrind = get_registry().profiler("valgrind")
     report = MergeReport()
-    compendium = merge_stage1("valgrind", stage1, formulas=valgrind.formulas, preferred=valgrind.default_metrics,
-                              report=report)
+    compendium = merge_stage1(
+        "valgrind", stage1, formulas=valgrind.formulas, preferred=valgrind.default_metrics, report=report
+    )
     rate = compendium.find("Mispred rate")
     assert rate.built_by == "formula" and rate.measured == "100 * (Bcm + Bim) / (Bc + Bi)"
     assert "Bcm: Conditional branches mispredicted" in rate.meaning
@@ -93,11 +135,14 @@ def test_a_computed_metric_is_documented_by_its_formula_and_terms(docs_mirror):
     assert report.undocumented["valgrind"] == []
 
 
-@pytest.mark.parametrize("text, terms", [
-    ("DRAM throughput as % of peak", ("memory bound",)),
-    ("Occupancy limit due to register usage", ("occupancy", "register pressure")),
-    ("share of slots wasted by branch mispredictions", ("bad speculation",)),
-    ("D1 cache read misses", ("cache misses",)),
-])
+@pytest.mark.parametrize(
+    "text, terms",
+    [
+        ("DRAM throughput as % of peak", ("memory bound",)),
+        ("Occupancy limit due to register usage", ("occupancy", "register pressure")),
+        ("share of slots wasted by branch mispredictions", ("bad speculation",)),
+        ("D1 cache read misses", ("cache misses",)),
+    ],
+)
 def test_bottlenecks_are_named_in_the_one_vocabulary(text, terms):
     assert terms_in(text) == terms

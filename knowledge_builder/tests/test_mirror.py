@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from pragma_core.plugins import get_registry
-
 from knowledge_builder.mirror import read_mirror, url_stem
+from pragma_core.plugins import get_registry
 
 
 def _doc_sources() -> dict[str, tuple[str, ...]]:
@@ -13,7 +12,9 @@ def _doc_sources() -> dict[str, tuple[str, ...]]:
 
 
 def test_url_stems_match_a_page_to_its_mirrored_file():
-    assert url_stem("https://man7.org/linux/man-pages/man1/perf-stat.1.html") == url_stem("perf-stat.txt") == "perf-stat"
+    assert (
+        url_stem("https://man7.org/linux/man-pages/man1/perf-stat.1.html") == url_stem("perf-stat.txt") == "perf-stat"
+    )
     assert url_stem("https://valgrind.org/docs/manual/cg-manual.html#cg-manual.annopts") == url_stem("cg-manual.xml")
     assert url_stem("https://docs.nvidia.com/nsight-compute/ProfilingGuide/index.html") == "index"
 
@@ -33,11 +34,14 @@ def test_every_page_cites_a_real_address(docs_mirror):
     # the page's own front matter
     assert pages["ncu/docs/ProfilingGuide.md"].url == "https://docs.nvidia.com/nsight-compute/ProfilingGuide/index.html"
     # the origin SOURCES.md records: a GitHub file, or the kernel release a Debian package holds
-    assert pages["ncu/sections/Occupancy.section"].url == \
-        "https://github.com/singularitti/nsight-compute/blob/HEAD/src/nsight_compute/Occupancy.section"
+    assert (
+        pages["ncu/sections/Occupancy.section"].url
+        == "https://github.com/singularitti/nsight-compute/blob/HEAD/src/nsight_compute/Occupancy.section"
+    )
     assert pages["perf/linux-6.1.192/tools/perf/pmu-events/arch/x86/skylake/skl-metrics.json"].url == (
         "https://git.kernel.org/pub/scm/linux/kernel/git/stable/linux.git/tree/"
-        "tools/perf/pmu-events/arch/x86/skylake/skl-metrics.json?h=v6.1.192")
+        "tools/perf/pmu-events/arch/x86/skylake/skl-metrics.json?h=v6.1.192"
+    )
     assert all(not page.url.startswith("mirror:") for page in pages.values())
 
 

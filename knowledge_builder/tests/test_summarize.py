@@ -8,15 +8,14 @@ from typing import Any
 
 import pytest
 
-from pragma_core import LLMProvider
-from pragma_core.plugins import get_registry
-from pragma_core.providers.litellm_provider import LiteLLMProvider, LiteLLMSettings
-
 from knowledge_builder.build import BuildSettings, build
 from knowledge_builder.documents import Page
 from knowledge_builder.formats import read_page
 from knowledge_builder.merge import merge_stage1
 from knowledge_builder.summarize import ModelStages
+from pragma_core import LLMProvider
+from pragma_core.plugins import get_registry
+from pragma_core.providers.litellm_provider import LiteLLMProvider, LiteLLMSettings
 
 MODEL = "openai/gpt-4o-mini"
 
@@ -42,22 +41,51 @@ class ScriptedModel:
 def stage1_reply(system: str, user: str) -> str:
     if "merge notes" in system:
         metrics = json.loads(user)["metrics"]
-        return json.dumps({"metrics": [{
-            "name": m["name"], "meaning": f"Merged: {m['notes'][0]['meaning'] or m['name']}",
-            "bottleneck": ["Cache-miss heavy"], "remedies": ["tile the loops so data stays in D1"]} for m in metrics]})
+        return json.dumps(
+            {
+                "metrics": [
+                    {
+                        "name": m["name"],
+                        "meaning": f"Merged: {m['notes'][0]['meaning'] or m['name']}",
+                        "bottleneck": ["Cache-miss heavy"],
+                        "remedies": ["tile the loops so data stays in D1"],
+                    }
+                    for m in metrics
+                ]
+            }
+        )
     if "Ir" in user and "I cache reads" in user:
-        return "```json\n" + json.dumps({"metrics": [
-            {"name": "Ir", "aliases": ["I refs"], "meaning": "Instructions executed by the program.",
-             "measured": "counted per instruction by the simulator", "bottleneck": ["Front-end bound", "nonsense"],
-             "remedies": ["do less work per element"], "unit": "instructions"}],
-            "guides": [{"topic": "Reading Ir", "text": "Compare Ir between versions; it is deterministic."}]}) + "\n```"
-    return "I could not find any metric here."   # not the schema: the structural path takes over
+        return (
+            "```json\n"
+            + json.dumps(
+                {
+                    "metrics": [
+                        {
+                            "name": "Ir",
+                            "aliases": ["I refs"],
+                            "meaning": "Instructions executed by the program.",
+                            "measured": "counted per instruction by the simulator",
+                            "bottleneck": ["Front-end bound", "nonsense"],
+                            "remedies": ["do less work per element"],
+                            "unit": "instructions",
+                        }
+                    ],
+                    "guides": [{"topic": "Reading Ir", "text": "Compare Ir between versions; it is deterministic."}],
+                }
+            )
+            + "\n```"
+        )
+    return "I could not find any metric here."  # not the schema: the structural path takes over
 
 
 @pytest.fixture
 def manual(docs_mirror) -> list:
-    page = Page(url="https://valgrind.org/docs/manual/cg-manual.html", profiler="valgrind", format="xml",
-                text=(docs_mirror / "cachegrind" / "cg-manual.xml").read_text(encoding="utf-8"))
+    page = Page(
+        url="https://valgrind.org/docs/manual/cg-manual.html",
+        profiler="valgrind",
+        format="xml",
+        text=(docs_mirror / "cachegrind" / "cg-manual.xml").read_text(encoding="utf-8"),
+    )
     return read_page(page)
 
 
@@ -68,11 +96,11 @@ def test_stage1_takes_the_models_entries_in_the_vocabulary_and_keeps_what_it_lef
     stage1 = stages.stage1(manual)
     ir = [n for n in stage1.notes if n.name == "Ir" and n.built_by == f"model:{MODEL}"]
     assert ir and ir[0].meaning == "Instructions executed by the program."
-    assert ir[0].bottleneck == ("front-end bound",)          # standardized; "nonsense" dropped
+    assert ir[0].bottleneck == ("front-end bound",)  # standardized; "nonsense" dropped
     # the table's other events the model did not name stay, read structurally
     assert {"I1mr", "D1mr", "Bcm"} <= {n.name for n in stage1.notes if n.built_by == "structural"}
     assert any(g.topic == "Reading Ir" and g.built_by == f"model:{MODEL}" for g in stage1.guides)
-    assert stages.failures                                   # the chunks answered with prose
+    assert stages.failures  # the chunks answered with prose
     assert model.calls == len([c for c in manual if len(c.definitions) <= 40])
 
 
@@ -105,9 +133,13 @@ def test_a_model_build_records_which_path_built_each_entry(docs_mirror, tmp_path
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
     model = ScriptedModel(stage1_reply)
     registry = get_registry()
-    result = build(BuildSettings(out_dir=tmp_path / "kb", offline_mirror=docs_mirror, model=MODEL,
-                                 profilers=("valgrind",), index=False),
-                   {"valgrind": registry.profiler("valgrind")}, provider=model.provider())
+    result = build(
+        BuildSettings(
+            out_dir=tmp_path / "kb", offline_mirror=docs_mirror, model=MODEL, profilers=("valgrind",), index=False
+        ),
+        {"valgrind": registry.profiler("valgrind")},
+        provider=model.provider(),
+    )
     compendium = result.compendia["valgrind"]
     kinds = {entry.built_by for entry in (*compendium.metrics, *compendium.guides)}
     assert f"model:{MODEL}" in kinds and "structural" in kinds

@@ -34,14 +34,14 @@ def clip(text: str, limit: int, *, comment: str = "") -> str:
         head.append(line)
         used += len(line)
     tail: list[str] = []
-    for line in reversed(lines[len(head):]):
+    for line in reversed(lines[len(head) :]):
         if used + len(line) > limit:
             break
         tail.insert(0, line)
         used += len(line)
     if not head and not tail:  # one enormous line: cut by characters
         head_text = text[: int(limit * _HEAD_SHARE)]
-        tail_text = text[len(text) - (limit - len(head_text)):]
+        tail_text = text[len(text) - (limit - len(head_text)) :]
         left_out = len(text) - len(head_text) - len(tail_text)
         return f"{head_text}\n{comment}{_marker(1, left_out)}\n{tail_text}"
     left_lines = len(lines) - len(head) - len(tail)

@@ -57,9 +57,7 @@ def history_row(attempt: Attempt) -> HistoryRow:
     )
 
 
-def history_rows(
-    attempts: Sequence[Attempt], *, limit: int = MAX_HISTORY_ROWS
-) -> tuple[tuple[HistoryRow, ...], int]:
+def history_rows(attempts: Sequence[Attempt], *, limit: int = MAX_HISTORY_ROWS) -> tuple[tuple[HistoryRow, ...], int]:
     """Rows of the newest ``limit`` attempts in order, and how many older ones were left out."""
     ordered = sorted(attempts, key=lambda attempt: attempt.number)
     kept = ordered[-limit:] if limit > 0 else []

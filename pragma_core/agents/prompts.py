@@ -78,8 +78,9 @@ def coder_messages(
     best = best if best_source is not None else None
     last_source = last.candidate.source if last is not None and last.candidate is not None else None
     last_is_best = best is not None and last is not None and last.number == best.number
-    last_repeats_best = best_source is not None and last_source is not None \
-        and last_source.strip() == best_source.strip()
+    last_repeats_best = (
+        best_source is not None and last_source is not None and last_source.strip() == best_source.strip()
+    )
     sources = [best_source, None if last_repeats_best else last_source]
     best_code, last_code = _share_code_budget(sources)
     rows, omitted = history_rows(history, limit=history_limit)
@@ -88,18 +89,29 @@ def coder_messages(
         task=_task_view(task),
         guide=guide.strip(),
         guidance=_guidance_view(guidance),
-        best=None if best is None else {
+        best=None
+        if best is None
+        else {
             "number": best.number,
             "speedup": speedup_text(best.verdict.speedup if best.verdict else None),
             "code": best_code,
         },
         last=None if last is None else _last_view(last, last_code, last_is_best, last_repeats_best),
-        rows=[{"number": row.number, "status": row.status,
-               "speedup": "-" if row.speedup is None else f"{row.speedup:.2f}x",
-               "summary": row.summary.replace("|", "\\|") or "-"} for row in rows],
+        rows=[
+            {
+                "number": row.number,
+                "status": row.status,
+                "speedup": "-" if row.speedup is None else f"{row.speedup:.2f}x",
+                "summary": row.summary.replace("|", "\\|") or "-",
+            }
+            for row in rows
+        ],
         omitted=omitted,
-        code_clipped=any(code is not None and code != source.strip("\n")
-                         for code, source in zip((best_code, last_code), sources) if source is not None),
+        code_clipped=any(
+            code is not None and code != source.strip("\n")
+            for code, source in zip((best_code, last_code), sources)
+            if source is not None
+        ),
     )
     return _messages(parts)
 
@@ -139,7 +151,8 @@ def conductor_messages(
     best_selected = [(profile, tuple(select(profile))) for profile in best.profiles] if best else []
     best_metrics: tuple[Metric, ...] = tuple(m for _, metrics in best_selected for m in metrics)
     current_code, best_code = _share_code_budget(
-        [candidate.source if candidate else None, best_source if best else None])
+        [candidate.source if candidate else None, best_source if best else None]
+    )
     parts = render_parts(
         "conductor.j2",
         task=_task_view(task),
@@ -153,14 +166,18 @@ def conductor_messages(
         unmeasured=list(unmeasured_citations[:_MAX_UNMEASURED]),
         profiles=[profile_facts(profile, metrics) for profile, metrics in selected],
         not_profiled=(
-            "only correct candidates are profiled." if not verdict.ok
+            "only correct candidates are profiled."
+            if not verdict.ok
             else "profiling is off for this run, or no profiler could run here; judge by the timing."
         ),
         best=None if best is None else _best_view(best, best_code, best_selected),
         current_is_best=current_is_best,
         comparison=comparison_rows(
-            current=verdict, current_diagnosis=diagnosis, current_metrics=current_metrics,
-            best=best.verdict if best else None, best_diagnosis=best.diagnosis if best else None,
+            current=verdict,
+            current_diagnosis=diagnosis,
+            current_metrics=current_metrics,
+            best=best.verdict if best else None,
+            best_diagnosis=best.diagnosis if best else None,
             best_metrics=best_metrics,
         ),
         deltas=delta_lines(diagnosis),
@@ -173,8 +190,7 @@ def conductor_messages(
 
 
 def _messages(parts: dict[str, str]) -> tuple[ChatMessage, ...]:
-    return (ChatMessage(role="system", content=parts["system"]),
-            ChatMessage(role="user", content=parts["user"]))
+    return (ChatMessage(role="system", content=parts["system"]), ChatMessage(role="user", content=parts["user"]))
 
 
 def _task_view(task: Task) -> dict[str, str]:
@@ -211,8 +227,9 @@ def _last_view(last: Attempt, code: str | None, is_best: bool, repeats_best: boo
     }
 
 
-def _best_view(best: Attempt, code: str | None,
-               selected: Sequence[tuple[Profile, tuple[Metric, ...]]]) -> dict[str, object]:
+def _best_view(
+    best: Attempt, code: str | None, selected: Sequence[tuple[Profile, tuple[Metric, ...]]]
+) -> dict[str, object]:
     verdict = best.verdict
     return {
         "number": best.number,
@@ -225,8 +242,9 @@ def _best_view(best: Attempt, code: str | None,
 
 def _share_code_budget(sources: Sequence[str | None]) -> list[str | None]:
     """Each source clipped so together they fit :data:`CODE_CHARS`; short ones leave room to others."""
-    shown = sorted(((i, source) for i, source in enumerate(sources) if source is not None),
-                   key=lambda item: len(item[1]))
+    shown = sorted(
+        ((i, source) for i, source in enumerate(sources) if source is not None), key=lambda item: len(item[1])
+    )
     result: list[str | None] = [None] * len(sources)
     remaining = CODE_CHARS
     for count, (i, source) in enumerate(shown):

@@ -31,106 +31,130 @@ def _table(entries: dict[str, tuple[str, str]]) -> dict[str, Remedy]:
 
 STATUS_REMEDIES: dict[VerdictStatus, Remedy] = {
     VerdictStatus(key): remedy
-    for key, remedy in _table({
-        "compile_error": (
-            "the C++ source or the Python module does not build: a syntax or type error, a missing "
-            "include or declaration, or a signature that does not match its call",
-            "fix the first error the compiler reports (later ones often follow from it) and change "
-            "nothing else in this attempt"),
-        "runtime_error": (
-            "importing, constructing or running ModelNew raised: constructor arguments that differ "
-            "from Model's, a tensor of the wrong dtype or layout for a pointer parameter, or a shape "
-            "mismatch",
-            "read the exception; match Model's __init__ and forward signatures exactly and pass "
-            "contiguous tensors whose dtype matches each pointer type"),
-        "timeout": (
-            "no result within the time limit: a loop that never ends, a deadlock, nested parallel "
-            "regions oversubscribing the cores, or a kernel far slower than the reference",
-            "check every loop bound and exit condition; use one flat OpenMP parallel region and no "
-            "busy waiting"),
-        "crashed": (
-            "the process died by a signal, most often an out-of-bounds read or write (SIGSEGV) or a "
-            "failed assertion (SIGABRT)",
-            "check every index against the tensor sizes, the element counts passed to the kernel, "
-            "and that each pointer's type matches its tensor"),
-        "out_of_memory": (
-            "an allocation failed under the memory limit: a buffer sized far beyond the output, or "
-            "scratch allocated per thread or per element",
-            "allocate only the outputs and small scratch, with sizes computed from the actual shapes"),
-        "wrong_output": (
-            "the outputs differ from the reference: an indexing or layout error, a missed remainder "
-            "after a blocked or vectorized loop, a wrong initial value or order of a reduction, or an "
-            "approximation beyond the tolerance",
-            "work out the reference formula at the failing index; check strides, the last partial "
-            "block, accumulator types and initial values"),
-        "rejected": (
-            "an integrity check failed: the candidate computed its result in a way the verifier "
-            "does not accept",
-            "follow the remedy for the failed check below"),
-        "correct": (
-            "the candidate is correct",
-            "make it faster: attack the bottleneck the profile and the diagnosis point to"),
-    }).items()
+    for key, remedy in _table(
+        {
+            "compile_error": (
+                "the C++ source or the Python module does not build: a syntax or type error, a missing "
+                "include or declaration, or a signature that does not match its call",
+                "fix the first error the compiler reports (later ones often follow from it) and change "
+                "nothing else in this attempt",
+            ),
+            "runtime_error": (
+                "importing, constructing or running ModelNew raised: constructor arguments that differ "
+                "from Model's, a tensor of the wrong dtype or layout for a pointer parameter, or a shape "
+                "mismatch",
+                "read the exception; match Model's __init__ and forward signatures exactly and pass "
+                "contiguous tensors whose dtype matches each pointer type",
+            ),
+            "timeout": (
+                "no result within the time limit: a loop that never ends, a deadlock, nested parallel "
+                "regions oversubscribing the cores, or a kernel far slower than the reference",
+                "check every loop bound and exit condition; use one flat OpenMP parallel region and no busy waiting",
+            ),
+            "crashed": (
+                "the process died by a signal, most often an out-of-bounds read or write (SIGSEGV) or a "
+                "failed assertion (SIGABRT)",
+                "check every index against the tensor sizes, the element counts passed to the kernel, "
+                "and that each pointer's type matches its tensor",
+            ),
+            "out_of_memory": (
+                "an allocation failed under the memory limit: a buffer sized far beyond the output, or "
+                "scratch allocated per thread or per element",
+                "allocate only the outputs and small scratch, with sizes computed from the actual shapes",
+            ),
+            "wrong_output": (
+                "the outputs differ from the reference: an indexing or layout error, a missed remainder "
+                "after a blocked or vectorized loop, a wrong initial value or order of a reduction, or an "
+                "approximation beyond the tolerance",
+                "work out the reference formula at the failing index; check strides, the last partial "
+                "block, accumulator types and initial values",
+            ),
+            "rejected": (
+                "an integrity check failed: the candidate computed its result in a way the verifier does not accept",
+                "follow the remedy for the failed check below",
+            ),
+            "correct": (
+                "the candidate is correct",
+                "make it faster: attack the bottleneck the profile and the diagnosis point to",
+            ),
+        }
+    ).items()
 }
 """One entry per verdict status."""
 
-CHECK_REMEDIES: dict[str, Remedy] = _table({
-    "background-work": (
-        "a thread or asynchronous task was still writing outputs after forward returned",
-        "finish all work before returning: join every thread, or use OpenMP regions, which end "
-        "before the call returns"),
-    "tensor-type": (
-        "forward returned a tensor subclass, a tensor over foreign memory, or one not on the CPU",
-        "return plain torch.Tensor objects allocated with torch.empty or torch.empty_like"),
-    "harness-patched": (
-        "the module replaced a clock, a torch function or part of the task",
-        "assign nothing to torch, time or the task; define only ModelNew and its helpers"),
-    "below-roofline": (
-        "the measured time is below what the machine's memory bandwidth or compute allows, so "
-        "work is skipped, reused from an earlier call, or done outside forward",
-        "compute every output element from the inputs in every call"),
-    "unwritten-output": (
-        "some output elements were never written: a loop misses the tail after the vectorized or "
-        "blocked part, or the kernel covers fewer elements than the output holds",
-        "cover every element including remainders; set accumulators explicitly instead of relying "
-        "on fresh memory being zero"),
-    "input-mutation": (
-        "forward wrote into one of its inputs (an in-place step, or an output that aliases an input)",
-        "write only to tensors allocated in forward; copy an input first if the algorithm must "
-        "modify it"),
-    "output-caching": (
-        "forward returned an earlier result although the input values changed",
-        "compute from the inputs on every call; never memoize on pointers, shapes or call counts"),
-    "exact-arithmetic-probe": (
-        "on small-integer inputs, where float sums are exact, the result was not bit-exact: terms "
-        "are skipped, or the kernel computes in reduced precision or approximates",
-        "do the full computation in fp32 or wider, with no reduced-precision or sampled shortcuts"),
-    "drift-after-timing": (
-        "outputs were right in the correctness trials but wrong after timing: state kept between "
-        "calls, a buffer reused across calls, or behaviour that changes after many calls",
-        "keep no state between calls besides the parameters; allocate the outputs in every call"),
-    "uninitialized-read": (
-        "the result depends on what fresh memory held: an accumulator or scratch buffer is read "
-        "before it is written",
-        "initialise every accumulator and scratch buffer before reading it"),
-    "torch-fallback": (
-        "forward ran PyTorch compute operators instead of doing the work in the candidate's kernel",
-        "do all arithmetic in the compiled kernel; in forward use torch only to allocate, view, "
-        "reshape and make tensors contiguous"),
-    "kernel-not-called": (
-        "a timed forward called no compiled kernel",
-        "call the compiled kernel in every forward, not only in the first one or in __init__"),
-    "reference-reuse": (
-        "ModelNew inherits from, names or holds the task's Model",
-        "derive ModelNew from nn.Module and create its parameters as Model does, without using Model"),
-    "harness-modified": (
-        "files of the task or of pragma changed while the candidate ran",
-        "write no files; load_library puts its build output where it belongs"),
-    "spawned-process": (
-        "forward started a process (subprocess, os.system, multiprocessing)",
-        "build the kernel at import with load_library, never in forward; parallelize with OpenMP "
-        "threads, not processes"),
-})
+CHECK_REMEDIES: dict[str, Remedy] = _table(
+    {
+        "background-work": (
+            "a thread or asynchronous task was still writing outputs after forward returned",
+            "finish all work before returning: join every thread, or use OpenMP regions, which end "
+            "before the call returns",
+        ),
+        "tensor-type": (
+            "forward returned a tensor subclass, a tensor over foreign memory, or one not on the CPU",
+            "return plain torch.Tensor objects allocated with torch.empty or torch.empty_like",
+        ),
+        "harness-patched": (
+            "the module replaced a clock, a torch function or part of the task",
+            "assign nothing to torch, time or the task; define only ModelNew and its helpers",
+        ),
+        "below-roofline": (
+            "the measured time is below what the machine's memory bandwidth or compute allows, so "
+            "work is skipped, reused from an earlier call, or done outside forward",
+            "compute every output element from the inputs in every call",
+        ),
+        "unwritten-output": (
+            "some output elements were never written: a loop misses the tail after the vectorized or "
+            "blocked part, or the kernel covers fewer elements than the output holds",
+            "cover every element including remainders; set accumulators explicitly instead of relying "
+            "on fresh memory being zero",
+        ),
+        "input-mutation": (
+            "forward wrote into one of its inputs (an in-place step, or an output that aliases an input)",
+            "write only to tensors allocated in forward; copy an input first if the algorithm must modify it",
+        ),
+        "output-caching": (
+            "forward returned an earlier result although the input values changed",
+            "compute from the inputs on every call; never memoize on pointers, shapes or call counts",
+        ),
+        "exact-arithmetic-probe": (
+            "on small-integer inputs, where float sums are exact, the result was not bit-exact: terms "
+            "are skipped, or the kernel computes in reduced precision or approximates",
+            "do the full computation in fp32 or wider, with no reduced-precision or sampled shortcuts",
+        ),
+        "drift-after-timing": (
+            "outputs were right in the correctness trials but wrong after timing: state kept between "
+            "calls, a buffer reused across calls, or behaviour that changes after many calls",
+            "keep no state between calls besides the parameters; allocate the outputs in every call",
+        ),
+        "uninitialized-read": (
+            "the result depends on what fresh memory held: an accumulator or scratch buffer is read "
+            "before it is written",
+            "initialise every accumulator and scratch buffer before reading it",
+        ),
+        "torch-fallback": (
+            "forward ran PyTorch compute operators instead of doing the work in the candidate's kernel",
+            "do all arithmetic in the compiled kernel; in forward use torch only to allocate, view, "
+            "reshape and make tensors contiguous",
+        ),
+        "kernel-not-called": (
+            "a timed forward called no compiled kernel",
+            "call the compiled kernel in every forward, not only in the first one or in __init__",
+        ),
+        "reference-reuse": (
+            "ModelNew inherits from, names or holds the task's Model",
+            "derive ModelNew from nn.Module and create its parameters as Model does, without using Model",
+        ),
+        "harness-modified": (
+            "files of the task or of pragma changed while the candidate ran",
+            "write no files; load_library puts its build output where it belongs",
+        ),
+        "spawned-process": (
+            "forward started a process (subprocess, os.system, multiprocessing)",
+            "build the kernel at import with load_library, never in forward; parallelize with OpenMP "
+            "threads, not processes",
+        ),
+    }
+)
 """One entry per integrity check of :data:`pragma_core.verifier.checks.CHECKS`."""
 
 
@@ -138,9 +162,12 @@ def remedies_for(verdict: Verdict) -> tuple[Remedy, ...]:
     """The status's entry, then the failed check's (or a plain one for a check added later)."""
     found = [STATUS_REMEDIES[verdict.status]]
     if verdict.failed_check:
-        found.append(CHECK_REMEDIES.get(verdict.failed_check) or Remedy(
-            finding=verdict.failed_check,
-            cause="an integrity check this version of the prompts does not describe",
-            remedy="read the verifier's message and change what it names",
-        ))
+        found.append(
+            CHECK_REMEDIES.get(verdict.failed_check)
+            or Remedy(
+                finding=verdict.failed_check,
+                cause="an integrity check this version of the prompts does not describe",
+                remedy="read the verifier's message and change what it names",
+            )
+        )
     return tuple(found)

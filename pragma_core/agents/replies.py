@@ -37,8 +37,7 @@ _BAD_REPLY_CHARS = 8_000
 _ALIASES = {
     "analysis": ("analysis", "reasoning", "diagnosis", "summary"),
     "actions": ("actions", "action", "recommendations", "suggestions", "next_steps", "steps"),
-    "extra_metrics": ("extra_metrics", "metrics", "request_metrics", "requested_metrics",
-                      "additional_metrics"),
+    "extra_metrics": ("extra_metrics", "metrics", "request_metrics", "requested_metrics", "additional_metrics"),
     "new_best": ("new_best", "is_new_best"),
     "done": ("done", "stop", "finished"),
 }
@@ -61,19 +60,23 @@ def parse_guidance(reply: str) -> Guidance:
         try:
             value = json.loads(_normalize(candidate), strict=False)
         except json.JSONDecodeError as error:
-            reasons.add(candidate, f"the JSON object does not parse: {error.msg} "
-                                   f"(line {error.lineno}, column {error.colno} of the object)")
+            reasons.add(
+                candidate,
+                f"the JSON object does not parse: {error.msg} "
+                f"(line {error.lineno}, column {error.colno} of the object)",
+            )
             continue
         fields = _fields(value) if isinstance(value, dict) else {}
         if not fields:
             keys = ", ".join(map(str, value)) if isinstance(value, dict) and value else "none"
-            reasons.add(candidate, "the JSON object has none of the fields analysis, actions, "
-                                   f"extra_metrics, new_best (its fields: {keys})")
+            reasons.add(
+                candidate,
+                "the JSON object has none of the fields analysis, actions, "
+                f"extra_metrics, new_best (its fields: {keys})",
+            )
             continue
         return _guidance(fields)
-    raise GuidanceParseError(
-        reasons.best() or f"the reply holds no JSON object; it begins {first_line(text, 60)!r}"
-    )
+    raise GuidanceParseError(reasons.best() or f"the reply holds no JSON object; it begins {first_line(text, 60)!r}")
 
 
 def repair_messages(
@@ -103,8 +106,9 @@ class _Reasons:
         self._found.append((names_a_field, reason))
 
     def best(self) -> str | None:
-        return next((reason for relevant, reason in self._found if relevant),
-                    self._found[0][1] if self._found else None)
+        return next(
+            (reason for relevant, reason in self._found if relevant), self._found[0][1] if self._found else None
+        )
 
 
 def _candidates(text: str, reasons: _Reasons):
@@ -124,7 +128,7 @@ def _objects(text: str, reasons: _Reasons):
         if end is None:
             reasons.add(text[start:], "the JSON object is not closed; the reply may have been cut off")
             return
-        yield text[start: end + 1]
+        yield text[start : end + 1]
         start = text.find("{", end + 1)
 
 
@@ -163,7 +167,7 @@ def _normalize(text: str) -> str:
         if char in "\"'":
             out.append(_plain(text[plain_start:i]))
             end = _string_end(text, i)
-            out.append(_json_string(text[i + 1: end], char))
+            out.append(_json_string(text[i + 1 : end], char))
             i = plain_start = end + 1
         else:
             i += 1

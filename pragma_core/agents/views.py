@@ -131,8 +131,9 @@ def metric_doc_lines(metrics: Sequence[Metric], metric_docs: Mapping[str, str] |
         text = " ".join((docs.get(name) or meaning or "no documentation available").split())
         line = f"{name}: {clip(text, METRIC_DOC_CHARS)}"
         if used + len(line) > METRIC_DOCS_CHARS:
-            lines.append(f"[... documentation of {len(meanings) - index} more metrics left out to keep "
-                         "the prompt short ...]")
+            lines.append(
+                f"[... documentation of {len(meanings) - index} more metrics left out to keep the prompt short ...]"
+            )
             break
         lines.append(line)
         used += len(line)
@@ -168,9 +169,13 @@ def comparison_rows(
     best_metrics: Sequence[Metric],
 ) -> tuple[ComparisonRow, ...]:
     """Speedup, time, bound class, roofline attainment, then each metric either side measured."""
+
     def attainment(verdict: Verdict | None, diagnosis: Diagnosis | None) -> str:
-        value = diagnosis.roofline_attainment if diagnosis and diagnosis.roofline_attainment is not None \
+        value = (
+            diagnosis.roofline_attainment
+            if diagnosis and diagnosis.roofline_attainment is not None
             else (verdict.attainment if verdict else None)
+        )
         return "-" if value is None else f"{value:.0%}"
 
     def median(verdict: Verdict | None) -> str:
@@ -178,13 +183,20 @@ def comparison_rows(
 
     rows = [
         ComparisonRow(name="status", best=best.status.value if best else "-", current=current.status.value),
-        ComparisonRow(name="speedup", best=speedup_text(best.speedup) if best else "-",
-                      current=speedup_text(current.speedup)),
+        ComparisonRow(
+            name="speedup", best=speedup_text(best.speedup) if best else "-", current=speedup_text(current.speedup)
+        ),
         ComparisonRow(name="median time", best=median(best), current=median(current)),
-        ComparisonRow(name="bound", best=best_diagnosis.bound.value if best_diagnosis else "-",
-                      current=current_diagnosis.bound.value),
-        ComparisonRow(name="roofline attainment", best=attainment(best, best_diagnosis),
-                      current=attainment(current, current_diagnosis)),
+        ComparisonRow(
+            name="bound",
+            best=best_diagnosis.bound.value if best_diagnosis else "-",
+            current=current_diagnosis.bound.value,
+        ),
+        ComparisonRow(
+            name="roofline attainment",
+            best=attainment(best, best_diagnosis),
+            current=attainment(current, current_diagnosis),
+        ),
     ]
     # a metric pairs with the best's of the same name and kernel, else of the same name: a renamed
     # kernel function must not hide the comparison

@@ -33,8 +33,9 @@ def _known_names() -> tuple[frozenset[str], tuple[str, ...]]:
     return frozenset(names), spaced
 
 
-def unmeasured_citations(texts: Iterable[str], measured: Iterable[str], *,
-                         requested: Iterable[str] = ()) -> tuple[str, ...]:
+def unmeasured_citations(
+    texts: Iterable[str], measured: Iterable[str], *, requested: Iterable[str] = ()
+) -> tuple[str, ...]:
     """Metric names cited in ``texts`` that are neither ``measured`` nor ``requested``, in order.
 
     ``requested`` are the names the Conductor asks to collect next: naming them is no claim.

@@ -40,8 +40,9 @@ def diagnosis_query(diagnosis: Diagnosis) -> str:
     return "; ".join(part for part in parts if part)
 
 
-def conductor_documentation(profiles: Sequence[Profile], diagnosis: Diagnosis | None, *,
-                            related: int = RELATED_ENTRIES) -> ConductorDocs:
+def conductor_documentation(
+    profiles: Sequence[Profile], diagnosis: Diagnosis | None, *, related: int = RELATED_ENTRIES
+) -> ConductorDocs:
     """Meanings of the profiles' metrics and up to ``related`` entries matching the diagnosis."""
     metric_docs: dict[str, str] = {}
     for profile in profiles:
@@ -57,14 +58,15 @@ def conductor_documentation(profiles: Sequence[Profile], diagnosis: Diagnosis | 
     try:
         hits = search(query, profiler=profilers, k=related + len(metric_docs))
     except Exception as error:  # the loop goes on without search; the prompt says why
-        return ConductorDocs(metric_docs=metric_docs,
-                             note=f"documentation search unavailable ({type(error).__name__}: {error})")
+        return ConductorDocs(
+            metric_docs=metric_docs, note=f"documentation search unavailable ({type(error).__name__}: {error})"
+        )
     lines = []
     for hit in hits:
         if hit.kind == "metric" and hit.title in metric_docs:
             continue
         text = " ".join(hit.entry.document().split())
-        text = text if len(text) <= _RELATED_CHARS else text[:_RELATED_CHARS - 3].rstrip() + "..."
+        text = text if len(text) <= _RELATED_CHARS else text[: _RELATED_CHARS - 3].rstrip() + "..."
         lines.append(f"{text} [source: {hit.entry.source}]")
         if len(lines) == related:
             break

@@ -49,8 +49,9 @@ class MiniLMEmbedding(EmbeddingFunction[Documents]):
 
     def __call__(self, input: Documents) -> Embeddings:
         texts = list(input)
-        vectors = _model(self.device).encode(texts, convert_to_numpy=True, normalize_embeddings=True,
-                                             batch_size=64, show_progress_bar=False)
+        vectors = _model(self.device).encode(
+            texts, convert_to_numpy=True, normalize_embeddings=True, batch_size=64, show_progress_bar=False
+        )
         self.embedded += len(texts)
         return [np.asarray(vector, dtype=np.float32) for vector in vectors]
 

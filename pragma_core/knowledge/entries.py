@@ -159,8 +159,11 @@ class Compendium:
 
     def in_order(self) -> Compendium:
         """The same entries in the order files keep them: metrics by name, guides by topic."""
-        return attrs.evolve(self, metrics=sorted(self.metrics, key=lambda e: (e.name.lower(), e.name)),
-                            guides=sorted(self.guides, key=lambda e: (e.topic.lower(), e.source, e.text)))
+        return attrs.evolve(
+            self,
+            metrics=sorted(self.metrics, key=lambda e: (e.name.lower(), e.name)),
+            guides=sorted(self.guides, key=lambda e: (e.topic.lower(), e.source, e.text)),
+        )
 
     def content_hash(self) -> str:
         """A hash of every entry, whatever their order: any change of an entry changes it."""
@@ -191,8 +194,10 @@ def read_compendium(path: Path) -> Compendium:
         raise RecordError(f"{path}: not a compendium (no 'profiler' field)")
     version = data.get("schema_version")
     if not isinstance(version, int) or version > COMPENDIUM_SCHEMA:
-        raise RecordError(f"{path}: compendium schema {version!r}; this pragma reads {COMPENDIUM_SCHEMA}, "
-                          "upgrade pragma-core or rebuild the compendium")
+        raise RecordError(
+            f"{path}: compendium schema {version!r}; this pragma reads {COMPENDIUM_SCHEMA}, "
+            "upgrade pragma-core or rebuild the compendium"
+        )
     try:
         return Compendium(
             profiler=data["profiler"],
@@ -205,21 +210,37 @@ def read_compendium(path: Path) -> Compendium:
 
 def render_markdown(compendium: Compendium, *, limit_guides: int | None = None) -> str:
     """The compendium as a page people read: one heading per metric, then the guide passages."""
-    lines = [f"# {compendium.profiler}: metric compendium", "",
-             f"{len(compendium.metrics)} metrics, {len(compendium.guides)} guide passages. "
-             "Each entry names the page it was read from and how it was built.", ""]
+    lines = [
+        f"# {compendium.profiler}: metric compendium",
+        "",
+        f"{len(compendium.metrics)} metrics, {len(compendium.guides)} guide passages. "
+        "Each entry names the page it was read from and how it was built.",
+        "",
+    ]
     lines += ["## Metrics", ""]
     for entry in sorted(compendium.metrics, key=lambda e: e.name.lower()):
         lines += [f"### `{entry.name}`", "", entry.meaning, ""]
-        facts = [("aliases", ", ".join(f"`{a}`" for a in entry.aliases)), ("unit", entry.unit),
-                 ("measured", entry.measured), ("reveals", ", ".join(entry.bottleneck)),
-                 ("remedies", "; ".join(entry.remedies)), ("source", entry.source),
-                 ("built by", entry.built_by)]
+        facts = [
+            ("aliases", ", ".join(f"`{a}`" for a in entry.aliases)),
+            ("unit", entry.unit),
+            ("measured", entry.measured),
+            ("reveals", ", ".join(entry.bottleneck)),
+            ("remedies", "; ".join(entry.remedies)),
+            ("source", entry.source),
+            ("built by", entry.built_by),
+        ]
         lines += [f"- {label}: {value}" for label, value in facts if value] + [""]
     guides: Iterable[GuideEntry] = sorted(compendium.guides, key=lambda e: e.topic.lower())
     guides = list(guides)[:limit_guides] if limit_guides is not None else guides
     lines += ["## Guide", ""]
     for guide in guides:
-        lines += [f"### {guide.topic}", "", guide.text, "", f"- source: {guide.source}",
-                  f"- built by: {guide.built_by}", ""]
+        lines += [
+            f"### {guide.topic}",
+            "",
+            guide.text,
+            "",
+            f"- source: {guide.source}",
+            f"- built by: {guide.built_by}",
+            "",
+        ]
     return "\n".join(lines).rstrip() + "\n"

@@ -67,15 +67,19 @@ def entry_id(entry: Entry) -> str:
     """A content hash of the whole entry and of the text embedded for it: it changes exactly when
     either does."""
     kind = "metric" if isinstance(entry, MetricEntry) else "guide"
-    payload = json.dumps({"kind": kind, "embedded": entry.index_text(), **to_dict(entry)}, sort_keys=True,
-                         ensure_ascii=False)
+    payload = json.dumps(
+        {"kind": kind, "embedded": entry.index_text(), **to_dict(entry)}, sort_keys=True, ensure_ascii=False
+    )
     return hashlib.sha256(payload.encode()).hexdigest()[:32]
 
 
 def _metadata(entry: Entry) -> dict[str, str]:
     kind = "metric" if isinstance(entry, MetricEntry) else "guide"
-    return {"kind": kind, "profiler": entry.profiler,
-            "entry": json.dumps(to_dict(entry), sort_keys=True, ensure_ascii=False)}
+    return {
+        "kind": kind,
+        "profiler": entry.profiler,
+        "entry": json.dumps(to_dict(entry), sort_keys=True, ensure_ascii=False),
+    }
 
 
 def _entry(metadata: dict) -> Entry:
@@ -90,16 +94,13 @@ class KnowledgeIndex:
         self.path = Path(path)
         self.path.mkdir(parents=True, exist_ok=True)
         self.embedding = embedding or MiniLMEmbedding()
-        self._client = chromadb.PersistentClient(
-            path=str(self.path), settings=Settings(anonymized_telemetry=False))
-        self._collection = self._client.get_or_create_collection(
-            COLLECTION, embedding_function=self.embedding)
+        self._client = chromadb.PersistentClient(path=str(self.path), settings=Settings(anonymized_telemetry=False))
+        self._collection = self._client.get_or_create_collection(COLLECTION, embedding_function=self.embedding)
 
     def __len__(self) -> int:
         return self._collection.count()
 
-    def sync(self, compendia: Iterable[Compendium],
-             on_progress: Callable[[int, int], None] | None = None) -> SyncStats:
+    def sync(self, compendia: Iterable[Compendium], on_progress: Callable[[int, int], None] | None = None) -> SyncStats:
         """Make the collection hold exactly the entries of ``compendia``, embedding only what is new.
 
         ``on_progress(done, total)`` is called after each batch of new entries.
@@ -111,19 +112,28 @@ class KnowledgeIndex:
         present = set(self._collection.get(include=[])["ids"])
         stale = sorted(present - set(wanted))
         for start in range(0, len(stale), 5000):
-            self._collection.delete(ids=stale[start:start + 5000])
+            self._collection.delete(ids=stale[start : start + 5000])
         new = [(key, entry) for key, entry in wanted.items() if key not in present]
         for start in range(0, len(new), _BATCH):
-            batch = new[start:start + _BATCH]
-            self._collection.upsert(ids=[key for key, _ in batch],
-                                    documents=[entry.index_text() for _, entry in batch],
-                                    metadatas=[_metadata(entry) for _, entry in batch])
+            batch = new[start : start + _BATCH]
+            self._collection.upsert(
+                ids=[key for key, _ in batch],
+                documents=[entry.index_text() for _, entry in batch],
+                metadatas=[_metadata(entry) for _, entry in batch],
+            )
             if on_progress is not None:
                 on_progress(min(start + _BATCH, len(new)), len(new))
         return SyncStats(embedded=len(new), removed=len(stale), unchanged=len(wanted) - len(new))
 
-    def search(self, query: str, *, profiler: str | Sequence[str] | None = None, kind: str | None = None,
-               k: int = 5, within: Sequence[Entry] | None = None) -> list[Hit]:
+    def search(
+        self,
+        query: str,
+        *,
+        profiler: str | Sequence[str] | None = None,
+        kind: str | None = None,
+        k: int = 5,
+        within: Sequence[Entry] | None = None,
+    ) -> list[Hit]:
         """The ``k`` entries nearest in meaning to ``query``, best first, optionally of some
         profilers (a name or several), of one kind (``metric`` or ``guide``), among some entries."""
         if not query.strip() or len(self) == 0 or (within is not None and not within):
@@ -136,7 +146,10 @@ class KnowledgeIndex:
             clauses.append({"kind": kind})
         where = None if not clauses else clauses[0] if len(clauses) == 1 else {"$and": clauses}
         ids = None if within is None else [entry_id(entry) for entry in within]
-        result = self._collection.query(query_texts=[query], n_results=k, where=where, ids=ids,
-                                        include=["metadatas", "distances"])
-        return [Hit(entry=_entry(metadata), score=1.0 - float(distance))
-                for metadata, distance in zip(result["metadatas"][0], result["distances"][0])]
+        result = self._collection.query(
+            query_texts=[query], n_results=k, where=where, ids=ids, include=["metadatas", "distances"]
+        )
+        return [
+            Hit(entry=_entry(metadata), score=1.0 - float(distance))
+            for metadata, distance in zip(result["metadatas"][0], result["distances"][0])
+        ]

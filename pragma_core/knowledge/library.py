@@ -65,8 +65,9 @@ def load_compendia(folder: Path | None = None) -> dict[str, Compendium]:
     folder = Path(folder)
     files = sorted(folder.glob("*.json")) if folder.is_dir() else []
     if not files:
-        raise KnowledgeError(f"{folder}: no compendium files (<profiler>.json) there; "
-                             "build them with `pragma-kb build --out DIR`")
+        raise KnowledgeError(
+            f"{folder}: no compendium files (<profiler>.json) there; build them with `pragma-kb build --out DIR`"
+        )
     compendia = {}
     for path in files:
         compendium = read_compendium(path)
@@ -74,8 +75,12 @@ def load_compendia(folder: Path | None = None) -> dict[str, Compendium]:
     return compendia
 
 
-def lookup(names: Iterable[str], *, profiler: str | Sequence[str] | None = None,
-           compendia: Mapping[str, Compendium] | None = None) -> dict[str, MetricEntry]:
+def lookup(
+    names: Iterable[str],
+    *,
+    profiler: str | Sequence[str] | None = None,
+    compendia: Mapping[str, Compendium] | None = None,
+) -> dict[str, MetricEntry]:
     """The entries of the metric names that have one: exact name or alias first, then ignoring case.
 
     ``profiler`` keeps the lookup to those profilers' compendia (a metric name such as ``cycles``
@@ -88,8 +93,7 @@ def lookup(names: Iterable[str], *, profiler: str | Sequence[str] | None = None,
             folded.setdefault(name.casefold(), compendium.find(name))
     found: dict[str, MetricEntry] = {}
     for name in names:
-        entry = next((c.find(name) for c in chosen if c.find(name) is not None), None) \
-            or folded.get(name.casefold())
+        entry = next((c.find(name) for c in chosen if c.find(name) is not None), None) or folded.get(name.casefold())
         if entry is not None:
             found[name] = entry
     return found
@@ -110,11 +114,12 @@ def index_dir() -> Path:
 
 def _stamp(compendia: Mapping[str, Compendium]) -> str:
     from .embedding import EMBEDDING_NAME
-
     from .index import entry_id
 
-    hashes = {name: [entry_id(e) for e in (*compendium.metrics, *compendium.guides)]
-              for name, compendium in sorted(compendia.items())}
+    hashes = {
+        name: [entry_id(e) for e in (*compendium.metrics, *compendium.guides)]
+        for name, compendium in sorted(compendia.items())
+    }
     return hashlib.sha256(json.dumps([EMBEDDING_NAME, hashes]).encode()).hexdigest()[:16]
 
 
@@ -136,27 +141,43 @@ def open_index(compendia: Mapping[str, Compendium] | None = None, *, folder: Pat
     try:
         index = KnowledgeIndex(folder / "chroma")
     except Exception as error:  # chroma raises many kinds; the user needs the folder and the fix
-        raise KnowledgeError(f"{folder}: the knowledge index cannot be opened ({type(error).__name__}: "
-                             f"{error}); delete the folder and it is rebuilt") from error
+        raise KnowledgeError(
+            f"{folder}: the knowledge index cannot be opened ({type(error).__name__}: "
+            f"{error}); delete the folder and it is rebuilt"
+        ) from error
     if not (stamp_file.is_file() and stamp_file.read_text().strip() == stamp and len(index) > 0):
         with progress_bar() as progress:
             task = progress.add_task("Indexing the metric compendium (first use)", total=None)
-            index.sync(compendia.values(),
-                       on_progress=lambda done, total: progress.update(task, completed=done, total=total))
+            index.sync(
+                compendia.values(), on_progress=lambda done, total: progress.update(task, completed=done, total=total)
+            )
         atomic_write_text(stamp_file, stamp + "\n")
     _open[(folder, stamp)] = index
     return index
 
 
-def search(query: str, *, profiler: str | Sequence[str] | None = None, kind: str | None = None,
-           k: int = 5, compendia: Mapping[str, Compendium] | None = None):
+def search(
+    query: str,
+    *,
+    profiler: str | Sequence[str] | None = None,
+    kind: str | None = None,
+    k: int = 5,
+    compendia: Mapping[str, Compendium] | None = None,
+):
     """The ``k`` best entries for ``query``, optionally of some profilers and of one kind
     (``metric`` or ``guide``): nearest in meaning, with the bonuses of :mod:`.ranking`."""
     from .ranking import ranked_search
 
     compendia = compendia if compendia is not None else packaged_compendia()
-    return ranked_search(open_index(compendia), _chosen(compendia, profiler), query, profiler=profiler,
-                         kind=kind, k=k, defaults=_default_metrics())
+    return ranked_search(
+        open_index(compendia),
+        _chosen(compendia, profiler),
+        query,
+        profiler=profiler,
+        kind=kind,
+        k=k,
+        defaults=_default_metrics(),
+    )
 
 
 def _default_metrics() -> set[tuple[str, str]]:

@@ -56,8 +56,13 @@ def named_in(query: str, entries: Iterable[MetricEntry]) -> list[MetricEntry]:
     return found
 
 
-def rerank(hits: Sequence, *, named: Iterable[MetricEntry | GuideEntry] = (),
-           defaults: Iterable[tuple[str, str]] = (), k: int = 5) -> list:
+def rerank(
+    hits: Sequence,
+    *,
+    named: Iterable[MetricEntry | GuideEntry] = (),
+    defaults: Iterable[tuple[str, str]] = (),
+    k: int = 5,
+) -> list:
     """``hits`` (semantic, with cosine scores) re-scored with the bonuses; the best ``k``."""
     named_keys = {(e.profiler, e.name) for e in named}
     default_keys = set(defaults)
@@ -75,8 +80,16 @@ def rerank(hits: Sequence, *, named: Iterable[MetricEntry | GuideEntry] = (),
     return sorted(rescored.values(), key=lambda hit: -hit.score)[:k]
 
 
-def ranked_search(index, compendia: Sequence[Compendium], query: str, *, profiler: str | Sequence[str] | None = None,
-                  kind: str | None = None, k: int = 5, defaults: Iterable[tuple[str, str]] = ()) -> list:
+def ranked_search(
+    index,
+    compendia: Sequence[Compendium],
+    query: str,
+    *,
+    profiler: str | Sequence[str] | None = None,
+    kind: str | None = None,
+    k: int = 5,
+    defaults: Iterable[tuple[str, str]] = (),
+) -> list:
     """Semantic candidates from ``index``, plus the entries of ``compendia`` the query names and
     the default metrics among them (so a bonus can lift an entry the semantic cut left out),
     re-scored by :func:`rerank`."""

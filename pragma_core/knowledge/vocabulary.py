@@ -19,31 +19,88 @@ __all__ = ["TERMS", "BOUND_TERMS", "terms_in", "standard_term", "bound_of"]
 
 TERMS: dict[str, tuple[tuple[str, ...], BoundClass | None]] = {
     # term: (patterns of the phrases that mean it, case-insensitive regular expressions; its bound)
-    "memory bound": ((r"memory[ -]bound", r"bandwidth[ -]bound", r"memory bandwidth", r"dram bandwidth",
-                      r"dram throughput", r"hbm bandwidth", r"memory throughput", r"memory traffic",
-                      r"bytes (read|written)", r"fetched from the video memory", r"written to the video memory",
-                      r"memory hierarchy", r"stalled on memory", r"\bdram\b"), BoundClass.MEMORY),
-    "compute bound": ((r"compute[ -]bound", r"core[ -]bound", r"\b[vs]?alu\b", r"pipe(line)? utilization",
-                       r"execution (units?|ports?)", r"sm throughput", r"compute \(sm\)", r"\bflops?\b"),
-                      BoundClass.COMPUTE),
-    "latency bound": ((r"latency[ -]bound", r"\bstall", r"dependenc(y|ies)", r"long scoreboard"),
-                      BoundClass.LATENCY),
-    "occupancy": ((r"occupancy", r"active warps", r"warps per", r"wavefronts? resident", r"resident wavefronts?",
-                   r"waves per", r"blocks per sm", r"workgroups per cu"), BoundClass.LATENCY),
-    "front-end bound": ((r"front[ -]?end", r"instruction fetch", r"\bdecod", r"instruction cache", r"\bi-?cache",
-                         r"\bitlb"), BoundClass.FRONTEND),
-    "bad speculation": ((r"bad speculation", r"mispredict", r"speculat", r"machine clear", r"branch[ -]miss"),
-                        BoundClass.BAD_SPECULATION),
+    "memory bound": (
+        (
+            r"memory[ -]bound",
+            r"bandwidth[ -]bound",
+            r"memory bandwidth",
+            r"dram bandwidth",
+            r"dram throughput",
+            r"hbm bandwidth",
+            r"memory throughput",
+            r"memory traffic",
+            r"bytes (read|written)",
+            r"fetched from the video memory",
+            r"written to the video memory",
+            r"memory hierarchy",
+            r"stalled on memory",
+            r"\bdram\b",
+        ),
+        BoundClass.MEMORY,
+    ),
+    "compute bound": (
+        (
+            r"compute[ -]bound",
+            r"core[ -]bound",
+            r"\b[vs]?alu\b",
+            r"pipe(line)? utilization",
+            r"execution (units?|ports?)",
+            r"sm throughput",
+            r"compute \(sm\)",
+            r"\bflops?\b",
+        ),
+        BoundClass.COMPUTE,
+    ),
+    "latency bound": ((r"latency[ -]bound", r"\bstall", r"dependenc(y|ies)", r"long scoreboard"), BoundClass.LATENCY),
+    "occupancy": (
+        (
+            r"occupancy",
+            r"active warps",
+            r"warps per",
+            r"wavefronts? resident",
+            r"resident wavefronts?",
+            r"waves per",
+            r"blocks per sm",
+            r"workgroups per cu",
+        ),
+        BoundClass.LATENCY,
+    ),
+    "front-end bound": (
+        (r"front[ -]?end", r"instruction fetch", r"\bdecod", r"instruction cache", r"\bi-?cache", r"\bitlb"),
+        BoundClass.FRONTEND,
+    ),
+    "bad speculation": (
+        (r"bad speculation", r"mispredict", r"speculat", r"machine clear", r"branch[ -]miss"),
+        BoundClass.BAD_SPECULATION,
+    ),
     "retiring": ((r"\bretiring\b", r"useful work"), None),
-    "cache misses": ((r"cache\b[\w ]{0,30}\bmiss", r"\b(d1|i1|ll|lld|lli|l1|l2|llc|tlb)\b[\w ]{0,12}\bmiss",
-                      r"hit rate", r"cache hits?\b", r"sector hit", r"dcache[\w-]*miss", r"cache-miss"),
-                     BoundClass.MEMORY),
+    "cache misses": (
+        (
+            r"cache\b[\w ]{0,30}\bmiss",
+            r"\b(d1|i1|ll|lld|lli|l1|l2|llc|tlb)\b[\w ]{0,12}\bmiss",
+            r"hit rate",
+            r"cache hits?\b",
+            r"sector hit",
+            r"dcache[\w-]*miss",
+            r"cache-miss",
+        ),
+        BoundClass.MEMORY,
+    ),
     "register pressure": ((r"register", r"\b[vsa]gprs?\b", r"\bspill", r"scratch"), BoundClass.LATENCY),
     "shared memory": ((r"shared memory", r"\blds\b", r"local data share", r"bank conflict"), BoundClass.LATENCY),
-    "tensor cores": ((r"tensor (core|pipe|op)", r"\bhmma", r"\bmfma", r"matrix (core|math|fused)"),
-                     BoundClass.COMPUTE),
-    "launch overhead": ((r"launch overhead", r"kernel launch", r"dispatch overhead", r"launch latency",
-                         r"context[ -]switch", r"page[ -]fault", r"migration"), BoundClass.OVERHEAD),
+    "tensor cores": ((r"tensor (core|pipe|op)", r"\bhmma", r"\bmfma", r"matrix (core|math|fused)"), BoundClass.COMPUTE),
+    "launch overhead": (
+        (
+            r"launch overhead",
+            r"kernel launch",
+            r"dispatch overhead",
+            r"launch latency",
+            r"context[ -]switch",
+            r"page[ -]fault",
+            r"migration",
+        ),
+        BoundClass.OVERHEAD,
+    ),
 }
 """Each standard term, the phrases of the profilers' documentation that mean it (as patterns), and
 the bound class it points to."""
@@ -55,8 +112,9 @@ for _term, (_phrases, _bound) in TERMS.items():
         BOUND_TERMS[_bound] += (_term,)
 """The standard terms of each bound class, for searching the entries that match a diagnosis."""
 
-_PATTERNS = {term: re.compile("|".join(f"(?:{p})" for p in patterns), re.I)
-             for term, (patterns, _bound) in TERMS.items()}
+_PATTERNS = {
+    term: re.compile("|".join(f"(?:{p})" for p in patterns), re.I) for term, (patterns, _bound) in TERMS.items()
+}
 
 
 def terms_in(text: str) -> tuple[str, ...]:

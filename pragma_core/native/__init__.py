@@ -54,11 +54,18 @@ if TYPE_CHECKING:
 # Names whose modules import torch, imported on first use so that building and reading
 # signatures (and importing this package) stay free of torch's start-up time.
 _LAZY = {
-    "load_library": "library", "NativeLibrary": "library", "NativeCallError": "library",
+    "load_library": "library",
+    "NativeLibrary": "library",
+    "NativeCallError": "library",
     "native_call_count": "library",
-    "load_extension": "extension", "count_calls": "extension", "CountingModule": "extension",
-    "record_calls": "recording", "CallRecording": "recording", "RecordedCall": "recording",
-    "PointerArgument": "recording", "ScalarArgument": "recording",
+    "load_extension": "extension",
+    "count_calls": "extension",
+    "CountingModule": "extension",
+    "record_calls": "recording",
+    "CallRecording": "recording",
+    "RecordedCall": "recording",
+    "PointerArgument": "recording",
+    "ScalarArgument": "recording",
 }
 
 __all__ = [

@@ -16,8 +16,8 @@ import fcntl
 import functools
 import hashlib
 import json
-import platform
 import os
+import platform
 import shutil
 import subprocess
 import tempfile
@@ -29,7 +29,15 @@ from ..errors import PragmaError
 from ..files import atomic_write_text
 from .diagnostics import NativeBuildError
 
-__all__ = ["build_library", "rebuild", "cache_dir", "compiler_for", "CompilerNotFoundError", "DEFAULT_FLAGS", "LANGUAGES"]
+__all__ = [
+    "build_library",
+    "rebuild",
+    "cache_dir",
+    "compiler_for",
+    "CompilerNotFoundError",
+    "DEFAULT_FLAGS",
+    "LANGUAGES",
+]
 
 DEFAULT_FLAGS = ("-O3", "-march=native", "-fopenmp", "-shared", "-fPIC", "-g")
 """``-g`` adds debug information only (the code is the same): profilers use it to attribute counts
@@ -63,13 +71,20 @@ def compiler_for(language: str) -> str:
     if path is None:
         raise CompilerNotFoundError(
             f"cannot build {language} kernels: the compiler {name!r} is not on PATH; "
-            f"install it (for example `apt-get install {default}`) or set ${variable}")
+            f"install it (for example `apt-get install {default}`) or set ${variable}"
+        )
     return path
 
 
-def build_library(source: str, *, language: str = "c++", flags: Iterable[str] = (),
-                  include_dirs: Iterable[str | os.PathLike] = (), output_suffix: str = ".so",
-                  output_name: str | None = None) -> Path:
+def build_library(
+    source: str,
+    *,
+    language: str = "c++",
+    flags: Iterable[str] = (),
+    include_dirs: Iterable[str | os.PathLike] = (),
+    output_suffix: str = ".so",
+    output_name: str | None = None,
+) -> Path:
     """Compile ``source`` into a shared library (or return the cached one) and give its path.
 
     The compiler gets :data:`DEFAULT_FLAGS` (plus ``-std=c++17`` for C++), then ``-I`` for each
@@ -102,14 +117,26 @@ def build_library(source: str, *, language: str = "c++", flags: Iterable[str] = 
         artifact.parent.mkdir(parents=True, exist_ok=True)
         source_path = folder / f"{key}{source_suffix}"
         atomic_write_text(source_path, source)
-        manifest = {"language": language, "flags": extra_flags, "include_dirs": [str(Path(d)) for d in include_dirs],
-                    "output_suffix": output_suffix, "output_name": output_name, "source": source_path.name}
+        manifest = {
+            "language": language,
+            "flags": extra_flags,
+            "include_dirs": [str(Path(d)) for d in include_dirs],
+            "output_suffix": output_suffix,
+            "output_name": output_name,
+            "source": source_path.name,
+        }
         atomic_write_text(folder / f"{key}.build.json", json.dumps(manifest, indent=1) + "\n")
         fd, temporary = tempfile.mkstemp(prefix=f".{artifact.name}.", suffix=".tmp", dir=artifact.parent)
         os.close(fd)
         try:
-            _compile(compiler, source_path, Path(temporary), command_flags, extra_flags,
-                     display_name=f"kernel{source_suffix}")
+            _compile(
+                compiler,
+                source_path,
+                Path(temporary),
+                command_flags,
+                extra_flags,
+                display_name=f"kernel{source_suffix}",
+            )
             os.replace(temporary, artifact)
         finally:
             Path(temporary).unlink(missing_ok=True)
@@ -128,9 +155,14 @@ def rebuild(library: str | os.PathLike, *, extra_flags: Iterable[str]) -> Path:
     manifest_path = cache_dir() / f"{key}.build.json"
     manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
     source = (cache_dir() / manifest["source"]).read_text(encoding="utf-8")
-    return build_library(source, language=manifest["language"], flags=[*manifest["flags"], *extra_flags],
-                         include_dirs=manifest["include_dirs"], output_suffix=manifest["output_suffix"],
-                         output_name=manifest["output_name"])
+    return build_library(
+        source,
+        language=manifest["language"],
+        flags=[*manifest["flags"], *extra_flags],
+        include_dirs=manifest["include_dirs"],
+        output_suffix=manifest["output_suffix"],
+        output_name=manifest["output_name"],
+    )
 
 
 def _language(language: str) -> tuple[str, str, str, tuple[str, ...]]:
@@ -158,8 +190,9 @@ def _compiler_version(compiler: str) -> str:
     except OSError:
         version = ""
     if not version:
-        result = subprocess.run([compiler, "--version"], capture_output=True, text=True,
-                                env=os.environ | _COMPILER_ENV, check=False)
+        result = subprocess.run(
+            [compiler, "--version"], capture_output=True, text=True, env=os.environ | _COMPILER_ENV, check=False
+        )
         lines = (result.stdout or result.stderr).splitlines()
         version = lines[0].strip() if lines else "unknown"
         try:
@@ -170,11 +203,16 @@ def _compiler_version(compiler: str) -> str:
     return version
 
 
-def _cache_key(source: str, language: str, compiler: str, flags: list[str], suffix: str,
-               output_name: str | None) -> str:
+def _cache_key(
+    source: str, language: str, compiler: str, flags: list[str], suffix: str, output_name: str | None
+) -> str:
     identity = {
-        "source": source, "language": language, "compiler": compiler,
-        "compiler_version": _compiler_version(compiler), "flags": flags, "suffix": suffix,
+        "source": source,
+        "language": language,
+        "compiler": compiler,
+        "compiler_version": _compiler_version(compiler),
+        "flags": flags,
+        "suffix": suffix,
         "output_name": output_name,
         # -march=native code is only valid on CPUs with the same instruction set.
         "host": _host_cpu() if "-march=native" in flags else "",
@@ -213,12 +251,19 @@ class _locked:
         os.close(self.fd)
 
 
-def _compile(compiler: str, source_path: Path, output: Path, flags: list[str], extra_flags: list[str],
-             *, display_name: str) -> None:
-    command = [compiler, str(source_path), *flags, *extra_flags, "-o", str(output),
-               "-fdiagnostics-color=never"]
-    result = subprocess.run(command, capture_output=True, text=True, errors="replace",
-                            cwd=source_path.parent, env=os.environ | _COMPILER_ENV, check=False)
+def _compile(
+    compiler: str, source_path: Path, output: Path, flags: list[str], extra_flags: list[str], *, display_name: str
+) -> None:
+    command = [compiler, str(source_path), *flags, *extra_flags, "-o", str(output), "-fdiagnostics-color=never"]
+    result = subprocess.run(
+        command,
+        capture_output=True,
+        text=True,
+        errors="replace",
+        cwd=source_path.parent,
+        env=os.environ | _COMPILER_ENV,
+        check=False,
+    )
     if result.returncode != 0:
         log = (result.stdout + result.stderr).replace(str(source_path), display_name)
         log = log.replace(source_path.name, display_name).replace(str(output), "<output>")

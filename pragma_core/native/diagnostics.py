@@ -114,14 +114,18 @@ def _parse_line(line: str) -> BuildDiagnostic | None:
     if match:
         column = match["column"]
         return BuildDiagnostic(
-            file=match["file"], line=int(match["line"]), column=int(column) if column else None,
-            severity=match["severity"], message=match["message"])
+            file=match["file"],
+            line=int(match["line"]),
+            column=int(column) if column else None,
+            severity=match["severity"],
+            message=match["message"],
+        )
     match = _LINKER_REFERENCE.match(line)
     if match:
         number = match["line"]
         return BuildDiagnostic(
-            file=match["file"], line=int(number) if number else None, severity="error",
-            message=match["message"])
+            file=match["file"], line=int(number) if number else None, severity="error", message=match["message"]
+        )
     match = _LD_LINE.match(line)
     if match:
         message = match["message"]
@@ -143,8 +147,14 @@ class NativeBuildError(PragmaError):
     paths replaced by the display name), ``display_name`` is what the source is called in both.
     """
 
-    def __init__(self, *, log: str, diagnostics: tuple[BuildDiagnostic, ...] | None = None,
-                 display_name: str = "kernel.cpp", stage: str = "compile"):
+    def __init__(
+        self,
+        *,
+        log: str,
+        diagnostics: tuple[BuildDiagnostic, ...] | None = None,
+        display_name: str = "kernel.cpp",
+        stage: str = "compile",
+    ):
         self.log = log
         self.diagnostics = parse_diagnostics(log) if diagnostics is None else tuple(diagnostics)
         self.display_name = display_name
@@ -176,7 +186,7 @@ class NativeBuildError(PragmaError):
         if not errors:
             text = self.log.strip() or str(self)
             if len(text) > max_chars:  # without parsed errors, the end of the log says most
-                text = "... (log trimmed)\n" + text[-(max_chars - 18):]
+                text = "... (log trimmed)\n" + text[-(max_chars - 18) :]
             return text
         lines: list[str] = []
         for diagnostic in errors[:max_errors]:
@@ -187,8 +197,7 @@ class NativeBuildError(PragmaError):
         return _trim(lines, max_chars)
 
 
-def _rebuild(log: str, diagnostics: tuple[BuildDiagnostic, ...], display_name: str,
-             stage: str) -> NativeBuildError:
+def _rebuild(log: str, diagnostics: tuple[BuildDiagnostic, ...], display_name: str, stage: str) -> NativeBuildError:
     return NativeBuildError(log=log, diagnostics=diagnostics, display_name=display_name, stage=stage)
 
 

@@ -18,10 +18,10 @@ import functools
 import importlib.util
 import re
 import sysconfig
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from types import ModuleType
-from typing import Any, Callable
+from typing import Any
 
 from . import library as _library
 from .build import build_library
@@ -79,8 +79,9 @@ def count_calls(module: ModuleType | CountingModule) -> CountingModule:
     return module if isinstance(module, CountingModule) else CountingModule(module)
 
 
-def load_extension(source: str, *, name: str, flags: Iterable[str] = (), torch: bool = False,
-                   include_dirs: Iterable[str | Path] = ()) -> CountingModule:
+def load_extension(
+    source: str, *, name: str, flags: Iterable[str] = (), torch: bool = False, include_dirs: Iterable[str | Path] = ()
+) -> CountingModule:
     """Build the pybind11 module ``name`` from ``source`` (cached by content) and import it.
 
     ``name`` must be the one in ``PYBIND11_MODULE(name, m)`` (``TORCH_EXTENSION_NAME`` is defined
@@ -93,20 +94,34 @@ def load_extension(source: str, *, name: str, flags: Iterable[str] = (), torch: 
     import torch as torch_module  # pybind11's headers come with torch; tensors need it imported
 
     includes = [*torch_include_dirs()[:1], sysconfig.get_paths()["include"], *include_dirs]
-    build_flags = ["-fvisibility=hidden", f"-DTORCH_EXTENSION_NAME={name}",
-                   # the headers are torch's: a new torch must rebuild
-                   f"-DPRAGMA_TORCH_VERSION={torch_module.__version__}"]
+    build_flags = [
+        "-fvisibility=hidden",
+        f"-DTORCH_EXTENSION_NAME={name}",
+        # the headers are torch's: a new torch must rebuild
+        f"-DPRAGMA_TORCH_VERSION={torch_module.__version__}",
+    ]
     if torch:
         torch_lib = Path(torch_module.__file__).parent / "lib"
         includes = [*torch_include_dirs(), *includes[1:]]
         build_flags += [
-            "-std=c++20", "-DTORCH_API_INCLUDE_EXTENSION_H",
+            "-std=c++20",
+            "-DTORCH_API_INCLUDE_EXTENSION_H",
             f"-D_GLIBCXX_USE_CXX11_ABI={int(torch_module._C._GLIBCXX_USE_CXX11_ABI)}",
-            f"-L{torch_lib}", "-lc10", "-ltorch_cpu", "-ltorch", "-ltorch_python",
+            f"-L{torch_lib}",
+            "-lc10",
+            "-ltorch_cpu",
+            "-ltorch",
+            "-ltorch_python",
             f"-Wl,-rpath,{torch_lib}",
         ]
-    path = build_library(source, language="c++", flags=[*build_flags, *flags], include_dirs=includes,
-                         output_suffix=sysconfig.get_config_var("EXT_SUFFIX"), output_name=name)
+    path = build_library(
+        source,
+        language="c++",
+        flags=[*build_flags, *flags],
+        include_dirs=includes,
+        output_suffix=sysconfig.get_config_var("EXT_SUFFIX"),
+        output_name=name,
+    )
     module = _imported.get(path)
     if module is None:
         module = _import(name, path)
@@ -131,29 +146,37 @@ def _check_module_name(source: str, name: str) -> None:
     if match is None:
         raise NativeBuildError(
             log=f"{_DISPLAY_NAME}: error: the source has no PYBIND11_MODULE({name}, m) {{ ... }} "
-                "block, so Python cannot import it as an extension module",
-            display_name=_DISPLAY_NAME, stage="build")
+            "block, so Python cannot import it as an extension module",
+            display_name=_DISPLAY_NAME,
+            stage="build",
+        )
     declared = match.group(1)
     if declared not in (name, "TORCH_EXTENSION_NAME"):
         line = source.count("\n", 0, match.start()) + 1
         raise NativeBuildError(
             log=f"{_DISPLAY_NAME}:{line}:1: error: PYBIND11_MODULE names the module {declared!r} "
-                f"but it is loaded as {name!r}; use PYBIND11_MODULE({name}, m)",
-            display_name=_DISPLAY_NAME, stage="build")
+            f"but it is loaded as {name!r}; use PYBIND11_MODULE({name}, m)",
+            display_name=_DISPLAY_NAME,
+            stage="build",
+        )
 
 
 def _import(name: str, path: Path) -> ModuleType:
     spec = importlib.util.spec_from_file_location(name, path)
     if spec is None or spec.loader is None:
-        raise NativeBuildError(log=f"{_DISPLAY_NAME}: error: {path.name} is not an importable module",
-                               display_name=_DISPLAY_NAME, stage="load")
+        raise NativeBuildError(
+            log=f"{_DISPLAY_NAME}: error: {path.name} is not an importable module",
+            display_name=_DISPLAY_NAME,
+            stage="load",
+        )
     module = importlib.util.module_from_spec(spec)
     try:
         spec.loader.exec_module(module)
     except ImportError as error:
         reason = str(error).replace(str(path), path.name)
-        raise NativeBuildError(log=f"{_DISPLAY_NAME}: error: {reason}", display_name=_DISPLAY_NAME,
-                               stage="load") from None
+        raise NativeBuildError(
+            log=f"{_DISPLAY_NAME}: error: {reason}", display_name=_DISPLAY_NAME, stage="load"
+        ) from None
     return module
 
 

@@ -25,9 +25,9 @@ from __future__ import annotations
 import ctypes
 import operator
 import os
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import torch
 
@@ -39,18 +39,42 @@ from .signatures import FunctionSignature, Parameter, parse_signatures
 __all__ = ["NativeLibrary", "NativeCallError", "load_library", "native_call_count", "CTYPES"]
 
 CTYPES: dict[str, Any] = {
-    "float": ctypes.c_float, "double": ctypes.c_double, "bool": ctypes.c_bool,
-    "int": ctypes.c_int, "int32_t": ctypes.c_int32, "int64_t": ctypes.c_int64,
-    "long": ctypes.c_long, "long long": ctypes.c_longlong,
-    "short": ctypes.c_short, "int16_t": ctypes.c_int16, "int8_t": ctypes.c_int8,
+    "float": ctypes.c_float,
+    "double": ctypes.c_double,
+    "bool": ctypes.c_bool,
+    "int": ctypes.c_int,
+    "int32_t": ctypes.c_int32,
+    "int64_t": ctypes.c_int64,
+    "long": ctypes.c_long,
+    "long long": ctypes.c_longlong,
+    "short": ctypes.c_short,
+    "int16_t": ctypes.c_int16,
+    "int8_t": ctypes.c_int8,
     "signed char": ctypes.c_byte,
-    "unsigned": ctypes.c_uint, "uint32_t": ctypes.c_uint32, "uint64_t": ctypes.c_uint64,
-    "unsigned long": ctypes.c_ulong, "unsigned long long": ctypes.c_ulonglong,
-    "unsigned short": ctypes.c_ushort, "uint16_t": ctypes.c_uint16, "uint8_t": ctypes.c_uint8,
-    "unsigned char": ctypes.c_ubyte, "size_t": ctypes.c_size_t, "ptrdiff_t": ctypes.c_ssize_t,
+    "unsigned": ctypes.c_uint,
+    "uint32_t": ctypes.c_uint32,
+    "uint64_t": ctypes.c_uint64,
+    "unsigned long": ctypes.c_ulong,
+    "unsigned long long": ctypes.c_ulonglong,
+    "unsigned short": ctypes.c_ushort,
+    "uint16_t": ctypes.c_uint16,
+    "uint8_t": ctypes.c_uint8,
+    "unsigned char": ctypes.c_ubyte,
+    "size_t": ctypes.c_size_t,
+    "ptrdiff_t": ctypes.c_ssize_t,
 }
-_SIGNED = {ctypes.c_byte, ctypes.c_short, ctypes.c_int, ctypes.c_long, ctypes.c_longlong,
-           ctypes.c_int8, ctypes.c_int16, ctypes.c_int32, ctypes.c_int64, ctypes.c_ssize_t}
+_SIGNED = {
+    ctypes.c_byte,
+    ctypes.c_short,
+    ctypes.c_int,
+    ctypes.c_long,
+    ctypes.c_longlong,
+    ctypes.c_int8,
+    ctypes.c_int16,
+    ctypes.c_int32,
+    ctypes.c_int64,
+    ctypes.c_ssize_t,
+}
 
 # The total of native calls, and the recording in force (set by .recording); one-item lists so the
 # generated callers reach them with a single lookup.
@@ -74,8 +98,14 @@ class NativeLibrary:
     (the only way to reach one whose name is an attribute of this class, such as ``path``).
     """
 
-    def __init__(self, path: str | os.PathLike, signatures: Iterable[FunctionSignature], *,
-                 name: str | None = None, display_name: str = "kernel.cpp"):
+    def __init__(
+        self,
+        path: str | os.PathLike,
+        signatures: Iterable[FunctionSignature],
+        *,
+        name: str | None = None,
+        display_name: str = "kernel.cpp",
+    ):
         self.path = Path(path)
         self.name = name or "kernel"
         self.functions: dict[str, FunctionSignature] = {s.name: s for s in signatures}
@@ -85,8 +115,9 @@ class NativeLibrary:
             reason = str(error).replace(f"{self.path}: ", "").replace(str(self.path), "the library")
             if "undefined symbol" in reason:
                 reason += " (declared but not defined in the source, or its library is not linked)"
-            raise NativeBuildError(log=f"{display_name}: error: {reason}", display_name=display_name,
-                                   stage="load") from None
+            raise NativeBuildError(
+                log=f"{display_name}: error: {reason}", display_name=display_name, stage="load"
+            ) from None
         self._callers: dict[str, Callable[..., Any]] = {}
         self._counts: dict[str, list[int]] = {}
         for signature in self.functions.values():
@@ -96,8 +127,10 @@ class NativeLibrary:
                 where = f"{display_name}:{signature.line}" if signature.line else display_name
                 raise NativeBuildError(
                     log=f"{where}: error: {signature.name}() is declared but the built library does not "
-                        "export it; define it, and do not make it static or inline",
-                    display_name=display_name, stage="load") from None
+                    "export it; define it, and do not make it static or inline",
+                    display_name=display_name,
+                    stage="load",
+                ) from None
             counts = [0]
             caller = _make_caller(signature, cfunc, counts, self)
             self._callers[signature.name] = caller
@@ -124,8 +157,7 @@ class NativeLibrary:
 
     def _missing(self, name: str) -> str:
         exported = ", ".join(sorted(self.functions)) or "none"
-        return (f"the kernel library exports no function {name!r}; its exported functions are: "
-                f"{exported}")
+        return f"the kernel library exports no function {name!r}; its exported functions are: {exported}"
 
     def __dir__(self) -> list[str]:
         return sorted(set(super().__dir__()) | set(self.functions))
@@ -134,8 +166,9 @@ class NativeLibrary:
         return f"<NativeLibrary {self.name} {self.path.name}: {', '.join(self.functions) or 'no functions'}>"
 
 
-def load_library(source: str, *, language: str = "c++", flags: Iterable[str] = (),
-                 name: str | None = None) -> NativeLibrary:
+def load_library(
+    source: str, *, language: str = "c++", flags: Iterable[str] = (), name: str | None = None
+) -> NativeLibrary:
     """Build ``source`` (cached by content), read its exported functions and load it.
 
     Raises :class:`NativeBuildError` when it does not compile or load and
@@ -150,8 +183,9 @@ def load_library(source: str, *, language: str = "c++", flags: Iterable[str] = (
 # -- the generated callers -----------------------------------------------------------------------
 
 
-def _make_caller(signature: FunctionSignature, cfunc: Any, counts: list[int],
-                 library: NativeLibrary) -> Callable[..., Any]:
+def _make_caller(
+    signature: FunctionSignature, cfunc: Any, counts: list[int], library: NativeLibrary
+) -> Callable[..., Any]:
     """A Python function that checks the arguments of one native function, counts and calls it.
 
     Generated as source (as attrs and dataclasses generate ``__init__``) so that each check is
@@ -161,9 +195,17 @@ def _make_caller(signature: FunctionSignature, cfunc: Any, counts: list[int],
     cfunc.argtypes = [ctypes.c_void_p if p.pointer else CTYPES[p.ctype] for p in params]
     cfunc.restype = None if signature.returns == "void" else CTYPES[signature.returns]
     namespace: dict[str, Any] = {
-        "Tensor": torch.Tensor, "Parameter": torch.nn.Parameter, "cfunc": cfunc, "counts": counts, "total": _total_calls,
-        "recording": _recording, "wrong_count": _wrong_count, "bad_pointer": _bad_pointer,
-        "to_scalar": _to_scalar, "signature": signature, "library": library,
+        "Tensor": torch.Tensor,
+        "Parameter": torch.nn.Parameter,
+        "cfunc": cfunc,
+        "counts": counts,
+        "total": _total_calls,
+        "recording": _recording,
+        "wrong_count": _wrong_count,
+        "bad_pointer": _bad_pointer,
+        "to_scalar": _to_scalar,
+        "signature": signature,
+        "library": library,
     }
     names = [f"a{i}" for i in range(len(params))]
     lines = [
@@ -229,8 +271,8 @@ def _describe(param: Parameter, index: int, signature: FunctionSignature) -> str
 def _wrong_count(signature: FunctionSignature, args: tuple[Any, ...]) -> NativeCallError:
     count = len(signature.params)
     return NativeCallError(
-        f"{signature.name}() takes {count} argument{'s' if count != 1 else ''} ({signature}); "
-        f"got {len(args)}")
+        f"{signature.name}() takes {count} argument{'s' if count != 1 else ''} ({signature}); got {len(args)}"
+    )
 
 
 def _bad_pointer(signature: FunctionSignature, index: int, value: Any) -> NativeCallError:
@@ -245,8 +287,10 @@ def _describe_value(value: Any) -> str:
     if isinstance(value, torch.Tensor):
         if type(value) not in (torch.Tensor, torch.nn.Parameter):
             kind = type(value).__name__
-            return (f"a {kind} (a torch.Tensor subclass) of shape {tuple(value.shape)}; pass a plain "
-                    "tensor, for example x.detach() or x.data")
+            return (
+                f"a {kind} (a torch.Tensor subclass) of shape {tuple(value.shape)}; pass a plain "
+                "tensor, for example x.detach() or x.data"
+            )
         words = []
         if value.layout is not torch.strided:
             words.append(str(value.layout).removeprefix("torch.").removesuffix("_coo"))
@@ -283,7 +327,9 @@ def _to_scalar(signature: FunctionSignature, index: int, value: Any) -> Any:
         else:
             if low is not None and high is not None and low <= number <= high:
                 return number
-            raise NativeCallError(f"{_describe(param, index, signature)} needs an int in "
-                                  f"[{low}, {high}]; got {number}, which does not fit")
+            raise NativeCallError(
+                f"{_describe(param, index, signature)} needs an int in "
+                f"[{low}, {high}]; got {number}, which does not fit"
+            )
     problem = problem or f"got {_describe_value(value)}"
     raise NativeCallError(f"{_describe(param, index, signature)} needs {needs}; {problem}")

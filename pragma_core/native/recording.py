@@ -36,8 +36,7 @@ from ..files import atomic_write_text
 from . import library as _library
 from .signatures import FunctionSignature
 
-__all__ = ["CallRecording", "PointerArgument", "RecordedCall", "ScalarArgument", "record_calls",
-           "SCHEMA_VERSION"]
+__all__ = ["CallRecording", "PointerArgument", "RecordedCall", "ScalarArgument", "record_calls", "SCHEMA_VERSION"]
 
 SCHEMA_VERSION = 1
 
@@ -102,19 +101,31 @@ class CallRecording:
         arguments: list[PointerArgument | ScalarArgument] = []
         for param, value in zip(signature.params, args):
             if not param.pointer:
-                arguments.append(ScalarArgument(name=param.name, ctype=param.ctype,
-                                                value=_python_scalar(param.ctype, value)))
+                arguments.append(
+                    ScalarArgument(name=param.name, ctype=param.ctype, value=_python_scalar(param.ctype, value))
+                )
                 continue
             storage = value.untyped_storage()
             address = storage.data_ptr()
             if address not in this_call:
                 this_call[address] = self._snapshot(storage)
-            arguments.append(PointerArgument(
-                name=param.name, buffer=this_call[address], offset=value.data_ptr() - address,
-                buffer_nbytes=storage.nbytes(), dtype=str(value.dtype).removeprefix("torch."),
-                shape=tuple(value.shape), const=param.const, ctype=param.ctype))
-        self.calls.append(RecordedCall(library=str(library.path), function=signature.name,
-                                       signature=str(signature), arguments=tuple(arguments)))
+            arguments.append(
+                PointerArgument(
+                    name=param.name,
+                    buffer=this_call[address],
+                    offset=value.data_ptr() - address,
+                    buffer_nbytes=storage.nbytes(),
+                    dtype=str(value.dtype).removeprefix("torch."),
+                    shape=tuple(value.shape),
+                    const=param.const,
+                    ctype=param.ctype,
+                )
+            )
+        self.calls.append(
+            RecordedCall(
+                library=str(library.path), function=signature.name, signature=str(signature), arguments=tuple(arguments)
+            )
+        )
 
     def _snapshot(self, storage: torch.UntypedStorage) -> int:
         current = torch.empty(0, dtype=torch.uint8).set_(storage)
@@ -136,7 +147,7 @@ class CallRecording:
                 continue
             if argument.buffer not in fresh:
                 fresh[argument.buffer] = self.buffers[argument.buffer].clone()
-            raw = fresh[argument.buffer][argument.offset:argument.offset + argument.nbytes]
+            raw = fresh[argument.buffer][argument.offset : argument.offset + argument.nbytes]
             rebuilt.append(raw.view(getattr(torch, argument.dtype)).reshape(argument.shape))
         return rebuilt
 
@@ -149,8 +160,10 @@ class CallRecording:
                 handle.write(memoryview(contents.numpy()))
         document = {
             "schema_version": SCHEMA_VERSION,
-            "buffers": [{"id": buffer, "nbytes": contents.numel(), "file": f"buffers/{buffer}.bin"}
-                        for buffer, contents in self.buffers.items()],
+            "buffers": [
+                {"id": buffer, "nbytes": contents.numel(), "file": f"buffers/{buffer}.bin"}
+                for buffer, contents in self.buffers.items()
+            ],
             "calls": [_call_to_dict(call) for call in self.calls],
         }
         path = directory / "calls.json"
@@ -170,7 +183,8 @@ class CallRecording:
         if version != SCHEMA_VERSION:
             raise RecordError(
                 f"{path} has schema_version {version!r}; this pragma reads version {SCHEMA_VERSION}: "
-                "record the calls again")
+                "record the calls again"
+            )
         recording = cls()
         try:
             for entry in document["buffers"]:
@@ -211,8 +225,7 @@ def _call_to_dict(call: RecordedCall) -> dict[str, Any]:
     for argument in call.arguments:
         kind = "pointer" if isinstance(argument, PointerArgument) else "scalar"
         arguments.append({"kind": kind, **attrs.asdict(argument)})
-    return {"library": call.library, "function": call.function, "signature": call.signature,
-            "arguments": arguments}
+    return {"library": call.library, "function": call.function, "signature": call.signature, "arguments": arguments}
 
 
 def _call_from_dict(data: dict[str, Any]) -> RecordedCall:
@@ -225,5 +238,6 @@ def _call_from_dict(data: dict[str, Any]) -> RecordedCall:
             arguments.append(ScalarArgument(**fields))
         else:
             raise ValueError(f"unknown argument kind {entry['kind']!r}")
-    return RecordedCall(library=data["library"], function=data["function"],
-                        signature=data.get("signature", ""), arguments=arguments)
+    return RecordedCall(
+        library=data["library"], function=data["function"], signature=data.get("signature", ""), arguments=arguments
+    )

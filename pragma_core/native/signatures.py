@@ -22,36 +22,86 @@ from attrs import validators as v
 from ..errors import PragmaError
 
 __all__ = [
-    "FunctionSignature", "Parameter", "SignatureError", "parse_signatures",
-    "POINTER_DTYPES", "SCALAR_TYPES", "RETURN_TYPES",
+    "FunctionSignature",
+    "Parameter",
+    "SignatureError",
+    "parse_signatures",
+    "POINTER_DTYPES",
+    "SCALAR_TYPES",
+    "RETURN_TYPES",
 ]
 
 # Pointer base type -> the torch dtype of the tensor passed for it (None: any dtype).
 POINTER_DTYPES: dict[str, str | None] = {
-    "float": "float32", "double": "float64",
-    "int64_t": "int64", "long": "int64", "long long": "int64",
-    "int32_t": "int32", "int": "int32",
-    "int16_t": "int16", "short": "int16",
-    "int8_t": "int8", "signed char": "int8",
-    "uint8_t": "uint8", "unsigned char": "uint8",
-    "bool": "bool", "void": None,
+    "float": "float32",
+    "double": "float64",
+    "int64_t": "int64",
+    "long": "int64",
+    "long long": "int64",
+    "int32_t": "int32",
+    "int": "int32",
+    "int16_t": "int16",
+    "short": "int16",
+    "int8_t": "int8",
+    "signed char": "int8",
+    "uint8_t": "uint8",
+    "unsigned char": "uint8",
+    "bool": "bool",
+    "void": None,
 }
-SCALAR_TYPES = frozenset({
-    "float", "double", "bool",
-    "int", "int32_t", "int64_t", "long", "long long", "short", "int16_t", "int8_t", "signed char",
-    "unsigned", "uint32_t", "uint64_t", "unsigned long", "unsigned long long", "unsigned short",
-    "uint16_t", "uint8_t", "unsigned char", "size_t", "ptrdiff_t",
-})
+SCALAR_TYPES = frozenset(
+    {
+        "float",
+        "double",
+        "bool",
+        "int",
+        "int32_t",
+        "int64_t",
+        "long",
+        "long long",
+        "short",
+        "int16_t",
+        "int8_t",
+        "signed char",
+        "unsigned",
+        "uint32_t",
+        "uint64_t",
+        "unsigned long",
+        "unsigned long long",
+        "unsigned short",
+        "uint16_t",
+        "uint8_t",
+        "unsigned char",
+        "size_t",
+        "ptrdiff_t",
+    }
+)
 RETURN_TYPES = SCALAR_TYPES | {"void"}
 
 _NAMED_TYPES = {
-    "float", "double", "void", "bool", "_Bool", "size_t", "ptrdiff_t", "ssize_t",
-    "int8_t", "int16_t", "int32_t", "int64_t", "uint8_t", "uint16_t", "uint32_t", "uint64_t",
+    "float",
+    "double",
+    "void",
+    "bool",
+    "_Bool",
+    "size_t",
+    "ptrdiff_t",
+    "ssize_t",
+    "int8_t",
+    "int16_t",
+    "int32_t",
+    "int64_t",
+    "uint8_t",
+    "uint16_t",
+    "uint32_t",
+    "uint64_t",
 }
 _INTEGER_WORDS = {"signed", "unsigned", "short", "long", "int", "char"}
 _IGNORED_WORDS = {"const", "volatile", "restrict", "__restrict__", "__restrict", "struct", "register"}
-_SUPPORTED = ("a pointer to float, double, int, int64_t, int16_t, int8_t, uint8_t, bool or void, "
-              "or a scalar such as int64_t, int, size_t, float, double or bool")
+_SUPPORTED = (
+    "a pointer to float, double, int, int64_t, int16_t, int8_t, uint8_t, bool or void, "
+    "or a scalar such as int64_t, int, size_t, float, double or bool"
+)
 _SPECIFIERS = {"extern", "inline", "__inline", "__inline__", "constexpr", "__extension__"}
 
 
@@ -95,8 +145,9 @@ class SignatureError(PragmaError):
     """An exported function has a type that cannot be passed from Python, or could not be read."""
 
 
-def parse_signatures(source: str, *, language: str = "c++",
-                     display_name: str | None = None) -> tuple[FunctionSignature, ...]:
+def parse_signatures(
+    source: str, *, language: str = "c++", display_name: str | None = None
+) -> tuple[FunctionSignature, ...]:
     """The functions ``source`` exports, in source order, one per name."""
     if language not in ("c++", "c"):
         raise ValueError(f"language must be 'c++' or 'c', got {language!r}")
@@ -158,7 +209,7 @@ def _blank_out(source: str) -> str:
             j = i + 1
             while j < n and source[j] != c and source[j] != "\n":
                 j += 2 if source[j] == "\\" else 1
-            if source[i + 1:j] != "C":
+            if source[i + 1 : j] != "C":
                 _spaces(out, i + 1, j)
             i = j + 1
         else:
@@ -249,7 +300,7 @@ def _strip_attributes(text: str) -> str:
         if not match:
             return text
         close = _matching(text, match.end() - 1, "(", ")")
-        text = text[:match.start()] + " " + text[close + 1:]
+        text = text[: match.start()] + " " + text[close + 1 :]
 
 
 def _parse_function(header: str, line: int, shown: str) -> FunctionSignature | None:
@@ -265,7 +316,7 @@ def _parse_function(header: str, line: int, shown: str) -> FunctionSignature | N
     if name_match is None:
         return None
     name = name_match.group(1)
-    prefix_words = header[:name_match.start()].split()
+    prefix_words = header[: name_match.start()].split()
     if not prefix_words or prefix_words[0] in ("typedef", "using", "return") or "::" in name:
         return None
     if "static" in prefix_words:
@@ -278,12 +329,14 @@ def _parse_function(header: str, line: int, shown: str) -> FunctionSignature | N
     if pointer:
         raise SignatureError(
             f"{where}: returns a pointer ({returns_text}), which cannot become a tensor; "
-            "write the result into an output tensor passed as a pointer parameter instead")
+            "write the result into an output tensor passed as a pointer parameter instead"
+        )
     if returns not in RETURN_TYPES:
         raise SignatureError(
             f"{where}: unknown return type {returns_text!r}; return void or a scalar such as "
-            "int64_t, int, float or double (macros are not expanded: spell the type out)")
-    params = _parse_params(header[opening + 1:-1], where)
+            "int64_t, int, float or double (macros are not expanded: spell the type out)"
+        )
+    params = _parse_params(header[opening + 1 : -1], where)
     return FunctionSignature(name=name, returns=returns, params=params, line=line)
 
 
@@ -326,20 +379,27 @@ def _parse_params(text: str, where: str) -> tuple[Parameter, ...]:
         declaration = part.split("=")[0].strip()  # a C++ default argument
         what = f"parameter {index}"
         if declaration == "...":
-            raise SignatureError(f"{where}: {what} is '...'; variadic functions cannot be called with checked arguments")
+            raise SignatureError(
+                f"{where}: {what} is '...'; variadic functions cannot be called with checked arguments"
+            )
         ctype, pointer, const, name = _parse_type(declaration, where, what)
         if name:
             what = f"parameter {index} {name!r}"
         if pointer and ctype not in POINTER_DTYPES:
             raise SignatureError(
                 f"{where}: {what} has type {declaration!r}, a pointer to a type with no torch "
-                "dtype; point to float, double, int, int64_t, int16_t, int8_t, uint8_t, bool or void")
+                "dtype; point to float, double, int, int64_t, int16_t, int8_t, uint8_t, bool or void"
+            )
         if not pointer and ctype not in SCALAR_TYPES:
             raise SignatureError(
                 f"{where}: {what} has unknown type {declaration!r}; use {_SUPPORTED} "
-                "(macros are not expanded: spell the type out)")
-        params.append(Parameter(name=name, ctype=ctype, pointer=pointer, const=const,
-                                dtype=POINTER_DTYPES[ctype] if pointer else None))
+                "(macros are not expanded: spell the type out)"
+            )
+        params.append(
+            Parameter(
+                name=name, ctype=ctype, pointer=pointer, const=const, dtype=POINTER_DTYPES[ctype] if pointer else None
+            )
+        )
     return tuple(params)
 
 
@@ -358,11 +418,12 @@ def _parse_type(text: str, where: str, what: str) -> tuple[str, bool, bool, str]
         reason = reason or "this kind of type"
         raise SignatureError(
             f"{where}: {what} has type {text!r}; {reason} cannot be passed from Python; "
-            "use a plain pointer (float* x) or a scalar (int64_t n)")
+            "use a plain pointer (float* x) or a scalar (int64_t n)"
+        )
     pointer = stars + len(arrays) == 1
     if stars:
-        before = tokens[:tokens.index("*")]
-        after = [t for t in tokens[tokens.index("*") + 1:] if t not in _IGNORED_WORDS]
+        before = tokens[: tokens.index("*")]
+        after = [t for t in tokens[tokens.index("*") + 1 :] if t not in _IGNORED_WORDS]
     else:
         before = [t for t in tokens if not t.startswith("[")]
         after = []

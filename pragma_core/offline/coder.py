@@ -29,8 +29,10 @@ def recognized(task: Task) -> tuple[Recipe, Match, OpGraph]:
             graph = trace_reference(task)
             recipe, match = recognize(graph)
         except NotRecognized as error:
-            raise NotRecognized(f"{task.key}: no offline recipe knows this task ({error}); a language model is "
-                                "needed: pass --model (see docs/models.md)") from None
+            raise NotRecognized(
+                f"{task.key}: no offline recipe knows this task ({error}); a language model is "
+                "needed: pass --model (see docs/models.md)"
+            ) from None
         _RECOGNIZED[key] = (recipe, match, graph)
     return _RECOGNIZED[key]
 

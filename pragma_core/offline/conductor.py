@@ -99,8 +99,12 @@ def advise(request: CompletionRequest) -> str:
     recipe, match, _ = recognized(task)
     knobs = recipe.knobs
     history = list(request.history)
-    current = Attempt(number=(history[-1].number + 1) if history else 1, candidate=request.candidate,
-                      verdict=verdict, profiles=request.profiles)
+    current = Attempt(
+        number=(history[-1].number + 1) if history else 1,
+        candidate=request.candidate,
+        verdict=verdict,
+        profiles=request.profiles,
+    )
     best = request.best
     new_best = improves_on(verdict, best)
     promising = not new_best and _promising(verdict, best)
@@ -127,18 +131,34 @@ def advise(request: CompletionRequest) -> str:
         actions = [format_move(changes, base_number, reason)]
         analysis.append(f"Next: {reason}")
     else:
-        actions = [f"keep attempt {base_number}: every move from it has been tried" if base_number
-                   else "no move left to try"]
+        actions = [
+            f"keep attempt {base_number}: every move from it has been tried" if base_number else "no move left to try"
+        ]
         analysis.append("Every move from the best has been tried; the best stays.")
-    extra = list(dict.fromkeys([*(diagnosis.request_metrics if diagnosis else ()),
-                                *_metrics_moves_need(knobs, request.profiles)]))
-    reply = {"analysis": " ".join(analysis), "actions": actions, "extra_metrics": extra, "new_best": new_best,
-             "done": not moves}
+    extra = list(
+        dict.fromkeys(
+            [*(diagnosis.request_metrics if diagnosis else ()), *_metrics_moves_need(knobs, request.profiles)]
+        )
+    )
+    reply = {
+        "analysis": " ".join(analysis),
+        "actions": actions,
+        "extra_metrics": extra,
+        "new_best": new_best,
+        "done": not moves,
+    }
     return "```json\n" + json.dumps(reply, indent=2) + "\n```\n"
 
 
-def rank_moves(knobs: Mapping[str, Knob], base: Mapping[str, Any], tried: Sequence[Mapping[str, Any]],
-               evidence: Evidence, *, attainment: float | None, profiled: bool) -> list[tuple[dict[str, Any], str]]:
+def rank_moves(
+    knobs: Mapping[str, Knob],
+    base: Mapping[str, Any],
+    tried: Sequence[Mapping[str, Any]],
+    evidence: Evidence,
+    *,
+    attainment: float | None,
+    profiled: bool,
+) -> list[tuple[dict[str, Any], str]]:
     """Untried moves from ``base``, best first, each with its reason."""
     moves: list[tuple[int, int, dict[str, Any], str]] = []
     for order, name in enumerate(LADDER):
@@ -159,8 +179,9 @@ def rank_moves(knobs: Mapping[str, Knob], base: Mapping[str, Any], tried: Sequen
     return [(changes, reason) for _, _, changes, reason in moves]
 
 
-def _judge(name: str, value: Any, base: Mapping[str, Any], evidence: Evidence, attainment: float | None,
-           profiled: bool) -> tuple[int, str]:
+def _judge(
+    name: str, value: Any, base: Mapping[str, Any], evidence: Evidence, attainment: float | None, profiled: bool
+) -> tuple[int, str]:
     """(priority, reason) of setting knob ``name`` to ``value``: lower goes first; 5 is neutral."""
     meaning = KNOB_MEANINGS.get(name, name)
     plain = f"{name}={value}: {meaning}"
@@ -172,8 +193,10 @@ def _judge(name: str, value: Any, base: Mapping[str, Any], evidence: Evidence, a
     kernel, outside = evidence.kernel_instructions, evidence.outside_instructions
     if name == "fast_math":
         if outside is not None and outside > _LIBRARY_CALLS:
-            return 1, (f"{plain}; {outside:.0f} instructions per element run outside the kernel in scalar "
-                       "library calls (exp, tanh, erf): fast math with vectorization calls the vector versions")
+            return 1, (
+                f"{plain}; {outside:.0f} instructions per element run outside the kernel in scalar "
+                "library calls (exp, tanh, erf): fast math with vectorization calls the vector versions"
+            )
         if outside is not None and outside < 2 and kernel is not None and kernel < _VECTORIZED:
             return 9, f"{plain}; no library calls and the loop is already vectorized, little to gain"
     if name == "simd":
@@ -216,14 +239,22 @@ def _judgement(current: Attempt, verdict: Verdict, best: Attempt | None, new_bes
     best_speed = f"{best.verdict.speedup.value:.2f}x" if best and best.verdict and best.verdict.speedup else "?"
     versus = f"the best (attempt {best.number if best else '?'}, {best_speed})"
     if promising:
-        return (f"Attempt {current.number} is correct at {speed}, {_PROMISING:g} times or more {versus} but within "
-                "its timing noise: the next move builds on it, and the best changes only when the noise allows.")
+        return (
+            f"Attempt {current.number} is correct at {speed}, {_PROMISING:g} times or more {versus} but within "
+            "its timing noise: the next move builds on it, and the best changes only when the noise allows."
+        )
     return f"Attempt {current.number} is correct at {speed}, not beyond {versus}; its move is undone."
 
 
 def _promising(verdict: Verdict, best: Attempt | None) -> bool:
     """Faster than the best by :data:`_PROMISING` in the median, though the intervals overlap."""
-    if not verdict.ok or verdict.speedup is None or best is None or best.verdict is None or best.verdict.speedup is None:
+    if (
+        not verdict.ok
+        or verdict.speedup is None
+        or best is None
+        or best.verdict is None
+        or best.verdict.speedup is None
+    ):
         return False
     return verdict.speedup.value >= _PROMISING * best.verdict.speedup.value
 

@@ -103,38 +103,87 @@ class OpGraph:
         for node in self.ops:
             args = ", ".join(_show(a) for a in node.args)
             kwargs = ", ".join(f"{k}={_show(v)}" for k, v in node.kwargs.items())
-            shape = f"  [{', '.join(map(str, node.shape))}] {str(node.dtype).replace('torch.', '')}" if node.shape is not None else ""
+            shape = (
+                f"  [{', '.join(map(str, node.shape))}] {str(node.dtype).replace('torch.', '')}"
+                if node.shape is not None
+                else ""
+            )
             lines.append(f"{node.name} = {node.op}({', '.join(p for p in (args, kwargs) if p)}){shape}")
         return "\n".join(lines)
 
 
 _OPERATORS = {
-    operator.add: "add", operator.sub: "sub", operator.mul: "mul", operator.truediv: "div",
-    operator.neg: "neg", operator.pow: "pow", operator.matmul: "matmul", operator.getitem: "getitem",
-    operator.gt: "gt", operator.lt: "lt", operator.ge: "ge", operator.le: "le", operator.abs: "abs",
-    operator.floordiv: "floordiv", operator.eq: "eq", operator.ne: "ne", operator.and_: "and", operator.or_: "or",
+    operator.add: "add",
+    operator.sub: "sub",
+    operator.mul: "mul",
+    operator.truediv: "div",
+    operator.neg: "neg",
+    operator.pow: "pow",
+    operator.matmul: "matmul",
+    operator.getitem: "getitem",
+    operator.gt: "gt",
+    operator.lt: "lt",
+    operator.ge: "ge",
+    operator.le: "le",
+    operator.abs: "abs",
+    operator.floordiv: "floordiv",
+    operator.eq: "eq",
+    operator.ne: "ne",
+    operator.and_: "and",
+    operator.or_: "or",
 }
 _ALIASES = {
-    "true_divide": "div", "divide": "div", "multiply": "mul", "subtract": "sub", "clip": "clamp",
-    "absolute": "abs", "negative": "neg", "special_expit": "sigmoid", "expit": "sigmoid", "arctan": "atan",
-    "__add__": "add", "__radd__": "radd", "__sub__": "sub", "__rsub__": "rsub", "__mul__": "mul",
-    "__rmul__": "mul", "__truediv__": "div", "__rtruediv__": "rdiv", "__neg__": "neg", "__pow__": "pow",
-    "__matmul__": "matmul", "linalg_norm": "norm", "linalg_vector_norm": "vector_norm",
-    "_C._nn.gelu": "gelu", "rsub": "rsub", "square": "square",
+    "true_divide": "div",
+    "divide": "div",
+    "multiply": "mul",
+    "subtract": "sub",
+    "clip": "clamp",
+    "absolute": "abs",
+    "negative": "neg",
+    "special_expit": "sigmoid",
+    "expit": "sigmoid",
+    "arctan": "atan",
+    "__add__": "add",
+    "__radd__": "radd",
+    "__sub__": "sub",
+    "__rsub__": "rsub",
+    "__mul__": "mul",
+    "__rmul__": "mul",
+    "__truediv__": "div",
+    "__rtruediv__": "rdiv",
+    "__neg__": "neg",
+    "__pow__": "pow",
+    "__matmul__": "matmul",
+    "linalg_norm": "norm",
+    "linalg_vector_norm": "vector_norm",
+    "_C._nn.gelu": "gelu",
+    "rsub": "rsub",
+    "square": "square",
 }
 # Modules and the functional op they run: (op, attributes read as kwargs, parameters).
 _MODULES: dict[type, tuple[str, tuple[str, ...], tuple[str, ...]]] = {
-    torch.nn.ReLU: ("relu", (), ()), torch.nn.ReLU6: ("relu6", (), ()),
-    torch.nn.GELU: ("gelu", ("approximate",), ()), torch.nn.SiLU: ("silu", (), ()),
-    torch.nn.Sigmoid: ("sigmoid", (), ()), torch.nn.Tanh: ("tanh", (), ()),
-    torch.nn.LeakyReLU: ("leaky_relu", ("negative_slope",), ()), torch.nn.ELU: ("elu", ("alpha",), ()),
-    torch.nn.SELU: ("selu", (), ()), torch.nn.CELU: ("celu", ("alpha",), ()),
-    torch.nn.Softplus: ("softplus", ("beta", "threshold"), ()), torch.nn.Softsign: ("softsign", (), ()),
-    torch.nn.Hardtanh: ("hardtanh", ("min_val", "max_val"), ()), torch.nn.Hardsigmoid: ("hardsigmoid", (), ()),
-    torch.nn.Hardswish: ("hardswish", (), ()), torch.nn.Mish: ("mish", (), ()),
-    torch.nn.Tanhshrink: ("tanhshrink", (), ()), torch.nn.Softshrink: ("softshrink", ("lambd",), ()),
-    torch.nn.Hardshrink: ("hardshrink", ("lambd",), ()), torch.nn.LogSigmoid: ("logsigmoid", (), ()),
-    torch.nn.Softmax: ("softmax", ("dim",), ()), torch.nn.LogSoftmax: ("log_softmax", ("dim",), ()),
+    torch.nn.ReLU: ("relu", (), ()),
+    torch.nn.ReLU6: ("relu6", (), ()),
+    torch.nn.GELU: ("gelu", ("approximate",), ()),
+    torch.nn.SiLU: ("silu", (), ()),
+    torch.nn.Sigmoid: ("sigmoid", (), ()),
+    torch.nn.Tanh: ("tanh", (), ()),
+    torch.nn.LeakyReLU: ("leaky_relu", ("negative_slope",), ()),
+    torch.nn.ELU: ("elu", ("alpha",), ()),
+    torch.nn.SELU: ("selu", (), ()),
+    torch.nn.CELU: ("celu", ("alpha",), ()),
+    torch.nn.Softplus: ("softplus", ("beta", "threshold"), ()),
+    torch.nn.Softsign: ("softsign", (), ()),
+    torch.nn.Hardtanh: ("hardtanh", ("min_val", "max_val"), ()),
+    torch.nn.Hardsigmoid: ("hardsigmoid", (), ()),
+    torch.nn.Hardswish: ("hardswish", (), ()),
+    torch.nn.Mish: ("mish", (), ()),
+    torch.nn.Tanhshrink: ("tanhshrink", (), ()),
+    torch.nn.Softshrink: ("softshrink", ("lambd",), ()),
+    torch.nn.Hardshrink: ("hardshrink", ("lambd",), ()),
+    torch.nn.LogSigmoid: ("logsigmoid", (), ()),
+    torch.nn.Softmax: ("softmax", ("dim",), ()),
+    torch.nn.LogSoftmax: ("log_softmax", ("dim",), ()),
     torch.nn.LayerNorm: ("layer_norm", ("normalized_shape", "eps"), ("weight", "bias")),
     torch.nn.InstanceNorm1d: ("instance_norm", ("eps", "affine"), ("weight", "bias")),
     torch.nn.InstanceNorm2d: ("instance_norm", ("eps", "affine"), ("weight", "bias")),
@@ -164,8 +213,10 @@ def trace_reference(task: Task, *, seed: int = 0) -> OpGraph:
         try:
             traced = torch.fx.symbolic_trace(model, concrete_args=None)
         except Exception as error:  # fx raises many kinds for untraceable code
-            raise NotRecognized(f"the forward cannot be traced: {type(error).__name__}: "
-                                f"{str(error).splitlines()[0] if str(error) else ''}") from None
+            raise NotRecognized(
+                f"the forward cannot be traced: {type(error).__name__}: "
+                f"{str(error).splitlines()[0] if str(error) else ''}"
+            ) from None
         inputs = make_inputs(namespace, seed)
         try:
             ShapeProp(traced).propagate(*inputs)
@@ -191,13 +242,17 @@ def trace_reference(task: Task, *, seed: int = 0) -> OpGraph:
             module = modules[fx_node.target]
             nodes.extend(_module_nodes(fx_node, module, args, kwargs, shape, dtype, params))
         else:
-            nodes.append(Node(name=fx_node.name, op=_canonical(fx_node.target), args=args, kwargs=kwargs,
-                              shape=shape, dtype=dtype))
+            nodes.append(
+                Node(
+                    name=fx_node.name, op=_canonical(fx_node.target), args=args, kwargs=kwargs, shape=shape, dtype=dtype
+                )
+            )
     return OpGraph(nodes=tuple(nodes), inputs=tuple(inputs_), params=params, outputs=outputs)
 
 
-def _module_nodes(fx_node: Any, module: torch.nn.Module, args: tuple, kwargs: dict, shape: Any, dtype: Any,
-                  params: dict[str, str]) -> Iterator[Node]:
+def _module_nodes(
+    fx_node: Any, module: torch.nn.Module, args: tuple, kwargs: dict, shape: Any, dtype: Any, params: dict[str, str]
+) -> Iterator[Node]:
     kind = _MODULES.get(type(module))
     if kind is None:
         raise NotRecognized(f"it uses an nn.{type(module).__name__} ({fx_node.target}), which no recipe covers")

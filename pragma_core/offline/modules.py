@@ -33,8 +33,16 @@ def forward_argument(context: GenerationContext, index: int) -> str:
     return forward.args.args[index + 1].arg
 
 
-def candidate_module(*, match: Match, knobs: Mapping[str, Any], context: GenerationContext, cpp: str,
-                     forward_body: str, flags: Sequence[str] = (), notes: str = "") -> str:
+def candidate_module(
+    *,
+    match: Match,
+    knobs: Mapping[str, Any],
+    context: GenerationContext,
+    cpp: str,
+    forward_body: str,
+    flags: Sequence[str] = (),
+    notes: str = "",
+) -> str:
     """The whole candidate: ``cpp`` is compiled with ``flags`` through ``load_library`` as ``lib``;
     ``forward_body`` is the body of ``forward`` (unindented), which sees the forward's own argument
     names and ``lib``."""
@@ -47,8 +55,11 @@ def candidate_module(*, match: Match, knobs: Mapping[str, Any], context: Generat
     if forward is None:
         raise NotRecognized(f"{context.task_key}: Model has no forward")
     source_lines = context.task_source.splitlines()
-    init_source = (textwrap.dedent("\n".join(source_lines[init.lineno - 1:init.end_lineno]))
-                   if init is not None else "def __init__(self, *args, **kwargs):\n    super().__init__()")
+    init_source = (
+        textwrap.dedent("\n".join(source_lines[init.lineno - 1 : init.end_lineno]))
+        if init is not None
+        else "def __init__(self, *args, **kwargs):\n    super().__init__()"
+    )
     forward_args = ast.unparse(forward.args)
     constants = _constants_used(tree, init) if init is not None else []
     standard = ("import torch", "import torch.nn as nn", "from pragma_core.native import load_library")
@@ -57,7 +68,8 @@ def candidate_module(*, match: Match, knobs: Mapping[str, Any], context: Generat
     marker = RECIPE_MARKER + json.dumps({"family": match.family, "knobs": dict(knobs)}, sort_keys=True)
     header = f'"""{match.summary}: written by pragma\'s offline recipe Coder.{chr(10) + chr(10) + notes if notes else ""}\n"""'
     lines = [
-        header, marker,
+        header,
+        marker,
         *standard,
         *imports,
         "",
@@ -81,7 +93,7 @@ def read_marker(source: str) -> dict[str, Any] | None:
     for line in source.splitlines():
         if line.startswith(RECIPE_MARKER):
             try:
-                value = json.loads(line[len(RECIPE_MARKER):])
+                value = json.loads(line[len(RECIPE_MARKER) :])
             except ValueError:
                 return None
             return value if isinstance(value, dict) and "family" in value else None
@@ -95,8 +107,9 @@ def _method(cls: ast.ClassDef, name: str) -> ast.FunctionDef | None:
 def _constants_used(tree: ast.Module, function: ast.FunctionDef) -> list[str]:
     """Module-level assignments of the task that ``function`` reads (sizes, constants)."""
     arguments = {a.arg for a in ast.walk(function.args) if isinstance(a, ast.arg)}
-    read = {node.id for node in ast.walk(function)
-            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load)} - arguments
+    read = {
+        node.id for node in ast.walk(function) if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load)
+    } - arguments
     kept = []
     for node in tree.body:
         if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id in read for t in node.targets):

@@ -21,8 +21,10 @@ def complete(request: CompletionRequest) -> Completion:
     from .conductor import advise
 
     if request.role is AgentRole.SUMMARIZER:
-        raise PragmaError("the offline provider answers only the Coder and the Conductor; summarize "
-                          "documentation with a model (--model), or build with no model at all")
+        raise PragmaError(
+            "the offline provider answers only the Coder and the Conductor; summarize "
+            "documentation with a model (--model), or build with no model at all"
+        )
     started = time.monotonic()
     text = write_module_reply(request) if request.role is AgentRole.CODER else advise(request)
     return Completion(text=text, model=OFFLINE_MODEL, cost_usd=0.0, latency_s=time.monotonic() - started)
@@ -37,9 +39,13 @@ def prepare(task: Task) -> None:
 
 @hookimpl
 def pragma_register_llm_providers(register):
-    register(LLMProvider(
-        name="offline",
-        description="no model: a recipe Coder writes C++ for the patterns it recognizes in the traced reference, "
-                    "a rule-based Conductor picks each next move from the verdict and the profiles",
-        complete=complete, prepare=prepare, reads_messages=False,
-    ))
+    register(
+        LLMProvider(
+            name="offline",
+            description="no model: a recipe Coder writes C++ for the patterns it recognizes in the traced reference, "
+            "a rule-based Conductor picks each next move from the verdict and the profiles",
+            complete=complete,
+            prepare=prepare,
+            reads_messages=False,
+        )
+    )

@@ -53,6 +53,8 @@ def profile(
     if isinstance(candidate, str):
         candidate = Candidate(source=candidate, backend="cpu-cpp")
     # Absolute: the tools run in the job folder, where a relative path would name another place.
-    folder = Path(out_dir).resolve() if out_dir is not None else Path(tempfile.mkdtemp(prefix=f"pragma-profile-{profiler}-"))
+    folder = (
+        Path(out_dir).resolve() if out_dir is not None else Path(tempfile.mkdtemp(prefix=f"pragma-profile-{profiler}-"))
+    )
     target = prepare_target(task, candidate, folder, device=device, repetitions=repetitions, threads=threads)
     return chosen.collect(target, wanted)

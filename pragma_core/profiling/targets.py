@@ -41,28 +41,55 @@ def prepare_target(
     job_dir = out_dir / "job"
     job_dir.mkdir(parents=True, exist_ok=True)
     (job_dir / "task.py").write_text(task_program(task))
-    (job_dir / "job.json").write_text(json.dumps({
-        "threads": threads, "device": device, "backend": candidate.backend if candidate else None,
-    }))
+    (job_dir / "job.json").write_text(
+        json.dumps(
+            {
+                "threads": threads,
+                "device": device,
+                "backend": candidate.backend if candidate else None,
+            }
+        )
+    )
     env = child_environment(threads)
     python_argv = (sys.executable, "-m", "pragma_core.profiling.worker", "run", str(job_dir), str(repetitions))
     if candidate is None:
-        return ProfileTarget(task=task, candidate=None, out_dir=out_dir, device=device,
-                             python_argv=python_argv, repetitions=repetitions, env=env)
+        return ProfileTarget(
+            task=task,
+            candidate=None,
+            out_dir=out_dir,
+            device=device,
+            python_argv=python_argv,
+            repetitions=repetitions,
+            env=env,
+        )
 
     (job_dir / "candidate.py").write_text(candidate.source)
     recording = _record(job_dir, env, timeout_s) if device == "cpu" else None
     if recording is None or not recording.calls:
-        return ProfileTarget(task=task, candidate=candidate, out_dir=out_dir, device=device,
-                             python_argv=python_argv, repetitions=repetitions, env=env)
+        return ProfileTarget(
+            task=task,
+            candidate=candidate,
+            out_dir=out_dir,
+            device=device,
+            python_argv=python_argv,
+            repetitions=repetitions,
+            env=env,
+        )
     libraries = tuple(dict.fromkeys(call.library for call in recording.calls))
     sources = tuple(str(source) for library in libraries for source in _sources_of(Path(library)))
     program = build_replay(job_dir / "recording")
     return ProfileTarget(
-        task=task, candidate=candidate, out_dir=out_dir, device=device,
-        python_argv=python_argv, replay_argv=(str(program), str(repetitions)),
+        task=task,
+        candidate=candidate,
+        out_dir=out_dir,
+        device=device,
+        python_argv=python_argv,
+        replay_argv=(str(program), str(repetitions)),
         kernel_functions=tuple(dict.fromkeys(call.function for call in recording.calls)),
-        kernel_sources=sources, kernel_libraries=libraries, repetitions=repetitions, env=env,
+        kernel_sources=sources,
+        kernel_libraries=libraries,
+        repetitions=repetitions,
+        env=env,
     )
 
 
@@ -77,8 +104,9 @@ def _record(job_dir: Path, env: dict[str, str], timeout_s: float) -> CallRecordi
     if outcome.timed_out or outcome.signal or outcome.returncode:
         reason = "timed out" if outcome.timed_out else (outcome.signal or f"exit code {outcome.returncode}")
         tail = outcome.stderr.strip().splitlines()[-1:] or [""]
-        raise PragmaError(f"recording the candidate's kernel calls failed ({reason}): {tail[0]}; "
-                          "run `pragma verify` on it first")
+        raise PragmaError(
+            f"recording the candidate's kernel calls failed ({reason}): {tail[0]}; run `pragma verify` on it first"
+        )
     recording_dir = job_dir / "recording"
     return CallRecording.load(recording_dir) if (recording_dir / "calls.json").exists() else None
 

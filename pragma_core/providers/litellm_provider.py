@@ -181,7 +181,11 @@ class LiteLLMProvider:
                 delay = self._delay(attempt)
                 log.warning(
                     "%s: %s; retry %d of %d in %.1f s",
-                    model, _detail(error), attempt + 1, self.settings.max_retries, delay,
+                    model,
+                    _detail(error),
+                    attempt + 1,
+                    self.settings.max_retries,
+                    delay,
                 )
                 self.sleep(delay)
             else:
@@ -218,9 +222,7 @@ def _litellm() -> Any:
 def _model(request: CompletionRequest) -> str:
     model = (request.model or os.environ.get(MODEL_VARIABLE, "")).strip()
     if not model:
-        raise PragmaError(
-            f"no language model chosen: pass --model (e.g. openai/gpt-4o-mini) or set {MODEL_VARIABLE}"
-        )
+        raise PragmaError(f"no language model chosen: pass --model (e.g. openai/gpt-4o-mini) or set {MODEL_VARIABLE}")
     return model
 
 
@@ -394,7 +396,7 @@ def _share_that_fits(litellm: Any, model: str, messages: list[dict[str, str]]) -
 def _cut_middle(text: str, cut: int) -> str:
     head = (len(text) - cut) // 2
     tail = len(text) - cut - head
-    return f"{text[:head]}\n{_CUT_MARKER.format(n=cut)}\n{text[len(text) - tail:]}"
+    return f"{text[:head]}\n{_CUT_MARKER.format(n=cut)}\n{text[len(text) - tail :]}"
 
 
 # -- the response --------------------------------------------------------------------------------

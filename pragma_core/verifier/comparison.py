@@ -40,19 +40,25 @@ def compare_outputs(
     poison: float | None = None,
 ) -> Comparison:
     if len(candidate) != len(reference):
-        return Comparison(ok=False, message=f"forward returned {len(candidate)} outputs; the reference returns {len(reference)}")
+        return Comparison(
+            ok=False, message=f"forward returned {len(candidate)} outputs; the reference returns {len(reference)}"
+        )
     worst = Comparison(ok=True, max_abs_error=0.0, max_rel_error=0.0)
     for position, (got, want) in enumerate(zip(candidate, reference)):
         if not isinstance(got, torch.Tensor):
-            return Comparison(ok=False, message=f"output {position} is a {type(got).__name__}, not a tensor", output=position)
+            return Comparison(
+                ok=False, message=f"output {position} is a {type(got).__name__}, not a tensor", output=position
+            )
         if tuple(got.shape) != tuple(want.shape):
             return Comparison(
-                ok=False, output=position,
+                ok=False,
+                output=position,
                 message=f"output {position} has shape {tuple(got.shape)}; the reference has {tuple(want.shape)}",
             )
         if got.dtype != want.dtype:
             return Comparison(
-                ok=False, output=position,
+                ok=False,
+                output=position,
                 message=f"output {position} has dtype {_name(got.dtype)}; the reference has {_name(want.dtype)}",
             )
         result = _compare_values(got, want, atol=atol, rtol=rtol, relative_norm=relative_norm, poison=poison)
@@ -77,7 +83,9 @@ def _compare_values(
         if bool(mismatched.any()):
             index = _unravel(int(mismatched.flatten().nonzero()[0]), want.shape)
             return Comparison(
-                ok=False, index=index, max_abs_error=float((got.double() - want.double()).abs().max()),
+                ok=False,
+                index=index,
+                max_abs_error=float((got.double() - want.double()).abs().max()),
                 message=f"{int(mismatched.sum())} of {want.numel()} values differ; first at {index}: "
                 f"{got[index].item()} instead of {want[index].item()}",
             )
@@ -99,12 +107,18 @@ def _compare_values(
         unwritten = _poisoned(got64, want64, poison)
         if unwritten:
             return Comparison(
-                ok=False, check="unwritten-output", index=first, max_abs_error=max_abs,
+                ok=False,
+                check="unwritten-output",
+                index=first,
+                max_abs_error=max_abs,
                 message=f"{unwritten} of {want.numel()} output elements still hold the poison written into "
                 "fresh memory: the kernel leaves them unwritten",
             )
         return Comparison(
-            ok=False, index=index, max_abs_error=max_abs, max_rel_error=max_rel,
+            ok=False,
+            index=index,
+            max_abs_error=max_abs,
+            max_rel_error=max_rel,
             message=f"{int(failing.sum())} of {want.numel()} values differ beyond atol={atol:g}, rtol={rtol:g}; "
             f"max abs error {max_abs:.3g} at {index} ({got64[index].item():.6g} instead of {want64[index].item():.6g})",
         )
@@ -113,7 +127,10 @@ def _compare_values(
         error_norm = float(torch.linalg.vector_norm(difference.nan_to_num(posinf=0.0)))
         if error_norm > rtol * reference_norm:
             return Comparison(
-                ok=False, index=index, max_abs_error=max_abs, max_rel_error=max_rel,
+                ok=False,
+                index=index,
+                max_abs_error=max_abs,
+                max_rel_error=max_rel,
                 message=f"relative error of the whole output {error_norm / max(reference_norm, 1e-300):.3g} "
                 f"exceeds rtol={rtol:g} (this task's outputs are small, so the whole-output check applies)",
             )

@@ -33,8 +33,7 @@ def make_probe_inputs(like: list[torch.Tensor], seed: int) -> list[torch.Tensor]
     """Small integers in the inputs' shapes and dtypes: sums of products stay exact in float32."""
     generator = torch.Generator().manual_seed(seed)
     return [
-        torch.randint(-4, 5, tuple(t.shape), generator=generator).to(t.dtype)
-        if t.is_floating_point() else t.clone()
+        torch.randint(-4, 5, tuple(t.shape), generator=generator).to(t.dtype) if t.is_floating_point() else t.clone()
         for t in like
     ]
 

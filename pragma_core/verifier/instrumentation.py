@@ -35,14 +35,68 @@ _ALLOCATING_OPS = frozenset({"empty", "empty_like", "empty_strided", "new_empty"
 
 # What a forward may do with PyTorch around its own kernel: allocate, fill, copy and reshape.
 _ALLOWED_OPS = _ALLOCATING_OPS | frozenset(
-    {"zeros", "zeros_like", "ones", "ones_like", "full", "full_like", "fill", "fill_", "zero_",
-     "new_zeros", "new_ones", "new_full", "scalar_tensor", "view", "_unsafe_view", "reshape",
-     "_reshape_alias", "view_as", "permute", "transpose", "transpose_", "t", "t_", "expand",
-     "expand_as", "contiguous", "clone", "_to_copy", "copy_", "to", "as_strided", "select", "slice",
-     "narrow", "unsqueeze", "unsqueeze_", "squeeze", "squeeze_", "flatten", "unflatten", "detach",
-     "detach_", "alias", "lift_fresh", "lift_fresh_copy", "split", "split_with_sizes", "chunk",
-     "unbind", "cat", "stack", "resize_", "set_", "_local_scalar_dense", "sym_size", "sym_stride",
-     "sym_numel", "sym_storage_offset", "is_same_size", "_has_compatible_shallow_copy_type"}
+    {
+        "zeros",
+        "zeros_like",
+        "ones",
+        "ones_like",
+        "full",
+        "full_like",
+        "fill",
+        "fill_",
+        "zero_",
+        "new_zeros",
+        "new_ones",
+        "new_full",
+        "scalar_tensor",
+        "view",
+        "_unsafe_view",
+        "reshape",
+        "_reshape_alias",
+        "view_as",
+        "permute",
+        "transpose",
+        "transpose_",
+        "t",
+        "t_",
+        "expand",
+        "expand_as",
+        "contiguous",
+        "clone",
+        "_to_copy",
+        "copy_",
+        "to",
+        "as_strided",
+        "select",
+        "slice",
+        "narrow",
+        "unsqueeze",
+        "unsqueeze_",
+        "squeeze",
+        "squeeze_",
+        "flatten",
+        "unflatten",
+        "detach",
+        "detach_",
+        "alias",
+        "lift_fresh",
+        "lift_fresh_copy",
+        "split",
+        "split_with_sizes",
+        "chunk",
+        "unbind",
+        "cat",
+        "stack",
+        "resize_",
+        "set_",
+        "_local_scalar_dense",
+        "sym_size",
+        "sym_stride",
+        "sym_numel",
+        "sym_storage_offset",
+        "is_same_size",
+        "_has_compatible_shallow_copy_type",
+    }
 )
 
 POISON_VALUES = (float("nan"), -3.0e38)
@@ -133,9 +187,11 @@ def background_activity(
     time.sleep(settle_s)
     for position, (output, before) in enumerate(zip(outputs, snapshot)):
         if not same_bits(output, before):
-            return ("background-work",
-                    f"output {position} changed {settle_s * 1000:.0f} ms after forward returned: "
-                    "work must be finished when forward returns")
+            return (
+                "background-work",
+                f"output {position} changed {settle_s * 1000:.0f} ms after forward returned: "
+                "work must be finished when forward returns",
+            )
     if threading.active_count() > threads_before:
         return ("background-work", "forward started a Python thread that is still running")
     new_children = child_processes() - children_before

@@ -54,8 +54,12 @@ def compute_references(task: Task, settings: VerifySettings, *, input_sets: int)
             if not all(_exact_integers(t) for t in probe):
                 probe = None
     return References(
-        trial_seeds=tuple(seeds), trials=trials, post_seed=post_seed, post=post,
-        probe_seed=probe_seed if probe is not None else None, probe=probe,
+        trial_seeds=tuple(seeds),
+        trials=trials,
+        post_seed=post_seed,
+        post=post,
+        probe_seed=probe_seed if probe is not None else None,
+        probe=probe,
         timing_seeds=tuple(trial_seeds(input_sets, salt=3)),
     )
 

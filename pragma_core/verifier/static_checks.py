@@ -14,14 +14,70 @@ import attrs
 __all__ = ["StaticFindings", "read_candidate"]
 
 _ALLOWED_TORCH_CALLS = frozenset(
-    {"empty", "empty_like", "empty_strided", "zeros", "zeros_like", "ones", "ones_like", "full",
-     "full_like", "tensor", "as_tensor", "from_numpy", "arange", "cat", "stack", "split", "chunk",
-     "flatten", "reshape", "view", "view_as", "permute", "transpose", "contiguous", "clone",
-     "unsqueeze", "squeeze", "expand", "expand_as", "narrow", "select", "detach", "to", "size",
-     "numel", "dim", "is_contiguous", "data_ptr", "stride", "item", "float", "double", "long", "int",
-     "no_grad", "empty_like", "zero_", "fill_", "copy_", "new_empty", "new_zeros", "device", "dtype",
-     "Size", "get_num_threads", "set_num_threads", "unbind", "t", "movedim", "element_size",
-     "storage_offset", "untyped_storage", "is_floating_point"}
+    {
+        "empty",
+        "empty_like",
+        "empty_strided",
+        "zeros",
+        "zeros_like",
+        "ones",
+        "ones_like",
+        "full",
+        "full_like",
+        "tensor",
+        "as_tensor",
+        "from_numpy",
+        "arange",
+        "cat",
+        "stack",
+        "split",
+        "chunk",
+        "flatten",
+        "reshape",
+        "view",
+        "view_as",
+        "permute",
+        "transpose",
+        "contiguous",
+        "clone",
+        "unsqueeze",
+        "squeeze",
+        "expand",
+        "expand_as",
+        "narrow",
+        "select",
+        "detach",
+        "to",
+        "size",
+        "numel",
+        "dim",
+        "is_contiguous",
+        "data_ptr",
+        "stride",
+        "item",
+        "float",
+        "double",
+        "long",
+        "int",
+        "no_grad",
+        "zero_",
+        "fill_",
+        "copy_",
+        "new_empty",
+        "new_zeros",
+        "device",
+        "dtype",
+        "Size",
+        "get_num_threads",
+        "set_num_threads",
+        "unbind",
+        "t",
+        "movedim",
+        "element_size",
+        "storage_offset",
+        "untyped_storage",
+        "is_floating_point",
+    }
 )
 
 
@@ -40,9 +96,7 @@ def read_candidate(source: str) -> StaticFindings:
         module = ast.parse(source, filename="candidate.py")
     except SyntaxError as error:
         return StaticFindings(syntax_error=f"candidate.py:{error.lineno}: syntax error: {error.msg}")
-    model_new = next(
-        (node for node in module.body if isinstance(node, ast.ClassDef) and node.name == "ModelNew"), None
-    )
+    model_new = next((node for node in module.body if isinstance(node, ast.ClassDef) and node.name == "ModelNew"), None)
     if model_new is None:
         return StaticFindings(missing_model_new=True)
     for base in model_new.bases:
@@ -73,7 +127,15 @@ def _torch_compute_calls(forward: ast.FunctionDef) -> tuple[str, ...]:
         owner = _dotted(node.func.value)
         if name in _ALLOWED_TORCH_CALLS or name.startswith("_"):
             continue
-        if owner in ("torch", "F", "torch.nn.functional", "nn.functional", "torch.special", "torch.linalg", "torch.fft"):
+        if owner in (
+            "torch",
+            "F",
+            "torch.nn.functional",
+            "nn.functional",
+            "torch.special",
+            "torch.linalg",
+            "torch.fft",
+        ):
             flagged.append(f"{owner}.{name} (line {node.lineno})")
     return tuple(dict.fromkeys(flagged))
 

@@ -61,8 +61,7 @@ def verify(
     if findings.syntax_error:
         return Verdict(status=VerdictStatus.COMPILE_ERROR, message=findings.syntax_error)
     if findings.missing_model_new:
-        return Verdict(status=VerdictStatus.RUNTIME_ERROR,
-                       message="the candidate defines no class ModelNew(nn.Module)")
+        return Verdict(status=VerdictStatus.RUNTIME_ERROR, message="the candidate defines no class ModelNew(nn.Module)")
     if findings.reference_reuse:
         return _rejected("reference-reuse", findings.reference_reuse)
     notes = [f"flagged PyTorch calls in forward: {', '.join(findings.flagged_calls)}"] if findings.flagged_calls else []
@@ -83,8 +82,11 @@ def verify(
         hashes_before = _harness_hashes(task)
         verdict = _run_child(files, task, settings, references, relative_norm=bool(trivial), notes=notes)
         if _harness_hashes(task) != hashes_before:
-            verdict = _rejected("harness-modified", "files of the task or of pragma changed while the candidate ran",
-                                notes=verdict.notes)
+            verdict = _rejected(
+                "harness-modified",
+                "files of the task or of pragma changed while the candidate ran",
+                notes=verdict.notes,
+            )
         return verdict
     finally:
         if not keep:
@@ -95,8 +97,13 @@ def verify(
 
 
 def _run_child(
-    files: JobFiles, task: Task, settings: VerifySettings, references: References, *,
-    relative_norm: bool, notes: list[str],
+    files: JobFiles,
+    task: Task,
+    settings: VerifySettings,
+    references: References,
+    *,
+    relative_norm: bool,
+    notes: list[str],
 ) -> Verdict:
     limits = SandboxLimits(
         wall_s=settings.timeout_s,
@@ -104,7 +111,9 @@ def _run_child(
         isolate_network=settings.isolate_network,
     )
     argv = [sys.executable, "-m", "pragma_core.verifier.worker", str(files.root)]
-    with SandboxedProcess(argv, cwd=files.workdir, log_dir=files.logs, limits=limits, env=child_environment(settings.threads)) as child:
+    with SandboxedProcess(
+        argv, cwd=files.workdir, log_dir=files.logs, limits=limits, env=child_environment(settings.threads)
+    ) as child:
         if not child.wait_for(files.phase1):
             return _ended_early(files, child.finish(), settings, notes)
         phase1 = files.read_json(files.phase1) or {}
@@ -114,8 +123,12 @@ def _run_child(
             notes += list(child.finish().notes)
             if problem is not None:
                 return attrs.evolve(problem, notes=(*notes, *problem.notes))
-            return Verdict(status=VerdictStatus.CORRECT, message=_correct_message(settings, None), notes=notes,
-                           **_errors_of(files, references, settings, relative_norm))
+            return Verdict(
+                status=VerdictStatus.CORRECT,
+                message=_correct_message(settings, None),
+                notes=notes,
+                **_errors_of(files, references, settings, relative_norm),
+            )
         child.send("go")
         if not child.wait_for(files.phase2):
             return _ended_early(files, child.finish(), settings, notes)
@@ -145,60 +158,89 @@ def _judge_correctness(
         got = _load(files, f"trial{trial}")
         if got is None:
             return Verdict(status=VerdictStatus.RUNTIME_ERROR, message=f"trial {trial} produced no readable outputs")
-        result = compare_outputs(got, want, atol=settings.atol, rtol=settings.rtol, relative_norm=relative_norm,
-                                 poison=POISON_VALUES[0])
+        result = compare_outputs(
+            got, want, atol=settings.atol, rtol=settings.rtol, relative_norm=relative_norm, poison=POISON_VALUES[0]
+        )
         if not result.ok:
-            if previous is not None and trial > 0 and _same_outputs(got, previous) and not _same_outputs(
-                want, references.trials[trial - 1]
+            if (
+                previous is not None
+                and trial > 0
+                and _same_outputs(got, previous)
+                and not _same_outputs(want, references.trials[trial - 1])
             ):
-                return _rejected("output-caching",
-                                 f"trial {trial} returned trial {trial - 1}'s result for new input values")
+                return _rejected(
+                    "output-caching", f"trial {trial} returned trial {trial - 1}'s result for new input values"
+                )
             return _mismatch(result, trial)
         previous = got
     repoisoned = _load(files, "repoisoned")
     first = _load(files, "trial0")
     if repoisoned is not None and first is not None:
-        result = compare_outputs(repoisoned, references.trials[0], atol=settings.atol, rtol=settings.rtol,
-                                 relative_norm=relative_norm, poison=POISON_VALUES[1])
+        result = compare_outputs(
+            repoisoned,
+            references.trials[0],
+            atol=settings.atol,
+            rtol=settings.rtol,
+            relative_norm=relative_norm,
+            poison=POISON_VALUES[1],
+        )
         if result.check == "unwritten-output":
             return _rejected("unwritten-output", result.message)
         agree = compare_outputs(repoisoned, first, atol=settings.atol, rtol=settings.rtol)
         if not agree.ok:
-            return _rejected("uninitialized-read",
-                             f"the same inputs gave different outputs when fresh memory held other values: {agree.message}")
+            return _rejected(
+                "uninitialized-read",
+                f"the same inputs gave different outputs when fresh memory held other values: {agree.message}",
+            )
     if references.probe is not None:
         probe = _load(files, "probe")
-        if probe is None or not all(same_bits(a, b) for a, b in zip(probe, references.probe)) or len(probe) != len(references.probe):
+        if (
+            probe is None
+            or not all(same_bits(a, b) for a, b in zip(probe, references.probe))
+            or len(probe) != len(references.probe)
+        ):
             detail = compare_outputs(probe or [], references.probe, atol=0.0, rtol=0.0)
-            return _rejected("exact-arithmetic-probe",
-                             f"on small-integer inputs the result must be exact: {detail.message or 'it differs'}")
+            return _rejected(
+                "exact-arithmetic-probe",
+                f"on small-integer inputs the result must be exact: {detail.message or 'it differs'}",
+            )
     return None
 
 
 def _judge_timing(
-    files: JobFiles, task: Task, phase2: dict, references: References, settings: VerifySettings,
-    relative_norm: bool, notes: list[str],
+    files: JobFiles,
+    task: Task,
+    phase2: dict,
+    references: References,
+    settings: VerifySettings,
+    relative_norm: bool,
+    notes: list[str],
 ) -> Verdict:
     for finding in phase2.get("findings", []):
         return _rejected(finding["check"], finding["message"], notes=notes)
     post = _load(files, "post")
-    result = compare_outputs(post or [], references.post, atol=settings.atol, rtol=settings.rtol,
-                             relative_norm=relative_norm)
+    result = compare_outputs(
+        post or [], references.post, atol=settings.atol, rtol=settings.rtol, relative_norm=relative_norm
+    )
     if post is None or not result.ok:
-        return _rejected("drift-after-timing", f"after timing, on fresh inputs: {result.message or 'no outputs'}",
-                         notes=notes)
+        return _rejected(
+            "drift-after-timing", f"after timing, on fresh inputs: {result.message or 'no outputs'}", notes=notes
+        )
     uncalled = int(phase2.get("uncalled_candidate_runs", 0))
     samples = phase2.get("samples_ms", {})
     if uncalled:
         timed = len(samples.get("candidate", ())) or settings.reps
-        return _rejected("kernel-not-called", f"{uncalled} of {timed} timed forwards called no compiled kernel",
-                         notes=notes)
+        return _rejected(
+            "kernel-not-called", f"{uncalled} of {timed} timed forwards called no compiled kernel", notes=notes
+        )
     reference, candidate = summarize(samples["reference"]), summarize(samples["candidate"])
     floor = _floor_ms(task, settings)
     in_cache = _fits_in_cache(task, int(phase2.get("input_sets", 1)))
     if floor is not None and in_cache:
-        notes.append("the rotated inputs and outputs fit in the last-level cache, so the DRAM roofline floor "
-                     "does not bound this timing and is not enforced")
+        notes.append(
+            "the rotated inputs and outputs fit in the last-level cache, so the DRAM roofline floor "
+            "does not bound this timing and is not enforced"
+        )
     if floor is not None and not in_cache and candidate.median_ms < floor * ROOFLINE_MARGIN:
         return _rejected(
             "below-roofline",
@@ -207,9 +249,11 @@ def _judge_timing(
             notes=notes,
         )
     if floor is not None and not in_cache and candidate.median_ms < floor:
-        notes.append(f"faster than the measured roofline floor ({floor:.4g} ms): peaks are measured with "
-                     "torch's own copy and sgemm, which a kernel can beat slightly; refresh with "
-                     "`pragma roofline --refresh` if this persists")
+        notes.append(
+            f"faster than the measured roofline floor ({floor:.4g} ms): peaks are measured with "
+            "torch's own copy and sgemm, which a kernel can beat slightly; refresh with "
+            "`pragma roofline --refresh` if this persists"
+        )
     speedup = bootstrap_speedup(samples["reference"], samples["candidate"])
     compiled = speedup_vs_compiled = None
     if "compile" in samples:
@@ -219,9 +263,14 @@ def _judge_timing(
     return Verdict(
         status=VerdictStatus.CORRECT,
         message=_correct_message(settings, speedup, speedup_vs_compiled),
-        reference=reference, candidate=candidate, speedup=speedup,
-        compiled_reference=compiled, speedup_vs_compiled=speedup_vs_compiled, floor_ms=floor,
-        notes=notes, **_errors_of(files, references, settings, relative_norm),
+        reference=reference,
+        candidate=candidate,
+        speedup=speedup,
+        compiled_reference=compiled,
+        speedup_vs_compiled=speedup_vs_compiled,
+        floor_ms=floor,
+        notes=notes,
+        **_errors_of(files, references, settings, relative_norm),
     )
 
 
@@ -230,45 +279,61 @@ def _ended_early(files: JobFiles, outcome: SandboxOutcome, settings: VerifySetti
     notes = notes + list(outcome.notes)
     error = files.read_json(files.error)
     if outcome.timed_out:
-        return Verdict(status=VerdictStatus.TIMEOUT, notes=notes,
-                       message=f"no result within {settings.timeout_s:g} s (while {where}): the candidate hangs or is far too slow")
+        return Verdict(
+            status=VerdictStatus.TIMEOUT,
+            notes=notes,
+            message=f"no result within {settings.timeout_s:g} s (while {where}): the candidate hangs or is far too slow",
+        )
     if error is not None:
         kind = error.get("kind")
         status = {"compile": VerdictStatus.COMPILE_ERROR, "out_of_memory": VerdictStatus.OUT_OF_MEMORY}.get(
-            kind, VerdictStatus.RUNTIME_ERROR)
+            kind, VerdictStatus.RUNTIME_ERROR
+        )
         diagnostics = tuple(filter(None, [error.get("diagnostics"), error.get("traceback")]))
         message = error.get("message", "failed")
         if status is VerdictStatus.OUT_OF_MEMORY:
             message += f" (limit {settings.memory_gb:g} GiB of address space)"
         return Verdict(status=status, message=_one_line(message), diagnostics=diagnostics, notes=notes)
     if outcome.signal:
-        return Verdict(status=VerdictStatus.CRASHED, notes=notes, diagnostics=_logs(outcome),
-                       message=f"the candidate crashed with {outcome.signal} while {where}")
-    return Verdict(status=VerdictStatus.CRASHED, notes=notes, diagnostics=_logs(outcome),
-                   message=f"the sandbox child exited with code {outcome.returncode} while {where} without a result")
+        return Verdict(
+            status=VerdictStatus.CRASHED,
+            notes=notes,
+            diagnostics=_logs(outcome),
+            message=f"the candidate crashed with {outcome.signal} while {where}",
+        )
+    return Verdict(
+        status=VerdictStatus.CRASHED,
+        notes=notes,
+        diagnostics=_logs(outcome),
+        message=f"the sandbox child exited with code {outcome.returncode} while {where} without a result",
+    )
 
 
 # -- helpers ----------------------------------------------------------------------------------------
 
 
-def _prepare_job(root: Path, task: Task, candidate: Candidate, settings: VerifySettings,
-                 references: References) -> JobFiles:
+def _prepare_job(
+    root: Path, task: Task, candidate: Candidate, settings: VerifySettings, references: References
+) -> JobFiles:
     files = JobFiles(root)
     files.workdir.mkdir(parents=True, exist_ok=True)
     files.task.write_text(task_program(task))
     files.candidate.write_text(candidate.source)
-    files.write_json(files.job, {
-        "backend": candidate.backend,
-        "threads": settings.threads,
-        "trial_seeds": list(references.trial_seeds),
-        "post_seed": references.post_seed,
-        "probe_seed": references.probe_seed,
-        "timing_seeds": list(references.timing_seeds),
-        "warmup": settings.warmup,
-        "reps": settings.reps,
-        "timing_budget_s": settings.timing_budget_s,
-        "baseline": settings.baseline,
-    })
+    files.write_json(
+        files.job,
+        {
+            "backend": candidate.backend,
+            "threads": settings.threads,
+            "trial_seeds": list(references.trial_seeds),
+            "post_seed": references.post_seed,
+            "probe_seed": references.probe_seed,
+            "timing_seeds": list(references.timing_seeds),
+            "warmup": settings.warmup,
+            "reps": settings.reps,
+            "timing_budget_s": settings.timing_budget_s,
+            "baseline": settings.baseline,
+        },
+    )
     return files
 
 
@@ -349,15 +414,22 @@ def _mismatch(result: Comparison, trial: int) -> Verdict:
     if result.check:
         return _rejected(result.check, f"trial {trial}: {result.message}")
     return Verdict(
-        status=VerdictStatus.WRONG_OUTPUT, message=f"trial {trial}: {result.message}",
-        max_abs_error=_finite_or_none(result.max_abs_error), max_rel_error=_finite_or_none(result.max_rel_error),
-        error_index=result.index, failing_trial=trial,
+        status=VerdictStatus.WRONG_OUTPUT,
+        message=f"trial {trial}: {result.message}",
+        max_abs_error=_finite_or_none(result.max_abs_error),
+        max_rel_error=_finite_or_none(result.max_rel_error),
+        error_index=result.index,
+        failing_trial=trial,
     )
 
 
 def _rejected(check: str, message: str, *, notes: list[str] | tuple[str, ...] = ()) -> Verdict:
-    return Verdict(status=VerdictStatus.REJECTED, failed_check=check,
-                   message=f"rejected by {check}: {message}", notes=(*notes, describe_check(check)))
+    return Verdict(
+        status=VerdictStatus.REJECTED,
+        failed_check=check,
+        message=f"rejected by {check}: {message}",
+        notes=(*notes, describe_check(check)),
+    )
 
 
 def _correct_message(settings: VerifySettings, speedup, speedup_vs_compiled=None) -> str:  # noqa: ANN001

@@ -32,8 +32,13 @@ def main(job_root: str) -> int:
     from .. import native
     from .inputs import construct, make_inputs, make_probe_inputs
     from .instrumentation import (
-        POISON_VALUES, ForwardMonitor, IdentityGuard, background_activity, child_processes,
-        hook_load_inline, same_bits,
+        POISON_VALUES,
+        ForwardMonitor,
+        IdentityGuard,
+        background_activity,
+        child_processes,
+        hook_load_inline,
+        same_bits,
     )
     from .job import JobFiles
 
@@ -66,11 +71,18 @@ def main(job_root: str) -> int:
     import torch._dynamo  # noqa: F401 - it wraps torch.manual_seed on import; let that happen first
     import torch.nn.functional as functional
 
-    guard = IdentityGuard({
-        "time": vars(time), "torch": vars(torch), "torch.nn.functional": vars(functional),
-        "torch.Tensor": dict(vars(torch.Tensor)), "torch.nn.Module": dict(vars(torch.nn.Module)),
-        "task": task_ns, "Model": dict(vars(task_ns["Model"])), "worker": globals(),
-    })
+    guard = IdentityGuard(
+        {
+            "time": vars(time),
+            "torch": vars(torch),
+            "torch.nn.functional": vars(functional),
+            "torch.Tensor": dict(vars(torch.Tensor)),
+            "torch.nn.Module": dict(vars(torch.nn.Module)),
+            "task": task_ns,
+            "Model": dict(vars(task_ns["Model"])),
+            "worker": globals(),
+        }
+    )
     hook_load_inline(native.count_calls)
 
     phase("building the candidate")
@@ -119,7 +131,9 @@ def main(job_root: str) -> int:
             else:
                 inputs = [t.clone() for t in fresh]
             threads_before, children_before = threading.active_count(), child_processes()
-            outputs, elapsed, calls = _monitored_forward(model, inputs, POISON_VALUES[0], ops_seen, native, ForwardMonitor)
+            outputs, elapsed, calls = _monitored_forward(
+                model, inputs, POISON_VALUES[0], ops_seen, native, ForwardMonitor
+            )
             calls_seen += calls
             problem = _check_outputs(outputs)
             if problem:
@@ -129,7 +143,9 @@ def main(job_root: str) -> int:
                 if not same_bits(now, before):
                     finding("input-mutation", f"forward changed input {position} (trial {trial})")
             activity = background_activity(
-                outputs, threads_before=threads_before, children_before=children_before,
+                outputs,
+                threads_before=threads_before,
+                children_before=children_before,
                 settle_s=min(0.25, max(0.02, 2 * elapsed)),
             )
             if activity:
@@ -148,16 +164,26 @@ def main(job_root: str) -> int:
                 phase("exact-arithmetic probe")
                 like = make_inputs(task_ns, job["trial_seeds"][0])
                 outputs, _, _ = _monitored_forward(
-                    model, make_probe_inputs(like, job["probe_seed"]), POISON_VALUES[0], ops_seen, native, ForwardMonitor
+                    model,
+                    make_probe_inputs(like, job["probe_seed"]),
+                    POISON_VALUES[0],
+                    ops_seen,
+                    native,
+                    ForwardMonitor,
                 )
                 save("probe", outputs)
 
         changed = guard.changes()
         if changed:
             finding("harness-patched", "the candidate replaced " + ", ".join(changed[:5]))
-        files.write_json(files.phase1, {
-            "findings": findings, "compute_ops": ops_seen, "native_calls": calls_seen,
-        })
+        files.write_json(
+            files.phase1,
+            {
+                "findings": findings,
+                "compute_ops": ops_seen,
+                "native_calls": calls_seen,
+            },
+        )
         if findings or sys.stdin.readline().strip() != "go":
             return 0
 
@@ -179,8 +205,7 @@ def main(job_root: str) -> int:
         text = _describe(error)
         if "can't allocate memory" in text or "not enough memory" in text:
             return fail("out_of_memory", f"ran out of memory ({files.phase.read_text()}): {text}")
-        return fail("runtime", f"{files.phase.read_text()}: forward raised {text}",
-                    traceback=_traceback_tail(error))
+        return fail("runtime", f"{files.phase.read_text()}: forward raised {text}", traceback=_traceback_tail(error))
 
 
 def _monitored_forward(model, inputs, poison, ops_seen, native, monitor_class):  # noqa: ANN001
@@ -205,7 +230,8 @@ def _time_interleaved(task_ns, reference, model, job, native, make_inputs, phase
     sets = [make_inputs(task_ns, seed) for seed in job["timing_seeds"]]
     own_copies = [[t.clone() for t in s] for s in sets]
     contenders: list[tuple[str, Any, list[list[torch.Tensor]]]] = [
-        ("reference", reference, sets), ("candidate", model, own_copies),
+        ("reference", reference, sets),
+        ("candidate", model, own_copies),
     ]
     if job["baseline"] == "compile":
         phase("compiling the reference with torch.compile")
@@ -243,9 +269,7 @@ def _as_list(output: Any) -> list[Any]:
 
 
 def _same_layout(a: list[Any], b: list[Any]) -> bool:
-    return len(a) == len(b) and all(
-        x.shape == y.shape and x.dtype == y.dtype for x, y in zip(a, b)
-    )
+    return len(a) == len(b) and all(x.shape == y.shape and x.dtype == y.dtype for x, y in zip(a, b))
 
 
 def _check_outputs(outputs: list[Any]) -> str | None:

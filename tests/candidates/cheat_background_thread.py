@@ -1,6 +1,8 @@
 """Returns at once and lets a Python thread compute the output later (check 2)."""
+
 import torch
 import torch.nn as nn
+
 from pragma_core.native import load_library
 
 lib = load_library(r"""

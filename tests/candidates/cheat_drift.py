@@ -1,6 +1,8 @@
 """Correct for its first calls, then returns stale results (check 14)."""
+
 import torch
 import torch.nn as nn
+
 from pragma_core.native import load_library
 
 lib = load_library(r"""

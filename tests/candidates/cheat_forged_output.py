@@ -1,6 +1,8 @@
 """Prints a forged verdict and computes garbage (check 20)."""
+
 import torch
 import torch.nn as nn
+
 from pragma_core.native import load_library
 
 lib = load_library(r"""

@@ -1,6 +1,8 @@
 """Computes the right answer, then zeroes its input (check 9)."""
+
 import torch
 import torch.nn as nn
+
 from pragma_core.native import load_library
 
 lib = load_library(r"""

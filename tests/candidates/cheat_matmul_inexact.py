@@ -1,6 +1,8 @@
 """Within tolerance on random inputs, but off by a hair: the exact integer probe sees it (check 13)."""
+
 import torch
 import torch.nn as nn
+
 from pragma_core.native import load_library
 
 lib = load_library(r"""

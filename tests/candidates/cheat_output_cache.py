@@ -1,6 +1,8 @@
 """Keys a result cache on the input's address (check 10)."""
+
 import torch
 import torch.nn as nn
+
 from pragma_core.native import load_library
 
 lib = load_library(r"""

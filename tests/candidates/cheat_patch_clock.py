@@ -1,6 +1,8 @@
 """Replaces the harness clock so its own calls look fast (check 4)."""
+
 import torch
 import torch.nn as nn
+
 from pragma_core.native import load_library
 
 lib = load_library(r"""

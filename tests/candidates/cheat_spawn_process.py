@@ -1,6 +1,8 @@
 """Starts a process from forward (check 22)."""
+
 import torch
 import torch.nn as nn
+
 from pragma_core.native import load_library
 
 lib = load_library(r"""

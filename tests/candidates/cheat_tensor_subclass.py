@@ -1,6 +1,8 @@
 """Returns a tensor subclass that computes on first use (check 3)."""
+
 import torch
 import torch.nn as nn
+
 from pragma_core.native import load_library
 
 lib = load_library(r"""

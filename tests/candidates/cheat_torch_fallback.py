@@ -1,6 +1,8 @@
 """Calls its kernel as a decoy, then returns PyTorch's result (checks 17 and 19)."""
+
 import torch
 import torch.nn as nn
+
 from pragma_core.native import load_library
 
 lib = load_library(r"""

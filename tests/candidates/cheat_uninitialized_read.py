@@ -1,6 +1,8 @@
 """Reads a scratch buffer it never wrote; with zeroed memory the junk happens to vanish (check 15)."""
+
 import torch
 import torch.nn as nn
+
 from pragma_core.native import load_library
 
 lib = load_library(r"""

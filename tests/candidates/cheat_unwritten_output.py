@@ -1,6 +1,8 @@
 """Allocates the output and computes nothing, hoping freed memory holds the answer (check 8)."""
+
 import torch
 import torch.nn as nn
+
 from pragma_core.native import load_library
 
 lib = load_library(r"""

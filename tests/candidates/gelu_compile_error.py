@@ -1,6 +1,8 @@
 """A kernel with a type error the compiler rejects."""
+
 import torch
 import torch.nn as nn
+
 from pragma_core.native import load_library
 
 lib = load_library(r"""

@@ -1,6 +1,8 @@
 """GELU (tanh) computed in double precision with pow() on one thread: correct but slow."""
+
 import torch
 import torch.nn as nn
+
 from pragma_core.native import load_library
 
 SOURCE = r"""

@@ -1,6 +1,8 @@
 """Never returns."""
+
 import torch
 import torch.nn as nn
+
 from pragma_core.native import load_library
 
 lib = load_library(r"""

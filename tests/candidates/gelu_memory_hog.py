@@ -1,6 +1,8 @@
 """Allocates far more memory than any limit allows."""
+
 import torch
 import torch.nn as nn
+
 from pragma_core.native import load_library
 
 lib = load_library(r"""

@@ -1,6 +1,8 @@
 """Indexes with a wrong stride and writes far outside its buffer."""
+
 import torch
 import torch.nn as nn
+
 from pragma_core.native import load_library
 
 lib = load_library(r"""

@@ -1,6 +1,8 @@
 """Correct values, but returns a flattened output."""
+
 import torch
 import torch.nn as nn
+
 from pragma_core.native import load_library
 
 lib = load_library(r"""

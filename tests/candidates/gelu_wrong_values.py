@@ -1,6 +1,8 @@
 """GELU with the exact erf formula where the task asks for the tanh approximation."""
+
 import torch
 import torch.nn as nn
+
 from pragma_core.native import load_library
 
 SOURCE = r"""

@@ -1,4 +1,5 @@
 """GELU (tanh) in KernelBench style, through torch.utils.cpp_extension.load_inline."""
+
 import torch.nn as nn
 from torch.utils.cpp_extension import load_inline
 
@@ -19,8 +20,14 @@ torch::Tensor gelu_tanh(torch::Tensor x) {
 }
 """
 
-gelu = load_inline(name="pragma_test_gelu_inline", cpp_sources=cpp_source, functions=["gelu_tanh"],
-                   extra_cflags=["-O3", "-fopenmp"], extra_ldflags=["-fopenmp"], verbose=False)
+gelu = load_inline(
+    name="pragma_test_gelu_inline",
+    cpp_sources=cpp_source,
+    functions=["gelu_tanh"],
+    extra_cflags=["-O3", "-fopenmp"],
+    extra_ldflags=["-fopenmp"],
+    verbose=False,
+)
 
 
 class ModelNew(nn.Module):

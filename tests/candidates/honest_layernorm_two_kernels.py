@@ -1,6 +1,8 @@
 """Layer norm as two kernels with its own scratch buffers, the affine step in place on the output."""
+
 import torch
 import torch.nn as nn
+
 from pragma_core.native import load_library
 
 lib = load_library(r"""

@@ -1,8 +1,11 @@
 """Softmax over rows as a pybind11 module taking torch tensors."""
+
 import torch.nn as nn
+
 from pragma_core.native import load_extension
 
-ext = load_extension(r"""
+ext = load_extension(
+    r"""
 #include <torch/extension.h>
 #include <cmath>
 
@@ -26,7 +29,10 @@ torch::Tensor softmax_rows(torch::Tensor x) {
 }
 
 PYBIND11_MODULE(softmax_ext, m) { m.def("softmax_rows", &softmax_rows); }
-""", name="softmax_ext", torch=True)
+""",
+    name="softmax_ext",
+    torch=True,
+)
 
 
 class ModelNew(nn.Module):

@@ -1,6 +1,8 @@
 """Matrix product, blocked for the caches, rows shared among OpenMP threads."""
+
 import torch
 import torch.nn as nn
+
 from pragma_core.native import load_library
 
 lib = load_library(r"""

@@ -1,6 +1,8 @@
 """Tries to reach the network at import."""
+
 import torch
 import torch.nn as nn
+
 from pragma_core.native import load_library
 
 lib = load_library(r"""

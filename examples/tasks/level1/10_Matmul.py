@@ -1,4 +1,5 @@
 """Dense single-precision matrix product C = A @ B."""
+
 import torch
 import torch.nn as nn
 

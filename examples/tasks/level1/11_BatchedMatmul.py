@@ -1,4 +1,5 @@
 """Batch of independent matrix products computed with torch.bmm."""
+
 import torch
 import torch.nn as nn
 

@@ -1,4 +1,5 @@
 """Standard 2D convolution with a 3x3 kernel on NCHW images."""
+
 import torch
 import torch.nn as nn
 

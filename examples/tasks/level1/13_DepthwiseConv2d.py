@@ -1,4 +1,5 @@
 """Depthwise 2D convolution: each channel is filtered by its own 3x3 kernel."""
+
 import torch
 import torch.nn as nn
 
@@ -8,9 +9,7 @@ class Model(nn.Module):
 
     def __init__(self, channels: int, kernel_size: int):
         super().__init__()
-        self.conv = nn.Conv2d(
-            channels, channels, kernel_size, padding=kernel_size // 2, groups=channels
-        )
+        self.conv = nn.Conv2d(channels, channels, kernel_size, padding=kernel_size // 2, groups=channels)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.conv(x)

@@ -1,4 +1,5 @@
 """Mean squared error between predictions and targets, reduced to a scalar."""
+
 import torch
 import torch.nn as nn
 

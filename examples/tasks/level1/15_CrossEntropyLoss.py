@@ -1,4 +1,5 @@
 """Mean cross-entropy loss of class logits against integer class labels."""
+
 import torch
 import torch.nn as nn
 

@@ -1,4 +1,5 @@
 """Inclusive prefix sum along dim 1 of a 2D tensor."""
+
 import torch
 import torch.nn as nn
 

@@ -1,4 +1,5 @@
 """Elementwise GELU activation using the tanh approximation."""
+
 import torch
 import torch.nn as nn
 

@@ -1,4 +1,5 @@
 """Elementwise LeakyReLU activation with a configurable negative slope."""
+
 import torch
 import torch.nn as nn
 

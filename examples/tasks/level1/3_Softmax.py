@@ -1,4 +1,5 @@
 """Row-wise softmax of a 2D tensor (normalized over dim 1)."""
+
 import torch
 import torch.nn as nn
 

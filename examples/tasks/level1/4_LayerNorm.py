@@ -1,4 +1,5 @@
 """Layer normalization over the last dimension with learnable scale and shift."""
+
 import torch
 import torch.nn as nn
 

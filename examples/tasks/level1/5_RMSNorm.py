@@ -1,4 +1,5 @@
 """Root-mean-square normalization over the last dimension, written out by hand."""
+
 import torch
 import torch.nn as nn
 

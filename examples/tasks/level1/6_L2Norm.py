@@ -1,4 +1,5 @@
 """Scales every row of a 2D tensor to unit Euclidean length."""
+
 import torch
 import torch.nn as nn
 

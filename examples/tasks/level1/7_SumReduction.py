@@ -1,4 +1,5 @@
 """Sum of a 3D tensor over its middle dimension, keeping that dimension."""
+
 import torch
 import torch.nn as nn
 

@@ -1,4 +1,5 @@
 """Index of the largest element along the middle dimension of a 3D tensor."""
+
 import torch
 import torch.nn as nn
 

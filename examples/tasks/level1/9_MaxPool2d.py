@@ -1,4 +1,5 @@
 """2D max pooling over NCHW images: 3x3 window, stride 2, padding 1."""
+
 import torch
 import torch.nn as nn
 

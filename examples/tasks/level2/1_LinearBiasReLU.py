@@ -1,4 +1,5 @@
 """Fully connected layer with bias followed by ReLU."""
+
 import torch
 import torch.nn as nn
 

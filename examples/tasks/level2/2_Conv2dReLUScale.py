@@ -1,4 +1,5 @@
 """3x3 convolution, then ReLU, then multiplication by a constant scale."""
+
 import torch
 import torch.nn as nn
 

@@ -17,8 +17,17 @@ __all__ = ["read_page", "format_of"]
 Reader = Callable[[Page], list[Chunk]]
 
 _EXTENSIONS = {
-    ".html": "html", ".htm": "html", ".md": "md", ".markdown": "md", ".rst": "rst", ".txt": "txt",
-    ".xml": "xml", ".json": "json", ".yaml": "yaml", ".yml": "yaml", ".csv": "csv",
+    ".html": "html",
+    ".htm": "html",
+    ".md": "md",
+    ".markdown": "md",
+    ".rst": "rst",
+    ".txt": "txt",
+    ".xml": "xml",
+    ".json": "json",
+    ".yaml": "yaml",
+    ".yml": "yaml",
+    ".csv": "csv",
     ".section": "section",
 }
 
@@ -44,8 +53,10 @@ def _xml_reader(page: Page) -> Reader:
     tag = root.group(1) if root else ""
     if tag in ("chapter", "article", "book", "section", "refentry", "sect1", "para"):
         from .docbook import read
+
         return read
     from .counters_xml import read
+
     return read
 
 
@@ -54,7 +65,13 @@ def read_page(page: Page) -> list[Chunk]:
     if page.format == "xml":
         return _xml_reader(page)(page)
     module = {
-        "html": "html", "md": "markdown", "rst": "rst", "txt": "asciidoc", "json": "json_metrics",
-        "yaml": "yaml_counters", "csv": "csv_table", "section": "section",
+        "html": "html",
+        "md": "markdown",
+        "rst": "rst",
+        "txt": "asciidoc",
+        "json": "json_metrics",
+        "yaml": "yaml_counters",
+        "csv": "csv_table",
+        "section": "section",
     }[page.format]
     return importlib.import_module(f"{__name__}.{module}").read(page)

@@ -56,8 +56,7 @@ def read(page: Page) -> list[Chunk]:
         source = f"{page.url}#{anchor}" if anchor else page.url
         units = list(_units(lines))
         for text in _pack(units):
-            chunks.append(Chunk(profiler=page.profiler, source=source, headings=headings,
-                                kind="prose", text=text))
+            chunks.append(Chunk(profiler=page.profiler, source=source, headings=headings, kind="prose", text=text))
         for unit in units:
             chunk = _stat_output_chunk(unit, page, source, headings)
             if chunk is not None:
@@ -114,9 +113,14 @@ def _sections(lines: list[str]) -> Iterator[tuple[tuple[str, ...], str, list[str
 
 def _is_title(line: str, underline: str) -> bool:
     """True when ``line`` is a section title underlined by ``underline`` (lengths within 3)."""
-    return (bool(line) and not line[0].isspace() and _UNDERLINE.fullmatch(underline) is not None
-            and _UNDERLINE.fullmatch(line) is None and _DELIMITER.fullmatch(line) is None
-            and abs(len(line.strip()) - len(underline)) <= 3)
+    return (
+        bool(line)
+        and not line[0].isspace()
+        and _UNDERLINE.fullmatch(underline) is not None
+        and _UNDERLINE.fullmatch(line) is None
+        and _DELIMITER.fullmatch(line) is None
+        and abs(len(line.strip()) - len(underline)) <= 3
+    )
 
 
 def _units(lines: list[str]) -> Iterator[str]:
@@ -203,8 +207,9 @@ def _stat_output_chunk(unit: str, page: Page, source: str, headings: tuple[str, 
     indent = min(len(line) - len(line.lstrip()) for line in lines)
     text = "Counters in the perf stat output example:\n" + "\n".join(line[indent:] for line in lines)
     definitions = tuple(_counter_definition(term, matches) for term, matches in printed_as.items())
-    return Chunk(profiler=page.profiler, source=source, headings=headings, kind="definitions",
-                 text=text, definitions=definitions)
+    return Chunk(
+        profiler=page.profiler, source=source, headings=headings, kind="definitions", text=text, definitions=definitions
+    )
 
 
 def _event_name(printed: str) -> str:
@@ -223,5 +228,4 @@ def _counter_definition(term: str, matches: list[re.Match[str]]) -> Definition:
     aliases = tuple(dict.fromkeys(spelling for spelling in spellings if spelling != term))
     measured = next((m.group("comment").strip() for m in matches if m.group("comment")), "")
     unit = next((m.group("unit") for m in matches if m.group("unit")), "")
-    return Definition(term=term, aliases=aliases, measured=measured, unit=unit,
-                      context=_STAT_OUTPUT_CONTEXT)
+    return Definition(term=term, aliases=aliases, measured=measured, unit=unit, context=_STAT_OUTPUT_CONTEXT)

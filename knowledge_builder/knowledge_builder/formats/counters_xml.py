@@ -91,15 +91,19 @@ def read(page: Page) -> list[Chunk]:
         name, description, measured = key
         context = ", ".join(sorted(set(architectures[key]), key=gfx_sort_key))
         unit = _UNIT_ONLY.fullmatch(description)
-        groups.setdefault(context, []).append(Definition(
-            term=name, text=description, measured=measured,
-            unit=unit.group(1) if unit else "", context=context))
+        groups.setdefault(context, []).append(
+            Definition(
+                term=name, text=description, measured=measured, unit=unit.group(1) if unit else "", context=context
+            )
+        )
     return _chunks(page, groups)
 
 
 def _attributes(text: str) -> dict[str, str]:
-    return {m.group(1): html.unescape(m.group(2) if m.group(2) is not None else m.group(3))
-            for m in _ATTRIBUTE.finditer(text)}
+    return {
+        m.group(1): html.unescape(m.group(2) if m.group(2) is not None else m.group(3))
+        for m in _ATTRIBUTE.finditer(text)
+    }
 
 
 def _metric(attributes: dict[str, str], position: int) -> _Metric | None:
@@ -116,12 +120,14 @@ def _metric(attributes: dict[str, str], position: int) -> _Metric | None:
     return _Metric(position, name, description, measured)
 
 
-def _resolved(tag: str, own: dict[str, dict[str, _Metric]], bases: dict[str, str],
-              visiting: frozenset[str]) -> dict[str, _Metric]:
+def _resolved(
+    tag: str, own: dict[str, dict[str, _Metric]], bases: dict[str, str], visiting: frozenset[str]
+) -> dict[str, _Metric]:
     """The metrics an element defines, over those it inherits from its base chain."""
     base = bases.get(tag, "")
-    metrics = {} if not base or base in visiting or base not in own else dict(
-        _resolved(base, own, bases, visiting | {tag}))
+    metrics = (
+        {} if not base or base in visiting or base not in own else dict(_resolved(base, own, bases, visiting | {tag}))
+    )
     metrics.update(own.get(tag, {}))
     return metrics
 
@@ -139,8 +145,14 @@ def _chunks(page: Page, groups: dict[str, list[Definition]]) -> list[Chunk]:
 
 def _chunk(page: Page, title: str, context: str, lead: str, batch: list[Definition]) -> Chunk:
     text = "\n".join([lead, *(_line(definition) for definition in batch)])
-    return Chunk(profiler=page.profiler, source=page.url, headings=(title, context),
-                 kind="definitions", text=text, definitions=batch)
+    return Chunk(
+        profiler=page.profiler,
+        source=page.url,
+        headings=(title, context),
+        kind="definitions",
+        text=text,
+        definitions=batch,
+    )
 
 
 def _line(definition: Definition) -> str:

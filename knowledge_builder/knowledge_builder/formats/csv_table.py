@@ -31,8 +31,19 @@ _MAX_CHARS = 3000
 _SAMPLE_ROWS = 20
 _HEADER_SEARCH_ROWS = 10
 _LEVEL_COLUMN = re.compile(r"level\s*\d+", re.IGNORECASE)
-_NAME_HEADERS = {"name", "metric", "metric name", "metricname", "metric_name", "counter",
-                 "counter name", "counter_name", "event", "event name", "eventname"}
+_NAME_HEADERS = {
+    "name",
+    "metric",
+    "metric name",
+    "metricname",
+    "metric_name",
+    "counter",
+    "counter name",
+    "counter_name",
+    "event",
+    "event name",
+    "eventname",
+}
 _GROUP_HEADERS = {"key", "category", "group"}
 _ATTRIBUTE_HEADERS = {"locate-with", "count domain"}
 # Spreadsheet bookkeeping (revision, release flavor, tool routing) that tells a reader nothing.
@@ -51,7 +62,7 @@ def read(page: Page) -> list[Chunk]:
     for index, row in enumerate(rows[:_HEADER_SEARCH_ROWS]):
         layout = _Layout.of(row)
         if layout is not None:
-            return _definition_chunks(page, layout, rows[index + 1:])
+            return _definition_chunks(page, layout, rows[index + 1 :])
     return [_sample_chunk(page, rows)]
 
 
@@ -64,11 +75,18 @@ class _Layout:
         self.description = description
         lowered = [cell.lower() for cell in self.header]
         self.group = next((i for i, cell in enumerate(lowered) if cell in _GROUP_HEADERS), None)
-        self.formulas = [i for i in range(names[-1] + 1, description)
-                         if lowered[i] not in _ATTRIBUTE_HEADERS and self.header[i]]
-        self.facts = [i for i, cell in enumerate(self.header)
-                      if cell and lowered[i] not in _BOOKKEEPING_HEADERS and i not in names
-                      and i not in self.formulas and i not in (description, self.group)]
+        self.formulas = [
+            i for i in range(names[-1] + 1, description) if lowered[i] not in _ATTRIBUTE_HEADERS and self.header[i]
+        ]
+        self.facts = [
+            i
+            for i, cell in enumerate(self.header)
+            if cell
+            and lowered[i] not in _BOOKKEEPING_HEADERS
+            and i not in names
+            and i not in self.formulas
+            and i not in (description, self.group)
+        ]
 
     @classmethod
     def of(cls, header: list[str]) -> _Layout | None:
@@ -87,8 +105,10 @@ class _Layout:
 
     def name(self, row: list[str]) -> tuple[int, str]:
         """(depth, name): the row's name and the index of the name column that holds it."""
-        return next(((depth, self.cell(row, column)) for depth, column in enumerate(self.names)
-                     if self.cell(row, column)), (0, ""))
+        return next(
+            ((depth, self.cell(row, column)) for depth, column in enumerate(self.names) if self.cell(row, column)),
+            (0, ""),
+        )
 
 
 def _definition_chunks(page: Page, layout: _Layout, rows: list[list[str]]) -> list[Chunk]:
@@ -109,11 +129,18 @@ def _definition_chunks(page: Page, layout: _Layout, rows: list[list[str]]) -> li
         helper = group.lower() == _HELPER_GROUP or name.startswith("#")
         if helper and not description:
             continue
-        formulas = [(layout.header[i], layout.cell(row, i)) for i in layout.formulas
-                    if layout.cell(row, i).lower() not in _NOT_AVAILABLE]
+        formulas = [
+            (layout.header[i], layout.cell(row, i))
+            for i in layout.formulas
+            if layout.cell(row, i).lower() not in _NOT_AVAILABLE
+        ]
         definition = Definition(
-            term=name, text=description, measured=formulas[0][1] if formulas else "",
-            context=" > ".join(path), role="glossary" if helper else "metric")
+            term=name,
+            text=description,
+            measured=formulas[0][1] if formulas else "",
+            context=" > ".join(path),
+            role="glossary" if helper else "metric",
+        )
         facts = [(layout.header[i], layout.cell(row, i)) for i in layout.facts if layout.cell(row, i)]
         if formulas:
             facts.insert(0, (f"Formula ({formulas[0][0]})", formulas[0][1]))
@@ -124,9 +151,16 @@ def _definition_chunks(page: Page, layout: _Layout, rows: list[list[str]]) -> li
         headings = (title, group) if group else (title,)
         # Each row's text counts with the blank line that follows it.
         for run in runs(members, lambda member: len(member[1]) + 2, _MAX_CHARS):
-            chunks.append(Chunk(profiler=page.profiler, source=page.url, headings=headings,
-                                kind="definitions", text="\n\n".join(text for _, text in run),
-                                definitions=tuple(definition for definition, _ in run)))
+            chunks.append(
+                Chunk(
+                    profiler=page.profiler,
+                    source=page.url,
+                    headings=headings,
+                    kind="definitions",
+                    text="\n\n".join(text for _, text in run),
+                    definitions=tuple(definition for definition, _ in run),
+                )
+            )
     return chunks
 
 
@@ -145,7 +179,7 @@ def _sample_chunk(page: Page, rows: list[list[str]]) -> Chunk:
     """The table's header and first rows, rendered ``a | b``, within about ``_MAX_CHARS``."""
     lines = [" | ".join(cell.strip() for cell in rows[0])]
     shown = 0
-    for row in rows[1:_SAMPLE_ROWS + 1]:
+    for row in rows[1 : _SAMPLE_ROWS + 1]:
         line = " | ".join(cell.strip() for cell in row)
         if len("\n".join(lines)) + len(line) > _MAX_CHARS:
             break
@@ -153,8 +187,9 @@ def _sample_chunk(page: Page, rows: list[list[str]]) -> Chunk:
         shown += 1
     if shown < len(rows) - 1:
         lines.append(f"({len(rows) - 1 - shown} more rows)")
-    return Chunk(profiler=page.profiler, source=page.url, headings=(_file_name(page),),
-                 kind="table", text="\n".join(lines))
+    return Chunk(
+        profiler=page.profiler, source=page.url, headings=(_file_name(page),), kind="table", text="\n".join(lines)
+    )
 
 
 def _file_name(page: Page) -> str:

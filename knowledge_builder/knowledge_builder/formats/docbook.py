@@ -33,25 +33,46 @@ from .sizing import pack
 __all__ = ["read"]
 
 _MAX_CHARS = 3000
-_SECTIONS = {"book", "part", "chapter", "article", "preface", "appendix", "section", "simplesect",
-             "sect1", "sect2", "sect3", "sect4", "sect5", "refentry", "refsynopsisdiv",
-             "refsect1", "refsect2", "refsect3"}
+_SECTIONS = {
+    "book",
+    "part",
+    "chapter",
+    "article",
+    "preface",
+    "appendix",
+    "section",
+    "simplesect",
+    "sect1",
+    "sect2",
+    "sect3",
+    "sect4",
+    "sect5",
+    "refentry",
+    "refsynopsisdiv",
+    "refsect1",
+    "refsect2",
+    "refsect3",
+}
 _NOT_TEXT = {"indexterm", "remark", "include"}
 _SKIPPED = {"title", "titleabbrev", "refmeta", "refnamediv", "info"} | _NOT_TEXT
 _VERBATIM = {"programlisting", "screen", "literallayout", "synopsis"}
 _LISTS = {"itemizedlist", "orderedlist"}
 _PARAGRAPHS = {"para", "simpara", "formalpara"}
-_BLOCKS = _VERBATIM | _LISTS | _PARAGRAPHS | {"variablelist", "note", "tip", "warning",
-                                              "important", "caution", "blockquote", "example"}
+_BLOCKS = (
+    _VERBATIM
+    | _LISTS
+    | _PARAGRAPHS
+    | {"variablelist", "note", "tip", "warning", "important", "caution", "blockquote", "example"}
+)
 _OMITTED_SECTIONS = {"see also", "author", "authors"}
 _XML_ENTITIES = {"lt", "gt", "amp", "quot", "apos"}
 
 _DOCTYPE = re.compile(r"<!DOCTYPE[^\[>]*(?:\[(?P<subset>.*?)\])?\s*>", re.DOTALL)
 _ENTITY_DECLARATION = re.compile(
-    r"<!ENTITY\s+(?!%)(?P<name>[\w.-]+)\s+(?P<quote>[\"'])(?P<value>.*?)(?P=quote)\s*>", re.DOTALL)
+    r"<!ENTITY\s+(?!%)(?P<name>[\w.-]+)\s+(?P<quote>[\"'])(?P<value>.*?)(?P=quote)\s*>", re.DOTALL
+)
 # Entity references, and the CDATA sections and comments they must not be looked for in.
-_ENTITY_REFERENCE = re.compile(r"<!\[CDATA\[.*?\]\]>|<!--.*?-->|&(?P<name>[A-Za-z_][\w.-]*);",
-                               re.DOTALL)
+_ENTITY_REFERENCE = re.compile(r"<!\[CDATA\[.*?\]\]>|<!--.*?-->|&(?P<name>[A-Za-z_][\w.-]*);", re.DOTALL)
 _TAG = re.compile(r"<[^>]*>")
 # Markers around <computeroutput> text, so the event lists' parenthesised names can be found.
 _CODE_START, _CODE_END = "\x01", "\x02"
@@ -88,8 +109,7 @@ def _resolvable(text: str) -> str:
     doctype = _DOCTYPE.search(text)
     declared = {}
     if doctype and doctype.group("subset"):
-        declared = {m.group("name"): m.group("value")
-                    for m in _ENTITY_DECLARATION.finditer(doctype.group("subset"))}
+        declared = {m.group("name"): m.group("value") for m in _ENTITY_DECLARATION.finditer(doctype.group("subset"))}
     text = _DOCTYPE.sub("", text, count=1)
 
     def expand(match: re.Match[str]) -> str:
@@ -133,8 +153,9 @@ def _read_section(element: ET.Element, parent: _Section, page: Page, chunks: lis
             if summary is not None:
                 definitions.append(summary)
     for text in _pack(blocks):
-        chunks.append(Chunk(profiler=page.profiler, source=section.source,
-                            headings=section.headings, kind="prose", text=text))
+        chunks.append(
+            Chunk(profiler=page.profiler, source=section.source, headings=section.headings, kind="prose", text=text)
+        )
     chunks.extend(definitions)
     for child in element:
         if _name(child) in _SECTIONS:
@@ -153,8 +174,7 @@ def _section_title(element: ET.Element) -> str:
         return _inline(title)
     names = element.find("refnamediv")
     if names is not None:
-        return " - ".join(_inline(part) for tag in ("refname", "refpurpose")
-                          if (part := names.find(tag)) is not None)
+        return " - ".join(_inline(part) for tag in ("refname", "refpurpose") if (part := names.find(tag)) is not None)
     return "Synopsis" if _name(element) == "refsynopsisdiv" else ""
 
 
@@ -167,8 +187,9 @@ def _blocks(element: ET.Element, indent: str = "") -> list[str]:
         text = "".join(element.itertext()).strip("\n")
         return [_dedent(text)] if text.strip() else []
     if name in _LISTS:
-        items = ["\n".join(_blocks_of_children(item, indent + "  ")).strip()
-                 for item in element if _name(item) == "listitem"]
+        items = [
+            "\n".join(_blocks_of_children(item, indent + "  ")).strip() for item in element if _name(item) == "listitem"
+        ]
         return ["\n".join(f"{indent}- {item.lstrip()}" for item in items if item)]
     if name == "variablelist":
         entries = []
@@ -247,8 +268,13 @@ def _named_events(element: ET.Element, section: _Section, page: Page, lead: str)
     "D cache reads (Dr, which equals the number of memory reads), D1 cache read misses (D1mr)":
     each name is described by the words before its parenthesis, and by the remark inside it.
     """
-    items = [_inline(para, mark_code=True) for item in element if _name(item) == "listitem"
-             for para in item if _name(para) in _PARAGRAPHS]
+    items = [
+        _inline(para, mark_code=True)
+        for item in element
+        if _name(item) == "listitem"
+        for para in item
+        if _name(para) in _PARAGRAPHS
+    ]
     found = [list(_NAMED_EVENT.finditer(item)) for item in items]
     if not items or not all(found):
         return None
@@ -257,15 +283,22 @@ def _named_events(element: ET.Element, section: _Section, page: Page, lead: str)
     for item, matches in zip(items, found):
         start = 0
         for match in matches:
-            words = _plain(_LEADING_JOINERS.sub("", item[start:match.start()]))
+            words = _plain(_LEADING_JOINERS.sub("", item[start : match.start()]))
             description = ", ".join(part for part in (words, _plain(match.group("remark") or "")) if part)
-            definitions.append(Definition(term=match.group("name"), context=context,
-                                          text=description[:1].upper() + description[1:]))
+            definitions.append(
+                Definition(term=match.group("name"), context=context, text=description[:1].upper() + description[1:])
+            )
             start = match.end()
     listing = "\n".join(f"- {_plain(item)}" for item in items)
     text = f"{lead}\n{listing}" if lead else listing
-    return Chunk(profiler=page.profiler, source=section.source, headings=section.headings,
-                 kind="definitions", text=text, definitions=tuple(definitions))
+    return Chunk(
+        profiler=page.profiler,
+        source=section.source,
+        headings=section.headings,
+        kind="definitions",
+        text=text,
+        definitions=tuple(definitions),
+    )
 
 
 def _plain(text: str) -> str:
@@ -279,13 +312,11 @@ def _explanations(section: ET.Element) -> list[str]:
     for child in section:
         if _name(child) in _SECTIONS:
             continue
-        paragraphs.extend(_inline(para, mark_code=True) for para in child.iter()
-                          if _name(para) in _PARAGRAPHS)
+        paragraphs.extend(_inline(para, mark_code=True) for para in child.iter() if _name(para) in _PARAGRAPHS)
     return paragraphs
 
 
-def _summary_lines(listing: ET.Element, section: _Section, page: Page,
-                   explanations: list[str]) -> Chunk | None:
+def _summary_lines(listing: ET.Element, section: _Section, page: Page, explanations: list[str]) -> Chunk | None:
     """A definitions chunk for the summary lines Valgrind prints in an example, if it has any.
 
     A label's text is the section's paragraph that names it (``The <computeroutput>I
@@ -300,11 +331,16 @@ def _summary_lines(listing: ET.Element, section: _Section, page: Page,
         label = " ".join(match.group("label").split())
         marked = f"{_CODE_START}{label}{_CODE_END}"
         text = next((_plain(paragraph) for paragraph in explanations if marked in paragraph), "")
-        definitions.append(Definition(term=label, text=text,
-                                      context=f"{page.profiler} summary output"))
+        definitions.append(Definition(term=label, text=text, context=f"{page.profiler} summary output"))
     text = "Summary lines in the example output:\n" + "\n".join(match.group() for match in matches)
-    return Chunk(profiler=page.profiler, source=section.source, headings=section.headings,
-                 kind="definitions", text=text, definitions=tuple(definitions))
+    return Chunk(
+        profiler=page.profiler,
+        source=section.source,
+        headings=section.headings,
+        kind="definitions",
+        text=text,
+        definitions=tuple(definitions),
+    )
 
 
 def _pack(blocks: list[str]) -> Iterator[str]:
@@ -318,5 +354,7 @@ def _plain_text_chunks(page: Page) -> list[Chunk]:
     """Prose chunks of the page's text without tags, for XML too broken to parse."""
     text = html.unescape(_TAG.sub(" ", _DOCTYPE.sub("", page.text)))
     paragraphs = [" ".join(p.split()) for p in re.split(r"\n\s*\n", text)]
-    return [Chunk(profiler=page.profiler, source=page.url, kind="prose", text=chunk)
-            for chunk in _pack([p for p in paragraphs if p])]
+    return [
+        Chunk(profiler=page.profiler, source=page.url, kind="prose", text=chunk)
+        for chunk in _pack([p for p in paragraphs if p])
+    ]

@@ -33,21 +33,83 @@ TABLE_CHARS = 12000
 repeating the caption and header so it still stands on its own."""
 
 _HEADINGS = ("h1", "h2", "h3", "h4", "h5", "h6")
-_INLINE_TAGS = frozenset((
-    "a", "abbr", "b", "bdi", "bdo", "big", "cite", "code", "data", "del", "dfn", "em", "font", "i",
-    "ins", "kbd", "label", "mark", "q", "s", "samp", "small", "span", "strike", "strong", "sub",
-    "sup", "time", "tt", "u", "var", "wbr",
-))
+_INLINE_TAGS = frozenset(
+    (
+        "a",
+        "abbr",
+        "b",
+        "bdi",
+        "bdo",
+        "big",
+        "cite",
+        "code",
+        "data",
+        "del",
+        "dfn",
+        "em",
+        "font",
+        "i",
+        "ins",
+        "kbd",
+        "label",
+        "mark",
+        "q",
+        "s",
+        "samp",
+        "small",
+        "span",
+        "strike",
+        "strong",
+        "sub",
+        "sup",
+        "time",
+        "tt",
+        "u",
+        "var",
+        "wbr",
+    )
+)
 _CODE_TAGS = ("code", "tt", "kbd", "samp", "var")
 _DROPPED_TAGS = (
-    "head", "script", "style", "noscript", "nav", "footer", "aside", "form", "svg", "img",
-    "picture", "video", "audio", "canvas", "iframe", "object", "embed", "template", "button",
-    "input", "select", "textarea",
+    "head",
+    "script",
+    "style",
+    "noscript",
+    "nav",
+    "footer",
+    "aside",
+    "form",
+    "svg",
+    "img",
+    "picture",
+    "video",
+    "audio",
+    "canvas",
+    "iframe",
+    "object",
+    "embed",
+    "template",
+    "button",
+    "input",
+    "select",
+    "textarea",
 )
 _CHROME_ROLES = frozenset(("navigation", "banner", "contentinfo", "search"))
 _CHROME_MARKERS = (
-    "sidebar", "navbar", "nav-bar", "navheader", "navfooter", "wy-nav-side", "wy-nav-top", "md-nav",
-    "breadcrumb", "footer", "headerlink", "related", "rst-versions", "top-link",
+    "sidebar",
+    "navbar",
+    "nav-bar",
+    "navheader",
+    "navfooter",
+    "wy-nav-side",
+    "wy-nav-top",
+    "md-nav",
+    "breadcrumb",
+    "footer",
+    "headerlink",
+    "related",
+    "rst-versions",
+    "top-link",
 )
 _CONTENT_SELECTORS = ("[role=main]", "main", "article", "div.body", "div.document")
 
@@ -60,7 +122,8 @@ _UNIT_HEADER = re.compile(r"units?", re.I)
 _MEASURED_HEADER = re.compile(r"formula|expression|equation|computation|derivation", re.I)
 _ALIAS_HEADER = re.compile(r"alias(?:es)?|legacy(?: name)?|label", re.I)
 _GLOSSARY_CONTEXT = re.compile(
-    r"\b(?:units|subunits|pipelines|quantities|glossary|terminology|naming|decoder|roll-?ups)\b", re.I)
+    r"\b(?:units|subunits|pipelines|quantities|glossary|terminology|naming|decoder|roll-?ups)\b", re.I
+)
 _COMPUTED_AS = re.compile(r"\bComputed as:\s*(.+?)\.?\s*$")
 _METRIC_SHARE = 0.8
 
@@ -210,10 +273,15 @@ class _Walker:
     def _flush_prose(self) -> None:
         pieces = (piece for block in self._blocks for piece in _pieces(block, PROSE_CHARS))
         for text in pack(pieces, PROSE_CHARS, "\n\n"):
-            self._chunks.append(Chunk(
-                profiler=self._page.profiler, source=self._source, headings=self._heading_path,
-                kind="prose", text=text,
-            ))
+            self._chunks.append(
+                Chunk(
+                    profiler=self._page.profiler,
+                    source=self._source,
+                    headings=self._heading_path,
+                    kind="prose",
+                    text=text,
+                )
+            )
         self._blocks.clear()
 
     def _heading(self, tag: Tag) -> None:
@@ -243,8 +311,9 @@ class _Walker:
         context = caption or (self._headings[-1].title if self._headings else "")
         definitions = _table_definitions(header, body, context)
         preamble = [line for line in (caption, " | ".join(header)) if line]
-        entries = [_Entry(" | ".join(cell.text for cell in row), definitions.get(index))
-                   for index, row in enumerate(body)]
+        entries = [
+            _Entry(" | ".join(cell.text for cell in row), definitions.get(index)) for index, row in enumerate(body)
+        ]
         self._emit_entries("table", preamble, entries)
 
     def _definition_list(self, dl: Tag) -> None:
@@ -268,11 +337,16 @@ class _Walker:
         """Chunks of the entries, each within TABLE_CHARS with the preamble repeated at its top."""
         budget = TABLE_CHARS - sum(len(line) + 1 for line in preamble)
         for part in runs(entries, lambda entry: len(entry.line) + 1, budget):
-            self._chunks.append(Chunk(
-                profiler=self._page.profiler, source=self._source, headings=self._heading_path, kind=kind,
-                text="\n".join(preamble + [entry.line for entry in part]),
-                definitions=[entry.definition for entry in part if entry.definition is not None],
-            ))
+            self._chunks.append(
+                Chunk(
+                    profiler=self._page.profiler,
+                    source=self._source,
+                    headings=self._heading_path,
+                    kind=kind,
+                    text="\n".join(preamble + [entry.line for entry in part]),
+                    definitions=[entry.definition for entry in part if entry.definition is not None],
+                )
+            )
 
 
 def _anchor_of(heading: Tag) -> str:
@@ -323,8 +397,11 @@ def _table_definitions(header: list[str], body: list[list[_Cell]], context: str)
         term_column = 0
     description_column = _column(header, _DESCRIPTION_HEADER, search=True)
     if description_column is None:
-        widths = {index: sum(len(row[index].text) for row in body if index < len(row))
-                  for index in range(max(len(row) for row in body)) if index != term_column}
+        widths = {
+            index: sum(len(row[index].text) for row in body if index < len(row))
+            for index in range(max(len(row) for row in body))
+            if index != term_column
+        }
         description_column = max(widths, key=lambda index: (widths[index], -index))
     unit_column = _column(header, _UNIT_HEADER)
     measured_column = _column(header, _MEASURED_HEADER, search=True)
@@ -340,27 +417,36 @@ def _table_definitions(header: list[str], body: list[list[_Cell]], context: str)
             continue
         aliases = [alias.strip() for alias in text_at(row, alias_column).split(",") if alias.strip()]
         definitions[index] = _definition(
-            term, text_at(row, description_column), context, aliases=aliases,
-            unit=text_at(row, unit_column), measured=text_at(row, measured_column),
+            term,
+            text_at(row, description_column),
+            context,
+            aliases=aliases,
+            unit=text_at(row, unit_column),
+            measured=text_at(row, measured_column),
         )
     return definitions
 
 
 def _column(header: list[str], pattern: re.Pattern[str], *, search: bool = False) -> int | None:
     for index, name in enumerate(header):
-        if (pattern.search(name) if search else pattern.fullmatch(name.strip())):
+        if pattern.search(name) if search else pattern.fullmatch(name.strip()):
             return index
     return None
 
 
-def _definition(term: str, text: str, context: str, *, aliases: Iterable[str] = (), unit: str = "",
-                measured: str = "") -> Definition:
+def _definition(
+    term: str, text: str, context: str, *, aliases: Iterable[str] = (), unit: str = "", measured: str = ""
+) -> Definition:
     computed = _COMPUTED_AS.search(text)
     # Sub-metric suffixes (".pct_of_peak_sustained_elapsed") and unit/pipeline vocabulary name parts
     # of metric names, not metrics.
     glossary = term.startswith(".") or bool(_GLOSSARY_CONTEXT.search(context))
     return Definition(
-        term=term, text=text, aliases=tuple(aliases), unit=unit, context=context,
+        term=term,
+        text=text,
+        aliases=tuple(aliases),
+        unit=unit,
+        context=context,
         measured=measured or (computed.group(1) if computed else ""),
         role="glossary" if glossary else "metric",
     )
@@ -378,8 +464,11 @@ def _dl_items(dl: Tag) -> list[tuple[list[_Cell], str]]:
             items[-1][0].append(_cell(item))
         elif items:
             items[-1][1].append(_flat_text(item))
-    return [(terms, " ".join(text for text in descriptions if text))
-            for terms, descriptions in items if terms and terms[0].text]
+    return [
+        (terms, " ".join(text for text in descriptions if text))
+        for terms, descriptions in items
+        if terms and terms[0].text
+    ]
 
 
 def _looks_like_metric(cell: _Cell) -> bool:

@@ -66,9 +66,16 @@ def read(page: Page) -> list[Chunk]:
         headings = tuple(part for part in (title, pmu, group) if part)
         # Each record's text counts with the blank line that follows it.
         for run in runs(members, lambda record: len(_render(record)) + 2, _MAX_CHARS):
-            chunks.append(Chunk(profiler=page.profiler, source=page.url, headings=headings,
-                                kind="definitions", text="\n\n".join(_render(r) for r in run),
-                                definitions=tuple(r.definition for r in run)))
+            chunks.append(
+                Chunk(
+                    profiler=page.profiler,
+                    source=page.url,
+                    headings=headings,
+                    kind="definitions",
+                    text="\n\n".join(_render(r) for r in run),
+                    definitions=tuple(r.definition for r in run),
+                )
+            )
     return chunks
 
 
@@ -97,8 +104,7 @@ class _PerfmonNaming:
         """What the file's records show (nothing, for a file without TMA metrics)."""
         tma = [entry for entry in entries if entry.get("Category") == "TMA"]
         perf_names = {"tma_" + str(entry.get("MetricName", "")).lower() for entry in tma}
-        referenced = {name for entry in entries
-                      for name in _TMA_REFERENCE.findall(str(entry.get("BaseFormula", "")))}
+        referenced = {name for entry in entries for name in _TMA_REFERENCE.findall(str(entry.get("BaseFormula", "")))}
         parents = {str(entry["ParentCategory"]) for entry in tma if entry.get("ParentCategory")}
         children = {str(entry.get("MetricName")) for entry in tma if entry.get("ParentCategory")}
         return cls(bool(referenced) and referenced <= perf_names, frozenset(parents | children))
@@ -125,11 +131,13 @@ def _kernel_record(entry: dict) -> _Record:
     pmu = _clean(entry.get("Unit"))
     context = ", ".join(groups)
     definition = Definition(
-        term=_clean(entry["MetricName"]), text=_description(entry),
-        measured=_clean(entry.get("MetricExpr")), unit=_unit(entry.get("ScaleUnit")),
-        context=f"{pmu}: {context}" if pmu and context else pmu or context)
-    details = (("Threshold", _clean(entry.get("MetricThreshold"))),
-               ("Groups", _clean(entry.get("MetricGroup"))))
+        term=_clean(entry["MetricName"]),
+        text=_description(entry),
+        measured=_clean(entry.get("MetricExpr")),
+        unit=_unit(entry.get("ScaleUnit")),
+        context=f"{pmu}: {context}" if pmu and context else pmu or context,
+    )
+    details = (("Threshold", _clean(entry.get("MetricThreshold"))), ("Groups", _clean(entry.get("MetricGroup"))))
     return _Record(definition, _home_group(groups), pmu, details)
 
 
@@ -148,17 +156,30 @@ def _perfmon_record(entry: dict, naming: _PerfmonNaming) -> _Record:
     category = _clean(entry.get("Category"))
     level = f" level {entry['Level']}" if is_tma and entry.get("Level") else ""
     groups = _groups(entry.get("MetricGroup"))
-    context = "; ".join(part for part in (
-        f"{category}{level}" if category else "",
-        f"under {naming.perf_name(parent)}" if parent else "", ", ".join(groups)) if part)
+    context = "; ".join(
+        part
+        for part in (
+            f"{category}{level}" if category else "",
+            f"under {naming.perf_name(parent)}" if parent else "",
+            ", ".join(groups),
+        )
+        if part
+    )
     definition = Definition(
-        term=term, text=_description(entry), aliases=aliases, measured=_formula(entry),
-        unit=_clean(entry.get("UnitOfMeasure")), context=context)
+        term=term,
+        text=_description(entry),
+        aliases=aliases,
+        measured=_formula(entry),
+        unit=_clean(entry.get("UnitOfMeasure")),
+        context=context,
+    )
     threshold = entry.get("Threshold")
     threshold = threshold.get("BaseFormula") if isinstance(threshold, dict) else None
-    details = (("Threshold", _clean(threshold)),
-               ("Groups", _clean(entry.get("MetricGroup"))),
-               ("Locate with", _clean(entry.get("LocateWith"))))
+    details = (
+        ("Threshold", _clean(threshold)),
+        ("Groups", _clean(entry.get("MetricGroup"))),
+        ("Locate with", _clean(entry.get("LocateWith"))),
+    )
     if is_tma and name in naming.tree_nodes and entry.get("Level"):
         group = f"TmaL{entry['Level']}"
     else:
@@ -171,8 +192,9 @@ def _event_record(entry: dict) -> _Record:
     fields = (("EventCode", "event"), ("UMask", "umask"))
     encoding = ",".join(f"{field}={entry[key]}" for key, field in fields if entry.get(key))
     pmu = _clean(entry.get("Unit"))
-    definition = Definition(term=_clean(entry["EventName"]), text=_description(entry),
-                            measured=encoding, context=_EVENTS_GROUP)
+    definition = Definition(
+        term=_clean(entry["EventName"]), text=_description(entry), measured=encoding, context=_EVENTS_GROUP
+    )
     return _Record(definition, _EVENTS_GROUP, pmu, ())
 
 
@@ -187,10 +209,13 @@ def _formula(entry: dict) -> str:
     base = _clean(entry.get("BaseFormula"))
     if base:
         return base
-    names = {item["Alias"]: item["Name"] for key in ("Events", "Constants")
-             for item in entry.get(key) or () if isinstance(item, dict) and "Alias" in item}
-    return _FORMULA_ALIAS.sub(lambda match: names.get(match.group(), match.group()),
-                              _clean(entry.get("Formula")))
+    names = {
+        item["Alias"]: item["Name"]
+        for key in ("Events", "Constants")
+        for item in entry.get(key) or ()
+        if isinstance(item, dict) and "Alias" in item
+    }
+    return _FORMULA_ALIAS.sub(lambda match: names.get(match.group(), match.group()), _clean(entry.get("Formula")))
 
 
 def _groups(value: object) -> list[str]:

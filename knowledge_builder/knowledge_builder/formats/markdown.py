@@ -63,8 +63,10 @@ _BOLD_ENTITY = re.compile(r"^\*\*([A-Z][a-z]+)\*\*\s+([a-z].*)$", re.S)
 # `cycles` in the name report the number of cycles".
 _NAME_PART_PARAGRAPH = (
     re.compile(r"^`(?P<part>[a-z][a-z0-9_]*?)_*\*`\s+metrics\b"),
-    re.compile(r"^(?:Metrics|Counters) (?:with|using the term|containing) "
-               r"`(?P<part>[a-z][a-z0-9_]*?)_*` in the name\b"),
+    re.compile(
+        r"^(?:Metrics|Counters) (?:with|using the term|containing) "
+        r"`(?P<part>[a-z][a-z0-9_]*?)_*` in the name\b"
+    ),
 )
 _BOLD_CAPTION = re.compile(r"^\*\*([^*]+?):\*\*")
 _DEFINITION_ITEM = (
@@ -73,8 +75,19 @@ _DEFINITION_ITEM = (
     re.compile(r"^\*\*(?P<term>[^*]+?):\*\*\s+(?P<text>.+)$", re.S),
     re.compile(r"^(?P<term>[A-Za-z][\w/&().-]*(?: [\w/&().-]+){0,4})\s*:\s+(?P<text>\S.*)$", re.S),
 )
-_ADMONITIONS = {"note", "warning", "seealso", "tip", "important", "attention", "caution", "hint",
-                "danger", "error", "admonition"}
+_ADMONITIONS = {
+    "note",
+    "warning",
+    "seealso",
+    "tip",
+    "important",
+    "attention",
+    "caution",
+    "hint",
+    "danger",
+    "error",
+    "admonition",
+}
 _DROPPED_DIRECTIVES = {"figure", "image", "toctree", "raw", "eval_rst", "include"}
 _METRIC_HEADER = re.compile(r"\b(metrics?|counters?|events?)( names?)?$", re.I)
 _BOILERPLATE_START = {"Notices"}
@@ -83,6 +96,7 @@ _BOILERPLATE_START = {"Notices"}
 # --------------------------------------------------------------------------------------------
 # Blocks: the page as a sequence of headings, paragraphs, code, tables
 # --------------------------------------------------------------------------------------------
+
 
 @dataclass
 class _Heading:
@@ -103,7 +117,7 @@ class _Code:
 
 @dataclass
 class _Table:
-    rows: list[list[str]]          # raw Markdown cells
+    rows: list[list[str]]  # raw Markdown cells
     has_header: bool
     caption: str = ""
 
@@ -116,9 +130,9 @@ class _State:
     headings: list[_Heading] = field(default_factory=list)
     prose: list[str] = field(default_factory=list)
     chunks: list[Chunk] = field(default_factory=list)
-    lead: str = ""                 # last paragraph, when it introduces what follows (ends in ':')
-    caption: str = ""              # a bold "**Caption:**" paragraph naming the next table
-    entity: Definition | None = None   # "**Ratios** have three sub-metrics:", awaiting its table
+    lead: str = ""  # last paragraph, when it introduces what follows (ends in ':')
+    caption: str = ""  # a bold "**Caption:**" paragraph naming the next table
+    entity: Definition | None = None  # "**Ratios** have three sub-metrics:", awaiting its table
 
 
 def read(page: Page) -> list[Chunk]:
@@ -199,7 +213,7 @@ def _blocks(lines: list[str]) -> list[object]:
             i += 1
             continue
         if paragraph and _LIST_ITEM.match(unquoted):
-            end_paragraph()             # one block per list item, as the converted pages write them
+            end_paragraph()  # one block per list item, as the converted pages write them
         paragraph.append(unquoted)
         i += 1
     end_paragraph()
@@ -214,8 +228,13 @@ def _unquote(line: str) -> str:
 def _is_preformatted_start(lines: list[str], i: int) -> bool:
     """The docs.nvidia.com conversion opens a preformatted block with two lines of four or more
     spaces and closes it at the first empty line."""
-    return (i + 1 < len(lines) and len(lines[i]) >= 4 and not lines[i].strip()
-            and len(lines[i + 1]) >= 4 and not lines[i + 1].strip())
+    return (
+        i + 1 < len(lines)
+        and len(lines[i]) >= 4
+        and not lines[i].strip()
+        and len(lines[i + 1]) >= 4
+        and not lines[i + 1].strip()
+    )
 
 
 def _fenced(info: str, body: list[str]) -> list[object]:
@@ -227,7 +246,7 @@ def _fenced(info: str, body: list[str]) -> list[object]:
         return _blocks([line for line in body if not re.match(r"^\s*:[\w-]+:", line)])
     if name in _DROPPED_DIRECTIVES:
         return []
-    if directive:                   # another directive (code-block, math...): its body is code
+    if directive:  # another directive (code-block, math...): its body is code
         body = [line for line in body if not re.match(r"^\s*:[\w-]+:", line)]
     code = "\n".join(body).strip("\n")
     return [_Code(code)] if code.strip() else []
@@ -240,6 +259,7 @@ def _heading_text(raw: str) -> str:
 # --------------------------------------------------------------------------------------------
 # Tables
 # --------------------------------------------------------------------------------------------
+
 
 def _table_rows(lines: list[str], start: int) -> tuple[list[list[str]], int]:
     """The cells of the pipe table at ``start`` and the index after it. A row with fewer cells
@@ -296,7 +316,7 @@ def _split_cells(line: str, spaced: bool = False) -> list[str]:
             continue
         if ch == "`":
             in_code = not in_code
-        separates = not spaced or i == 0 or (text[i - 1] == " " and text[i + 1:i + 2] in (" ", ""))
+        separates = not spaced or i == 0 or (text[i - 1] == " " and text[i + 1 : i + 2] in (" ", ""))
         if ch == "|" and not in_code and separates:
             cells.append("".join(current))
             current = []
@@ -347,6 +367,7 @@ def _list_table(title: str, body: list[str]) -> _Table:
 # Navigation, anchors, boilerplate
 # --------------------------------------------------------------------------------------------
 
+
 def _is_link_only(raw: str) -> bool:
     """True for text that is nothing but links, images and list or breadcrumb punctuation."""
     rest = _IMAGE.sub("", raw)
@@ -362,9 +383,12 @@ def _drop_preamble(blocks: list[object]) -> list[object]:
     if first is None:
         return blocks
     kept = [
-        block for block in blocks[:first]
-        if isinstance(block, _Paragraph) and not _LIST_ITEM.match(block.lines[0])
-        and len(_inline(" ".join(block.lines)).split()) >= 12 and not _is_link_only(" ".join(block.lines))
+        block
+        for block in blocks[:first]
+        if isinstance(block, _Paragraph)
+        and not _LIST_ITEM.match(block.lines[0])
+        and len(_inline(" ".join(block.lines)).split()) >= 12
+        and not _is_link_only(" ".join(block.lines))
     ]
     return kept + blocks[first:]
 
@@ -414,6 +438,7 @@ def _assign_anchors(blocks: list[object], lines: list[str], url: str) -> None:
 # Inline markup
 # --------------------------------------------------------------------------------------------
 
+
 def _inline(raw: str) -> str:
     """Plain text of a Markdown fragment: links to their text, markup and escapes removed."""
     codes: list[str] = []
@@ -422,12 +447,12 @@ def _inline(raw: str) -> str:
         codes.append(match.group(2).strip())
         return f"\x00{len(codes) - 1}\x00"
 
-    text = re.sub(r"\{[\w-]+\}`([^`]*)`", r"\1", raw)            # MyST roles: {sup}`1`
+    text = re.sub(r"\{[\w-]+\}`([^`]*)`", r"\1", raw)  # MyST roles: {sup}`1`
     text = _CODE_SPAN.sub(keep_code, text)
     text = _IMAGE.sub("", text)
-    text = re.sub(r"\b\d+\((\[\d+\]\(#[^)]*\),?)+\)", "", text)      # footnote back-references
-    text = re.sub(r"\[\d+\]\(#[^)]*\)", "", text)                  # footnote markers
-    for _ in range(3):                                            # nested [ ![img](..) ](..)
+    text = re.sub(r"\b\d+\((\[\d+\]\(#[^)]*\),?)+\)", "", text)  # footnote back-references
+    text = re.sub(r"\[\d+\]\(#[^)]*\)", "", text)  # footnote markers
+    for _ in range(3):  # nested [ ![img](..) ](..)
         text = _LINK.sub(lambda m: m.group(1), text)
     text = re.sub(r"<(https?://[^>\s]+)>", r"\1", text)
     text = re.sub(r"<br\s*/?>", " ", text, flags=re.I)
@@ -438,7 +463,7 @@ def _inline(raw: str) -> str:
     text = re.sub(r"\\([\\`*_{}\[\]()#+\-.!|>~])", r"\1", text)
     text = re.sub(r"\x00(\d+)\x00", lambda m: codes[int(m.group(1))], text)
     text = re.sub(r"\s+", " ", html.unescape(text)).strip()
-    return re.sub(r"\s+([,;:])(?=\s|$)", r"\1", text)      # "_Kernel Replay_ , all" as converted
+    return re.sub(r"\s+([,;:])(?=\s|$)", r"\1", text)  # "_Kernel Replay_ , all" as converted
 
 
 def _render_paragraph(lines: list[str]) -> str:
@@ -452,9 +477,7 @@ def _render_paragraph(lines: list[str]) -> str:
             items.append(("- " if item else "") + (item.group(2) if item else line))
         else:
             items[-1] += " " + line.strip()
-    return "\n".join(
-        ("- " + _inline(item[2:])) if item.startswith("- ") else _inline(item) for item in items
-    ).strip()
+    return "\n".join(("- " + _inline(item[2:])) if item.startswith("- ") else _inline(item) for item in items).strip()
 
 
 def _dedent(lines: list[str]) -> str:
@@ -465,6 +488,7 @@ def _dedent(lines: list[str]) -> str:
 # --------------------------------------------------------------------------------------------
 # The walk: headings, prose, tables and definition lists into chunks
 # --------------------------------------------------------------------------------------------
+
 
 def _walk(blocks: list[object], state: _State) -> None:
     k = 0
@@ -498,8 +522,12 @@ def _walk(blocks: list[object], state: _State) -> None:
                 pass
             elif _LIST_ITEM.match(block.lines[0]) and _definition_item(block) is not None:
                 run = [block]
-                while k + 1 < len(blocks) and isinstance(blocks[k + 1], _Paragraph) \
-                        and _LIST_ITEM.match(blocks[k + 1].lines[0]) and _definition_item(blocks[k + 1]):
+                while (
+                    k + 1 < len(blocks)
+                    and isinstance(blocks[k + 1], _Paragraph)
+                    and _LIST_ITEM.match(blocks[k + 1].lines[0])
+                    and _definition_item(blocks[k + 1])
+                ):
                     k += 1
                     run.append(blocks[k])
                 if len(run) >= 2:
@@ -514,8 +542,13 @@ def _walk(blocks: list[object], state: _State) -> None:
 
 def _is_caption(block: _Paragraph, previous: object) -> bool:
     """The one-line caption the converted pages put under an image, which is dropped with it."""
-    return (isinstance(previous, _Paragraph) and len(block.lines) == 1 and len(block.lines[0]) <= 150
-            and bool(_IMAGE.search(" ".join(previous.lines))) and _is_link_only(" ".join(previous.lines)))
+    return (
+        isinstance(previous, _Paragraph)
+        and len(block.lines) == 1
+        and len(block.lines[0]) <= 150
+        and bool(_IMAGE.search(" ".join(previous.lines)))
+        and _is_link_only(" ".join(previous.lines))
+    )
 
 
 def _paragraph(block: _Paragraph, raw: str, state: _State) -> None:
@@ -530,15 +563,20 @@ def _paragraph(block: _Paragraph, raw: str, state: _State) -> None:
     if entity:
         word = entity.group(1)
         term = word[:-1].lower() if word.endswith("s") and len(word) > 4 else word.lower()
-        state.entity = Definition(term=term, text=text, aliases=(word,) if word != term else (),
-                                  context=_context(state), role="glossary")
+        state.entity = Definition(
+            term=term, text=text, aliases=(word,) if word != term else (), context=_context(state), role="glossary"
+        )
     for pattern in _NAME_PART_PARAGRAPH:
         part = pattern.match(raw)
         if part:
             written = re.match(r"^[^`]*`([^`]+)`", raw).group(1)
-            state.entity = Definition(term=part.group("part"), text=text,
-                                      aliases=(written,) if written != part.group("part") else (),
-                                      context=_context(state), role="glossary")
+            state.entity = Definition(
+                term=part.group("part"),
+                text=text,
+                aliases=(written,) if written != part.group("part") else (),
+                context=_context(state),
+                role="glossary",
+            )
 
 
 def _flush_entity(state: _State) -> None:
@@ -561,8 +599,7 @@ def _flush_prose(state: _State) -> None:
     longer paragraph is cut at sentence ends (then at spaces), its sentences packed like paragraphs."""
     paragraphs = [p for p in state.prose if p.strip()]
     state.prose = []
-    units = [unit for paragraph in paragraphs
-             for unit in split_long(paragraph, _MAX_PROSE, at=SENTENCE_ENDS)]
+    units = [unit for paragraph in paragraphs for unit in split_long(paragraph, _MAX_PROSE, at=SENTENCE_ENDS)]
     for piece in pack(units, _MAX_PROSE, "\n\n"):
         _emit(state, "prose", piece, ())
 
@@ -570,10 +607,16 @@ def _flush_prose(state: _State) -> None:
 def _emit(state: _State, kind: str, text: str, definitions: tuple[Definition, ...]) -> None:
     anchor = next((h.anchor for h in reversed(state.headings) if h.anchor), "")
     source = f"{state.page.url.split('#')[0]}#{anchor}" if anchor else state.page.url
-    state.chunks.append(Chunk(
-        profiler=state.page.profiler, source=source, headings=tuple(h.text for h in state.headings),
-        kind=kind, text=text, definitions=definitions,
-    ))
+    state.chunks.append(
+        Chunk(
+            profiler=state.page.profiler,
+            source=source,
+            headings=tuple(h.text for h in state.headings),
+            kind=kind,
+            text=text,
+            definitions=definitions,
+        )
+    )
 
 
 def _context(state: _State, caption: str = "") -> str:
@@ -587,6 +630,7 @@ def _context(state: _State, caption: str = "") -> str:
 # --------------------------------------------------------------------------------------------
 # Tables into definitions
 # --------------------------------------------------------------------------------------------
+
 
 def _emit_table(table: _Table, state: _State) -> None:
     """One table chunk, or several of at most _MAX_TABLE characters for a long table, each with
@@ -621,7 +665,7 @@ def _emit_table(table: _Table, state: _State) -> None:
 def _table_definitions(header: list[str] | None, body: list[list[str]], context: str) -> tuple[Definition, ...]:
     """The definitions a table's rows give, by what names the rows (see the module docstring)."""
     if not body or (header is None and len(body[0]) < 2):
-        return ()                     # a single column names things without saying what they are
+        return ()  # a single column names things without saying what they are
     labels = [_inline(cell) for cell in header] if header else []
     description_column = next((k for k, h in enumerate(labels) if "description" in h.lower()), 1)
     unit_column = next((k for k, h in enumerate(labels) if h.lower() in ("unit", "units")), None)
@@ -642,7 +686,7 @@ def _table_definitions(header: list[str] | None, body: list[list[str]], context:
         if not name or (kind == "metric names" and not (coded and _is_identifier(name))):
             continue
         if kind == "display labels" and name.startswith("(") and name.endswith(")"):
-            continue                  # "(Access Types)" stands for the rows, it names nothing
+            continue  # "(Access Types)" stands for the rows, it names nothing
         if labels:
             description = _inline(row[description_column]) if description_column < len(row) else ""
         else:
@@ -670,20 +714,30 @@ def _row_definition(kind: str, name: str, description: str, unit: str, context: 
     if kind == "display labels":
         return Definition(term=name, text=description, context=context, role="glossary")
     if kind == "name parts" or "*" in name:
-        term = name.lstrip(".")      # ".avg" appears in metric names as the part "avg"
-        return Definition(term=term, text=description, aliases=(name,) if term != name else (),
-                          context=context, role="glossary")
+        term = name.lstrip(".")  # ".avg" appears in metric names as the part "avg"
+        return Definition(
+            term=term, text=description, aliases=(name,) if term != name else (), context=context, role="glossary"
+        )
     measured = _COMPUTED_AS.search(description)
     label = kind == "metric names" and _looks_like_label(description)
-    return Definition(term=name, text=description, aliases=(description,) if label else (), unit=unit,
-                      measured=measured.group(1) if measured else "", context=context)
+    return Definition(
+        term=name,
+        text=description,
+        aliases=(description,) if label else (),
+        unit=unit,
+        measured=measured.group(1) if measured else "",
+        context=context,
+    )
 
 
 def _looks_like_label(text: str) -> bool:
     """A description that is only a display label ("Theoretical Occupancy")."""
     words = text.split()
-    return (0 < len(text) <= _LABEL_ALIAS_MAX and not text.endswith(".")
-            and all(w[0].isupper() or not w[0].isalpha() for w in words))
+    return (
+        0 < len(text) <= _LABEL_ALIAS_MAX
+        and not text.endswith(".")
+        and all(w[0].isupper() or not w[0].isalpha() for w in words)
+    )
 
 
 def _add(found: dict[str, Definition], definition: Definition) -> None:
@@ -694,14 +748,18 @@ def _add(found: dict[str, Definition], definition: Definition) -> None:
         return
     text = known.text if definition.text in known.text else f"{known.text} {definition.text}".strip()
     found[definition.term] = attrs.evolve(
-        known, text=text, aliases=tuple(dict.fromkeys(known.aliases + definition.aliases)),
-        measured=known.measured or definition.measured, unit=known.unit or definition.unit,
+        known,
+        text=text,
+        aliases=tuple(dict.fromkeys(known.aliases + definition.aliases)),
+        measured=known.measured or definition.measured,
+        unit=known.unit or definition.unit,
     )
 
 
 # --------------------------------------------------------------------------------------------
 # Definition lists
 # --------------------------------------------------------------------------------------------
+
 
 def _definition_item(block: _Paragraph) -> tuple[str, str, bool] | None:
     """(term, raw description, written as code) of a list item shaped like a definition."""
@@ -737,6 +795,5 @@ def _list_definition(term: str, text: str, coded: bool, context: str) -> Definit
         return Definition(term=term, text=text, context=context)
     placeholder = re.match(r"^unit__([A-Za-z0-9_]+)$", term)
     if placeholder:
-        return Definition(term=placeholder.group(1), text=text, aliases=(term,), context=context,
-                          role="glossary")
+        return Definition(term=placeholder.group(1), text=text, aliases=(term,), context=context, role="glossary")
     return Definition(term=term, text=text, context=context, role="glossary")

@@ -27,20 +27,56 @@ MAX_CHUNK_CHARS = 3000
 """Longest text a chunk gets; longer sections and tables are split, keeping their headings."""
 
 _ADORNMENT_CHARS = "=-~^\"'`#*+:._<>!$%&(),/;?@[\\]{|}"
-_DROPPED_DIRECTIVES = frozenset({
-    "image", "raw", "meta", "toctree", "jinja", "highlight", "contents", "index", "sectnum",
-    "title", "default-role", "role", "spelling:word-list",
-})
+_DROPPED_DIRECTIVES = frozenset(
+    {
+        "image",
+        "raw",
+        "meta",
+        "toctree",
+        "jinja",
+        "highlight",
+        "contents",
+        "index",
+        "sectnum",
+        "title",
+        "default-role",
+        "role",
+        "spelling:word-list",
+    }
+)
 _CODE_DIRECTIVES = frozenset({"code-block", "code", "sourcecode", "parsed-literal"})
 _FILE_DIRECTIVES = frozenset({"include", "literalinclude", "file"})
-_ADMONITIONS = frozenset({
-    "note", "warning", "tip", "important", "caution", "attention", "hint", "danger", "error",
-    "seealso", "admonition",
-})
-_NAME_HEADERS = frozenset({
-    "name", "field", "fields", "metric", "metrics", "counter", "counters", "column", "columns",
-    "term", "memory type", "address space",
-})
+_ADMONITIONS = frozenset(
+    {
+        "note",
+        "warning",
+        "tip",
+        "important",
+        "caution",
+        "attention",
+        "hint",
+        "danger",
+        "error",
+        "seealso",
+        "admonition",
+    }
+)
+_NAME_HEADERS = frozenset(
+    {
+        "name",
+        "field",
+        "fields",
+        "metric",
+        "metrics",
+        "counter",
+        "counters",
+        "column",
+        "columns",
+        "term",
+        "memory type",
+        "address space",
+    }
+)
 _BULLET = re.compile(r"([-*+•]|#\.|\d+\.|\d+\)|\(\d+\))(?:\s+|$)")
 _DIRECTIVE = re.compile(r"\.\.\s+(?:\|[^|]+\|\s+)?([\w:.+-]+)::(?:\s+(.*))?$")
 _LABEL = re.compile(r"\.\.\s+_([^:`]+|`[^`]+`):\s*$")
@@ -72,8 +108,9 @@ def is_metric_name(term: str) -> bool:
     return "_" in term or any(c.isupper() for c in term[1:])
 
 
-def inline_text(text: str, substitutions: Collection[str] = ("br",),
-                section_titles: Mapping[str, str] | None = None) -> str:
+def inline_text(
+    text: str, substitutions: Collection[str] = ("br",), section_titles: Mapping[str, str] | None = None
+) -> str:
     """Text with reStructuredText inline markup removed and whitespace collapsed.
 
     ``code`` keeps its content, roles (:ref:`text <target>`, :doc:`path`) and links keep
@@ -194,7 +231,7 @@ class _Parser:
                 out.append(block)
             elif line.startswith(".."):
                 end = _indented_end(lines, i + 1, 0)
-                out.extend(self._explicit_markup(line, _dedent(lines[i + 1:end])))
+                out.extend(self._explicit_markup(line, _dedent(lines[i + 1 : end])))
                 i = end
             elif line.startswith(("+-", "+=")):
                 end = i
@@ -212,11 +249,14 @@ class _Parser:
 
     def _section_at(self, lines: list[str], i: int) -> tuple[_Section, int] | None:
         line, count = lines[i], len(lines)
-        if (_is_adornment(line) and i + 2 < count and lines[i + 1].strip()
-                and lines[i + 2].strip() == line.strip()):
+        if _is_adornment(line) and i + 2 < count and lines[i + 1].strip() and lines[i + 2].strip() == line.strip():
             return _Section((line.strip()[0], True), self._clean(lines[i + 1])), i + 3
-        if (i + 1 < count and _is_adornment(lines[i + 1]) and not _is_adornment(line)
-                and (i == 0 or not lines[i - 1].strip() or lines[i - 1].startswith(".."))):
+        if (
+            i + 1 < count
+            and _is_adornment(lines[i + 1])
+            and not _is_adornment(line)
+            and (i == 0 or not lines[i - 1].strip() or lines[i - 1].startswith(".."))
+        ):
             return _Section((lines[i + 1].strip()[0], False), self._clean(line)), i + 2
         return None
 
@@ -287,19 +327,26 @@ class _Parser:
             if not marker:
                 break
             end = _indented_end(lines, i + 1, marker.end() - 1)
-            first = lines[i][marker.end():]
-            items.append((marker.group(1), _dedent([" " * marker.end() + first, *lines[i + 1:end]])))
+            first = lines[i][marker.end() :]
+            items.append((marker.group(1), _dedent([" " * marker.end() + first, *lines[i + 1 : end]])))
             i = end
             while i < count and not lines[i].strip():
                 i += 1
             if i < count and _indent(lines[i]) == 0 and not _same_list(items[0][0], lines[i]):
                 break
         fields = [_FIELD_ITEM.fullmatch(" ".join(" ".join(body).split())) for _, body in items]
-        if len(items) >= 2 and all(fields) and _mostly_metric_names(
-                self._clean(field.group(1) or field.group(2)) for field in fields):
-            out.append(_DefinitionList(tuple(
-                (self._clean(field.group(1) or field.group(2)), self._clean(field.group(3)))
-                for field in fields)))
+        if (
+            len(items) >= 2
+            and all(fields)
+            and _mostly_metric_names(self._clean(field.group(1) or field.group(2)) for field in fields)
+        ):
+            out.append(
+                _DefinitionList(
+                    tuple(
+                        (self._clean(field.group(1) or field.group(2)), self._clean(field.group(3))) for field in fields
+                    )
+                )
+            )
             return i
         rendered = "\n".join(filter(None, (_bulleted(marker, self.blocks(body)) for marker, body in items)))
         if rendered:
@@ -309,12 +356,18 @@ class _Parser:
     def _definition_list(self, lines: list[str], i: int, out: list) -> int:
         items: list[tuple[str, str]] = []
         count = len(lines)
-        while (i + 1 < count and lines[i].strip() and _indent(lines[i]) == 0
-               and not lines[i].startswith("..") and not _BULLET.match(lines[i])
-               and lines[i + 1].strip() and _indent(lines[i + 1]) > 0):
+        while (
+            i + 1 < count
+            and lines[i].strip()
+            and _indent(lines[i]) == 0
+            and not lines[i].startswith("..")
+            and not _BULLET.match(lines[i])
+            and lines[i + 1].strip()
+            and _indent(lines[i + 1]) > 0
+        ):
             end = _indented_end(lines, i + 1, 0)
             term = self._clean(lines[i].split(" : ")[0])
-            items.append((term, _as_text(self.blocks(_dedent(lines[i + 1:end])))))
+            items.append((term, _as_text(self.blocks(_dedent(lines[i + 1 : end])))))
             i = end
             while i < count and not lines[i].strip():
                 i += 1
@@ -415,8 +468,15 @@ class _Assembler:
         self._paragraphs = []
         for group in runs(pieces, len, MAX_CHUNK_CHARS, gap=len("\n\n")):
             text = "\n\n".join(group)
-            self._chunks.append(Chunk(profiler=self._page.profiler, source=self._source(),
-                                      headings=self._headings, kind="prose", text=text))
+            self._chunks.append(
+                Chunk(
+                    profiler=self._page.profiler,
+                    source=self._source(),
+                    headings=self._headings,
+                    kind="prose",
+                    text=text,
+                )
+            )
 
     def _emit_table(self, table: _Table) -> None:
         if not table.rows and not table.header:
@@ -429,9 +489,16 @@ class _Assembler:
         for group in runs(rendered, len, MAX_CHUNK_CHARS - len(lead) - 1, gap=len("\n")):
             text = "\n".join([lead, *group] if lead else group)
             chosen = [d for row, d in definitions if start <= row < start + len(group)]
-            self._chunks.append(Chunk(profiler=self._page.profiler, source=source,
-                                      headings=self._headings, kind="table", text=text,
-                                      definitions=chosen))
+            self._chunks.append(
+                Chunk(
+                    profiler=self._page.profiler,
+                    source=source,
+                    headings=self._headings,
+                    kind="table",
+                    text=text,
+                    definitions=chosen,
+                )
+            )
             start += len(group)
 
     def _table_definitions(self, table: _Table) -> list[tuple[int, Definition]]:
@@ -440,27 +507,40 @@ class _Assembler:
             return []
         described = header.index("description", 1)
         unit = header.index("unit", 1) if "unit" in header[1:] else None
-        rows = [(index, row) for index, row in enumerate(table.rows)
-                if len(row) > described and row[0]]
+        rows = [(index, row) for index, row in enumerate(table.rows) if len(row) > described and row[0]]
         role = "metric" if _mostly_metric_names(row[0] for _, row in rows) else "glossary"
         context = " > ".join(self._headings) or table.caption
-        return [(index, Definition(
-            term=row[0], text=row[described],
-            unit=row[unit] if unit is not None and len(row) > unit and row[unit] != "N/A" else "",
-            context=context, role=role)) for index, row in rows]
+        return [
+            (
+                index,
+                Definition(
+                    term=row[0],
+                    text=row[described],
+                    unit=row[unit] if unit is not None and len(row) > unit and row[unit] != "N/A" else "",
+                    context=context,
+                    role=role,
+                ),
+            )
+            for index, row in rows
+        ]
 
     def _emit_definitions(self, block: _DefinitionList) -> None:
         context = " > ".join(self._headings)
-        definitions = [Definition(term=term, text=text, context=context)
-                       for term, text in block.items if term]
+        definitions = [Definition(term=term, text=text, context=context) for term, text in block.items if term]
         rendered = [f"{d.term}: {d.text}" for d in definitions]
         source = self._source(self._block_anchor())
         start = 0
         for group in runs(rendered, len, MAX_CHUNK_CHARS, gap=len("\n")):
-            self._chunks.append(Chunk(profiler=self._page.profiler, source=source,
-                                      headings=self._headings, kind="definitions",
-                                      text="\n".join(group),
-                                      definitions=definitions[start:start + len(group)]))
+            self._chunks.append(
+                Chunk(
+                    profiler=self._page.profiler,
+                    source=source,
+                    headings=self._headings,
+                    kind="definitions",
+                    text="\n".join(group),
+                    definitions=definitions[start : start + len(group)],
+                )
+            )
             start += len(group)
 
 
@@ -485,8 +565,12 @@ def _indented_end(lines: list[str], start: int, margin: int) -> int:
 
 def _is_adornment(line: str) -> bool:
     stripped = line.rstrip()
-    return (len(stripped) >= 3 and not line.startswith(" ") and stripped[0] in _ADORNMENT_CHARS
-            and stripped == stripped[0] * len(stripped))
+    return (
+        len(stripped) >= 3
+        and not line.startswith(" ")
+        and stripped[0] in _ADORNMENT_CHARS
+        and stripped == stripped[0] * len(stripped)
+    )
 
 
 def _same_list(marker: str, line: str) -> bool:
@@ -507,7 +591,7 @@ def _split_options(body: list[str]) -> tuple[dict[str, str], list[str]]:
         if not match:
             break
         end = _indented_end(body, i + 1, 0)
-        options[match.group(1)] = " ".join([match.group(2) or "", *body[i + 1:end]]).strip()
+        options[match.group(1)] = " ".join([match.group(2) or "", *body[i + 1 : end]]).strip()
         i = end
     return options, body[i:]
 
@@ -565,7 +649,7 @@ def _grid_table(lines: list[str], caption: str, clean: Callable[[str], str]) -> 
         if line.count("|") == len(edges):
             segments = line.split("|")[1:-1]
         else:
-            segments = [line[left + 1:right] for left, right in zip(edges, edges[1:])]
+            segments = [line[left + 1 : right] for left, right in zip(edges, edges[1:])]
         for column, segment in enumerate(segments):
             if not set(segment.strip()) <= set("-+="):
                 current[column].append(segment.strip())

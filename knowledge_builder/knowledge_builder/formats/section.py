@@ -50,18 +50,29 @@ def read(page: Page) -> list[Chunk]:
     collector = _Collector(section=name)
     collector.walk(root, "", metric_label=None, arch=())
     paragraphs = _overview(root) + [f"{label}: {description}" for label, description in collector.described]
-    chunks = [Chunk(profiler=page.profiler, source=page.url, headings=(name,), kind="prose", text=text)
-              for text in pack(paragraphs, _MAX_CHUNK, "\n\n")]
+    chunks = [
+        Chunk(profiler=page.profiler, source=page.url, headings=(name,), kind="prose", text=text)
+        for text in pack(paragraphs, _MAX_CHUNK, "\n\n")
+    ]
     # Each definition's line counts with its newline.
     for part in runs(collector.definitions(), lambda d: len(_line(d)) + 1, _MAX_CHUNK):
-        chunks.append(Chunk(profiler=page.profiler, source=page.url, headings=(name,), kind="definitions",
-                            text="\n".join(_line(d) for d in part), definitions=tuple(part)))
+        chunks.append(
+            Chunk(
+                profiler=page.profiler,
+                source=page.url,
+                headings=(name,),
+                kind="definitions",
+                text="\n".join(_line(d) for d in part),
+                definitions=tuple(part),
+            )
+        )
     return chunks
 
 
 # --------------------------------------------------------------------------------------------
 # Protobuf text format
 # --------------------------------------------------------------------------------------------
+
 
 def _parse(text: str) -> Message:
     """The file as nested (field, value) lists; a value is a string or a nested message."""
@@ -99,7 +110,7 @@ def _parse(text: str) -> Message:
             parts = [_unquote(value)]
             i += 1
             while i < n and tokens[i][:1] in ('"', "'") and tokens[i - 1][:1] in ('"', "'"):
-                parts.append(_unquote(tokens[i]))     # adjacent strings concatenate
+                parts.append(_unquote(tokens[i]))  # adjacent strings concatenate
                 i += 1
             stack[-1].append((token, "".join(parts)))
     return root
@@ -124,6 +135,7 @@ def _messages(message: Message, key: str) -> list[Message]:
 # What the section says of itself
 # --------------------------------------------------------------------------------------------
 
+
 def _overview(root: Message) -> list[str]:
     """The section's description, then how ncu names it: identifier, sets, the section it extends."""
     facts = []
@@ -143,13 +155,14 @@ def _overview(root: Message) -> list[str]:
 # Metrics
 # --------------------------------------------------------------------------------------------
 
+
 @dataclass
 class _Occurrence:
     aliases: list[str] = field(default_factory=list)
     text: str = ""
     measured: str = ""
     arch: list[str] = field(default_factory=list)
-    unfiltered: bool = False        # shown somewhere without an architecture filter
+    unfiltered: bool = False  # shown somewhere without an architecture filter
 
 
 @dataclass
@@ -184,8 +197,11 @@ class _Collector:
 
     def _suffix_table(self, table: Message, arch: tuple[str, ...]) -> None:
         """A suffix table shows every base name with every suffix: ``gr__workids_requested.avg``."""
-        suffixes = [(s, _scalar(s, "Name"), _scalar(s, "Label")) for group in _messages(table, "Suffixes")
-                    for s in _messages(group, "Suffix")]
+        suffixes = [
+            (s, _scalar(s, "Name"), _scalar(s, "Label"))
+            for group in _messages(table, "Suffixes")
+            for s in _messages(group, "Suffix")
+        ]
         for group in _messages(table, "BaseNames"):
             for base in _messages(group, "BaseName"):
                 base_name, base_label = _scalar(base, "Name"), _scalar(base, "Label")
@@ -193,8 +209,7 @@ class _Collector:
                     label = f"{base_label} ({suffix_label})" if base_label and suffix_label else base_label
                     self._add(base_name + suffix_name, label, "", "", _arch(base) or _arch(suffix) or arch)
 
-    def _add(self, raw_name: str, label: str, description: str, expression: str,
-             arch: tuple[str, ...]) -> None:
+    def _add(self, raw_name: str, label: str, description: str, expression: str, arch: tuple[str, ...]) -> None:
         name = _DOMAIN_PREFIX.sub("", _COLLECTION_PREFIX.sub("", raw_name.strip()))
         if not _METRIC_NAME.match(name):
             return
@@ -216,8 +231,15 @@ class _Collector:
             context = self.section
             if occurrence.arch and not occurrence.unfiltered:
                 context = f"{self.section} [{', '.join(occurrence.arch)}]"
-            result.append(Definition(term=name, text=occurrence.text, aliases=tuple(occurrence.aliases),
-                                     measured=occurrence.measured, context=context))
+            result.append(
+                Definition(
+                    term=name,
+                    text=occurrence.text,
+                    aliases=tuple(occurrence.aliases),
+                    measured=occurrence.measured,
+                    context=context,
+                )
+            )
         return result
 
 

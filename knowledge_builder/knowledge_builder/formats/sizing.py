@@ -25,8 +25,9 @@ SENTENCE_ENDS = re.compile(r"(?<=[.!?])\s+")
 (dropped)."""
 
 
-def runs(items: Iterable[T], size_of: Callable[[T], int], limit: int, *,
-         gap: int | Callable[[T], int] = 0) -> Iterator[list[T]]:
+def runs(
+    items: Iterable[T], size_of: Callable[[T], int], limit: int, *, gap: int | Callable[[T], int] = 0
+) -> Iterator[list[T]]:
     """Consecutive ``items`` in greedy runs whose size stays within ``limit``.
 
     A run's size is the sum of its items' ``size_of`` and of a ``gap`` between each item and the
@@ -47,8 +48,13 @@ def pack(texts: Iterable[str], limit: int, separator: str) -> Iterator[str]:
         yield separator.join(run)
 
 
-def _runs(items: Iterable[T], size_of: Callable[[T], int], limit: int,
-          gap: int | Callable[[T], int], opens_run: Callable[[T], bool]) -> Iterator[list[T]]:
+def _runs(
+    items: Iterable[T],
+    size_of: Callable[[T], int],
+    limit: int,
+    gap: int | Callable[[T], int],
+    opens_run: Callable[[T], bool],
+) -> Iterator[list[T]]:
     """:func:`runs`, with items for which ``opens_run`` is false dropped where they would open one."""
     gap_before = gap if callable(gap) else (lambda item: gap)
     run: list[T] = []
@@ -84,11 +90,12 @@ def cut_at_spaces(text: str, limit: int) -> list[str]:
 
 def cut_anywhere(text: str, limit: int) -> list[str]:
     """``text`` in pieces of ``limit`` characters (the last one shorter), nothing dropped."""
-    return [text[start:start + limit] for start in range(0, len(text), limit)]
+    return [text[start : start + limit] for start in range(0, len(text), limit)]
 
 
-def split_long(text: str, limit: int, *, at: re.Pattern[str] = LINE_ENDS,
-               then: Callable[[str, int], list[str]] = cut_at_spaces) -> list[str]:
+def split_long(
+    text: str, limit: int, *, at: re.Pattern[str] = LINE_ENDS, then: Callable[[str, int], list[str]] = cut_at_spaces
+) -> list[str]:
     """``text`` as it is when it has at most ``limit`` characters, else cut into pieces.
 
     A longer text is cut wherever ``at`` matches, the match (a newline, the space after a

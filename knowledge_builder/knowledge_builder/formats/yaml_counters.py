@@ -57,8 +57,7 @@ def _counter_list(data: Any) -> tuple[str, list[dict]] | None:
         return None
     for root, body in data.items():
         counters = body.get("counters") if isinstance(body, dict) else None
-        if isinstance(counters, list) and counters and all(
-                isinstance(c, dict) and c.get("name") for c in counters):
+        if isinstance(counters, list) and counters and all(isinstance(c, dict) and c.get("name") for c in counters):
             return str(root), counters
     return None
 
@@ -66,24 +65,24 @@ def _counter_list(data: Any) -> tuple[str, list[dict]] | None:
 def _counter_chunks(page: Page, tool: str, counters: list[dict]) -> list[Chunk]:
     groups: dict[str, list[tuple[Definition, str]]] = {}
     for counter in counters:
-        variants = [(_architectures(d), _measured(d)) for d in counter.get("definitions") or []
-                    if isinstance(d, dict)]
+        variants = [(_architectures(d), _measured(d)) for d in counter.get("definitions") or [] if isinstance(d, dict)]
         variants = [(archs, measured) for archs, measured in variants if archs or measured]
         description = " ".join(str(counter.get("description") or "").split())
         unit = _UNIT_ONLY.fullmatch(description)
-        newest = max(variants, key=lambda v: max(map(gfx_sort_key, v[0]), default=(-1, -1, -1, "")),
-                     default=((), ""))
+        newest = max(variants, key=lambda v: max(map(gfx_sort_key, v[0]), default=(-1, -1, -1, "")), default=((), ""))
         architectures = sorted({a for archs, _ in variants for a in archs}, key=gfx_sort_key)
         definition = Definition(
-            term=str(counter["name"]), text=description, measured=newest[1],
-            unit=unit.group(1) if unit else "", context=", ".join(architectures))
+            term=str(counter["name"]),
+            text=description,
+            measured=newest[1],
+            unit=unit.group(1) if unit else "",
+            context=", ".join(architectures),
+        )
         lines = [f"{definition.term}: {description}" if description else definition.term]
-        lines += [f"  {', '.join(archs)}: {measured}" if archs else f"  {measured}"
-                  for archs, measured in variants]
+        lines += [f"  {', '.join(archs)}: {measured}" if archs else f"  {measured}" for archs, measured in variants]
         groups.setdefault(_group(newest[1]), []).append((definition, "\n".join(lines)))
     heading = f"{tool} counters"
-    return [chunk for group, entries in groups.items()
-            for chunk in _definition_chunks(page, (heading, group), entries)]
+    return [chunk for group, entries in groups.items() for chunk in _definition_chunks(page, (heading, group), entries)]
 
 
 def _architectures(definition: dict) -> tuple[str, ...]:
@@ -104,10 +103,16 @@ def _group(measured: str) -> str:
 
 
 def _is_metric_panels(data: Any) -> bool:
-    return isinstance(data, dict) and bool(data) and all(
-        isinstance(metrics, dict) and metrics and all(
-            isinstance(entry, dict) and "rst" in entry for entry in metrics.values())
-        for metrics in data.values())
+    return (
+        isinstance(data, dict)
+        and bool(data)
+        and all(
+            isinstance(metrics, dict)
+            and metrics
+            and all(isinstance(entry, dict) and "rst" in entry for entry in metrics.values())
+            for metrics in data.values()
+        )
+    )
 
 
 def _panel_chunks(page: Page, panels: dict) -> list[Chunk]:
@@ -116,24 +121,31 @@ def _panel_chunks(page: Page, panels: dict) -> list[Chunk]:
         entries = []
         for name, entry in metrics.items():
             unit = " ".join(str(entry.get("unit") or "").split())
-            definition = Definition(term=str(name), text=inline_text(str(entry["rst"] or "")),
-                                    unit=unit, context=str(panel))
+            definition = Definition(
+                term=str(name), text=inline_text(str(entry["rst"] or "")), unit=unit, context=str(panel)
+            )
             line = f"{definition.term}: {definition.text}" + (f" (unit: {unit})" if unit else "")
             entries.append((definition, line))
         chunks += _definition_chunks(page, (str(panel),), entries)
     return chunks
 
 
-def _definition_chunks(page: Page, headings: tuple[str, ...],
-                       entries: list[tuple[Definition, str]]) -> list[Chunk]:
+def _definition_chunks(page: Page, headings: tuple[str, ...], entries: list[tuple[Definition, str]]) -> list[Chunk]:
     lead = " > ".join(headings) + ":"
     chunks: list[Chunk] = []
     # Each line counts with the newline before it, after the lead.
     for batch in runs(entries, lambda entry: len(entry[1]) + 1, MAX_CHUNK_CHARS - len(lead)):
         text = "\n".join([lead, *(line for _, line in batch)])
-        chunks.append(Chunk(profiler=page.profiler, source=page.url, headings=headings,
-                            kind="definitions", text=text,
-                            definitions=[definition for definition, _ in batch]))
+        chunks.append(
+            Chunk(
+                profiler=page.profiler,
+                source=page.url,
+                headings=headings,
+                kind="definitions",
+                text=text,
+                definitions=[definition for definition, _ in batch],
+            )
+        )
     return chunks
 
 
@@ -172,8 +184,8 @@ def _scalar(value: Any) -> str:
 def _prose(page: Page, sections: list[tuple[tuple[str, ...], list[str]]]) -> list[Chunk]:
     chunks: list[Chunk] = []
     for headings, lines in sections:
-        for batch in runs([line for line in lines if line.strip()], lambda line: len(line) + 1,
-                          MAX_CHUNK_CHARS):
-            chunks.append(Chunk(profiler=page.profiler, source=page.url, headings=headings,
-                                kind="prose", text="\n".join(batch)))
+        for batch in runs([line for line in lines if line.strip()], lambda line: len(line) + 1, MAX_CHUNK_CHARS):
+            chunks.append(
+                Chunk(profiler=page.profiler, source=page.url, headings=headings, kind="prose", text="\n".join(batch))
+            )
     return chunks

@@ -59,24 +59,31 @@ def collect(target: ProfileTarget, metrics: Sequence[str], *, timeout_s: float =
         else:
             not_collected[name] = reason
     if not accepted:
-        return Profile(profiler=PROFILER_NAME, not_collected=not_collected,
-                       notes=("ncu was not run: no requested metric is an ncu metric name",))
+        return Profile(
+            profiler=PROFILER_NAME,
+            not_collected=not_collected,
+            notes=("ncu was not run: no requested metric is an ncu metric name",),
+        )
 
     out_dir = Path(target.out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     report = out_dir / "ncu-report"
-    argv = profile_command(ncu, target.python_argv, accepted, report=report,
-                           kernel_functions=target.kernel_functions)
-    outputs = {"command": out_dir / "ncu-command.txt", "stdout": out_dir / "ncu-raw.csv",
-               "stderr": out_dir / "ncu-stderr.txt"}
+    argv = profile_command(ncu, target.python_argv, accepted, report=report, kernel_functions=target.kernel_functions)
+    outputs = {
+        "command": out_dir / "ncu-command.txt",
+        "stdout": out_dir / "ncu-raw.csv",
+        "stderr": out_dir / "ncu-stderr.txt",
+    }
     outputs["command"].write_text(shlex.join(argv) + "\n")
     try:
         with outputs["stdout"].open("w") as stdout, outputs["stderr"].open("w") as stderr:
-            done = subprocess.run(argv, stdout=stdout, stderr=stderr, timeout=timeout_s,
-                                  env={**os.environ, **target.env})
+            done = subprocess.run(
+                argv, stdout=stdout, stderr=stderr, timeout=timeout_s, env={**os.environ, **target.env}
+            )
     except subprocess.TimeoutExpired:
-        return _failed(accepted, not_collected, _existing(outputs.values()),
-                       f"ncu did not finish within {timeout_s:g} s")
+        return _failed(
+            accepted, not_collected, _existing(outputs.values()), f"ncu did not finish within {timeout_s:g} s"
+        )
     stdout_text = outputs["stdout"].read_text(errors="replace")
     stderr_text = outputs["stderr"].read_text(errors="replace")
     if "ERR_NVGPUCTRPERM" in stdout_text or "ERR_NVGPUCTRPERM" in stderr_text:
@@ -87,9 +94,13 @@ def collect(target: ProfileTarget, metrics: Sequence[str], *, timeout_s: float =
         reading = read(stdout_text)
     except ProfileParseError as error:
         said = _first_error(stderr_text)
-        return _failed(accepted, not_collected, _existing(raw_paths),
-                       f"ncu (exit code {done.returncode}) gave no kernel results inside the NVTX "
-                       f"range {NVTX_RANGE!r}: {error}" + (f"; {said}" if said else ""))
+        return _failed(
+            accepted,
+            not_collected,
+            _existing(raw_paths),
+            f"ncu (exit code {done.returncode}) gave no kernel results inside the NVTX "
+            f"range {NVTX_RANGE!r}: {error}" + (f"; {said}" if said else ""),
+        )
 
     notes: list[str] = []
     if done.returncode != 0:
@@ -114,8 +125,9 @@ def collect(target: ProfileTarget, metrics: Sequence[str], *, timeout_s: float =
         notes.extend(rule.describe() for rule in advice)
         if problem:
             notes.append(problem)
-    return Profile(profiler=PROFILER_NAME, metrics=found, raw_paths=_existing(raw_paths),
-                   notes=notes, not_collected=not_collected)
+    return Profile(
+        profiler=PROFILER_NAME, metrics=found, raw_paths=_existing(raw_paths), notes=notes, not_collected=not_collected
+    )
 
 
 def _candidate_kernels(reading: Reading, kernel_functions: Sequence[str]) -> set[str]:
@@ -136,14 +148,12 @@ def _requested(reading: Reading, accepted: list[str], kept: set[str]) -> list[Me
 
 def _why_missing(reading: Reading, name: str, kept: set[str]) -> str:
     if not kept:
-        return (f"no kernel launch in the NVTX range {NVTX_RANGE!r} belongs to the candidate's "
-                "kernels")
+        return f"no kernel launch in the NVTX range {NVTX_RANGE!r} belongs to the candidate's kernels"
     printed = [entry.text for entry in reading.entries if entry.name == name and entry.kernel in kept]
     others = ALTERNATIVES.get(name, ())
     hint = f"; on this GPU try {' or '.join(others)}" if others else ""
     if printed and "n/a" in printed[0]:
-        return (f"ncu printed n/a: this GPU or ncu version has no such metric (see `ncu "
-                f"--query-metrics`){hint}")
+        return f"ncu printed n/a: this GPU or ncu version has no such metric (see `ncu --query-metrics`){hint}"
     if printed:
         return f"ncu printed {printed[0][:60]!r}, not one number{hint}"
     return f"ncu did not report it for any profiled kernel (see `ncu --query-metrics`){hint}"
@@ -152,8 +162,7 @@ def _why_missing(reading: Reading, name: str, kept: set[str]) -> str:
 def _rules(ncu: str, report: Path, details: Path, kept: set[str]) -> tuple[list[Rule], str]:
     """The report's rule results for the kept launches, once each, and a note when none came."""
     try:
-        done = subprocess.run(details_command(ncu, report), capture_output=True, text=True,
-                              timeout=_IMPORT_TIMEOUT_S)
+        done = subprocess.run(details_command(ncu, report), capture_output=True, text=True, timeout=_IMPORT_TIMEOUT_S)
     except (OSError, subprocess.TimeoutExpired) as error:
         return [], f"ncu rule results unavailable: reading the report failed ({error})"
     details.write_text(done.stdout)
@@ -180,7 +189,10 @@ def _existing(paths) -> tuple[str, ...]:
     return tuple(str(path) for path in paths if Path(path).exists())
 
 
-def _failed(accepted: list[str], not_collected: dict[str, str], raw_paths: tuple[str, ...],
-            reason: str) -> Profile:
-    return Profile(profiler=PROFILER_NAME, raw_paths=raw_paths, notes=(reason,),
-                   not_collected={**not_collected, **{name: reason for name in accepted}})
+def _failed(accepted: list[str], not_collected: dict[str, str], raw_paths: tuple[str, ...], reason: str) -> Profile:
+    return Profile(
+        profiler=PROFILER_NAME,
+        raw_paths=raw_paths,
+        notes=(reason,),
+        not_collected={**not_collected, **{name: reason for name in accepted}},
+    )

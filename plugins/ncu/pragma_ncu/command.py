@@ -19,8 +19,7 @@ import re
 from collections.abc import Sequence
 from pathlib import Path
 
-__all__ = ["NVTX_RANGE", "RULE_SECTIONS", "REPORT_SUFFIX", "kernel_regex", "profile_command",
-           "details_command"]
+__all__ = ["NVTX_RANGE", "RULE_SECTIONS", "REPORT_SUFFIX", "kernel_regex", "profile_command", "details_command"]
 
 NVTX_RANGE = "pragma_forward"
 """The NVTX range pragma's profiling worker wraps the timed forwards in (see its ``worker``)."""

@@ -24,12 +24,10 @@ _DEFAULTS: dict[str, str] = {
     "gpu__time_duration.sum": "kernel duration: time the kernel ran on the GPU",
     "sm__warps_active.avg.pct_of_peak_sustained_active": "achieved occupancy: active warps per SM as % "
     "of the most the SM can hold",
-    "launch__occupancy_limit_registers": "occupancy limit from registers: blocks per SM the register "
-    "use allows",
+    "launch__occupancy_limit_registers": "occupancy limit from registers: blocks per SM the register use allows",
     "launch__occupancy_limit_shared_mem": "occupancy limit from shared memory: blocks per SM the shared "
     "memory use allows",
-    "launch__occupancy_limit_warps": "occupancy limit from block size: blocks per SM the warps per block "
-    "allow",
+    "launch__occupancy_limit_warps": "occupancy limit from block size: blocks per SM the warps per block allow",
     "launch__occupancy_limit_blocks": "occupancy limit from the hardware: most blocks an SM can hold",
     "launch__registers_per_thread": "registers each thread uses",
     "launch__shared_mem_per_block_static": "shared memory per block declared statically (__shared__)",
@@ -50,8 +48,7 @@ _DEFAULTS: dict[str, str] = {
 _OTHERS: dict[str, str] = {
     # names behind the labels of the stock sections, and the tensor pipe on other architectures
     "gpu__dram_throughput.avg.pct_of_peak_sustained_elapsed": "DRAM throughput as % of its peak",
-    "l1tex__throughput.avg.pct_of_peak_sustained_active": "L1/TEX throughput as % of its peak during "
-    "active cycles",
+    "l1tex__throughput.avg.pct_of_peak_sustained_active": "L1/TEX throughput as % of its peak during active cycles",
     "gpu__time_duration": "kernel duration (the name before the .sum roll-up existed)",
     "gpc__cycles_elapsed.max": "elapsed GPU cycles of the kernel",
     "gpc__cycles_elapsed.avg.per_second": "SM clock frequency",
@@ -61,8 +58,7 @@ _OTHERS: dict[str, str] = {
     "that this launch allows",
     "sm__maximum_warps_avg_per_active_cycle": "theoretical active warps per SM",
     "sm__warps_active.avg.per_cycle_active": "achieved active warps per SM",
-    "launch__occupancy_limit_barriers": "occupancy limit from barriers: blocks per SM the barrier use "
-    "allows",
+    "launch__occupancy_limit_barriers": "occupancy limit from barriers: blocks per SM the barrier use allows",
     "launch__shared_mem_per_block_driver": "shared memory per block reserved by the driver",
     "launch__shared_mem_config_size": "shared memory carve-out configured per SM",
     "launch__block_size": "threads per block",
@@ -152,7 +148,11 @@ def rejection_reason(name: str) -> str | None:
     if name in MEANINGS or any(p.fullmatch(name) for p in (_COUNTER, _RATIO, _ATTRIBUTE)):
         return None
     if ":" in name:
-        return (f"{name!r} is an ncu filter expression (regex:, group:, breakdown:), not a metric "
-                "name; ask for the metrics it stands for")
-    return (f"{name!r} is not an ncu metric name: expected <unit>__<counter>.<rollup>[.<submetric>] "
-            "such as sm__throughput.avg.pct_of_peak_sustained_elapsed (see `ncu --query-metrics`)")
+        return (
+            f"{name!r} is an ncu filter expression (regex:, group:, breakdown:), not a metric "
+            "name; ask for the metrics it stands for"
+        )
+    return (
+        f"{name!r} is not an ncu metric name: expected <unit>__<counter>.<rollup>[.<submetric>] "
+        "such as sm__throughput.avg.pct_of_peak_sustained_elapsed (see `ncu --query-metrics`)"
+    )

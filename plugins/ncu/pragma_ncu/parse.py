@@ -23,6 +23,7 @@ from collections import Counter
 from collections.abc import Iterable
 
 import attrs
+
 from pragma_core.errors import ProfileParseError
 from pragma_core.records import Metric
 
@@ -34,12 +35,31 @@ __all__ = ["PROFILER_NAME", "Rule", "Entry", "Reading", "read", "parse", "rules"
 PROFILER_NAME = "ncu"
 
 # Columns of the CSV pages that describe the launch rather than measure it.
-_FIXED_COLUMNS = frozenset({
-    "ID", "Process ID", "Process Name", "Host Name", "Kernel Name", "Kernel Time", "Context",
-    "Stream", "Block Size", "Grid Size", "Device", "CC", "Section Name", "Metric Name",
-    "Metric Unit", "Metric Value", "Rule Name", "Rule Type", "Rule Description",
-    "Estimated Speedup Type", "Estimated Speedup",
-})
+_FIXED_COLUMNS = frozenset(
+    {
+        "ID",
+        "Process ID",
+        "Process Name",
+        "Host Name",
+        "Kernel Name",
+        "Kernel Time",
+        "Context",
+        "Stream",
+        "Block Size",
+        "Grid Size",
+        "Device",
+        "CC",
+        "Section Name",
+        "Metric Name",
+        "Metric Unit",
+        "Metric Value",
+        "Rule Name",
+        "Rule Type",
+        "Rule Description",
+        "Estimated Speedup Type",
+        "Estimated Speedup",
+    }
+)
 _KERNEL_LINE = re.compile(
     r"^  (?P<name>\S.*?)"
     r"(?: \(\d+, \d+, \d+\)x\(\d+, \d+, \d+\))?"  # grid x block, 2023 and later
@@ -49,9 +69,7 @@ _KERNEL_LINE = re.compile(
 _SECTION_LINE = re.compile(r"^ +Section: (?P<name>.+?)\s*$")
 _SEPARATOR = re.compile(r"^ +-+(?: +-+)+\s*$")
 _RULE_LINE = re.compile(r"^(?P<indent> +)(?P<kind>OPT|WRN|INF|ERR) {2,}(?P<text>.*?)\s*$")
-_SPEEDUP = re.compile(
-    r"^(?:Est\.|Estimated) +(?:(?P<type>Local|Global) +)?Speedup: *(?P<value>[0-9.,]+) *% *"
-)
+_SPEEDUP = re.compile(r"^(?:Est\.|Estimated) +(?:(?P<type>Local|Global) +)?Speedup: *(?P<value>[0-9.,]+) *% *")
 _TOOL_MESSAGE = re.compile(r"^==(?:ERROR|WARNING)==.*")
 
 
@@ -112,8 +130,16 @@ class Reading:
             if value is None:
                 continue
             amount, unit = normalize(value, entry.unit)
-            found.append(Metric(name=entry.name, value=amount, unit=unit, kernel=entry.kernel,
-                                profiler=PROFILER_NAME, meaning=meaning_of(entry.name, unit)))
+            found.append(
+                Metric(
+                    name=entry.name,
+                    value=amount,
+                    unit=unit,
+                    kernel=entry.kernel,
+                    profiler=PROFILER_NAME,
+                    meaning=meaning_of(entry.name, unit),
+                )
+            )
         return found
 
 
@@ -151,7 +177,7 @@ def _read_csv(lines: list[str]) -> Reading:
     columns = next(rows)
     index = {name: position for position, name in enumerate(columns)}
     if "Kernel Name" not in index:
-        raise ProfileParseError(f"ncu CSV header has no \"Kernel Name\" column: {lines[0][:120]!r}")
+        raise ProfileParseError(f'ncu CSV header has no "Kernel Name" column: {lines[0][:120]!r}')
 
     def field(row: list[str], name: str) -> str:
         position = index.get(name)
@@ -180,16 +206,33 @@ def _read_csv(lines: list[str]) -> Reading:
             continue
         section = field(row, "Section Name")
         if field(row, "Metric Name"):
-            pending.append((launch, Entry(kernel="", name=field(row, "Metric Name"),
-                                          unit=field(row, "Metric Unit"),
-                                          text=field(row, "Metric Value"), section=section)))
+            pending.append(
+                (
+                    launch,
+                    Entry(
+                        kernel="",
+                        name=field(row, "Metric Name"),
+                        unit=field(row, "Metric Unit"),
+                        text=field(row, "Metric Value"),
+                        section=section,
+                    ),
+                )
+            )
         if field(row, "Rule Type") or field(row, "Rule Name"):
             speedup = number(field(row, "Estimated Speedup"))
-            found_rules.append((launch, Rule(
-                kind=field(row, "Rule Type"), text=" ".join(field(row, "Rule Description").split()),
-                section=section, name=field(row, "Rule Name"),
-                speedup_pct=float(speedup) if speedup is not None else None,
-                speedup_type=field(row, "Estimated Speedup Type"))))
+            found_rules.append(
+                (
+                    launch,
+                    Rule(
+                        kind=field(row, "Rule Type"),
+                        text=" ".join(field(row, "Rule Description").split()),
+                        section=section,
+                        name=field(row, "Rule Name"),
+                        speedup_pct=float(speedup) if speedup is not None else None,
+                        speedup_type=field(row, "Estimated Speedup Type"),
+                    ),
+                )
+            )
     return _finish("details-csv" if long_form else "raw-csv", launches, pending, found_rules)
 
 
@@ -211,9 +254,10 @@ class _RuleText:
         if match:
             speedup = float(match["value"].replace(",", ""))
             speedup_type = (match["type"] or "").lower()
-            text = text[match.end():]
-        return self.launch, Rule(kind=self.kind, text=text, section=self.section,
-                                 speedup_pct=speedup, speedup_type=speedup_type)
+            text = text[match.end() :]
+        return self.launch, Rule(
+            kind=self.kind, text=text, section=self.section, speedup_pct=speedup, speedup_type=speedup_type
+        )
 
 
 def _read_details_text(lines: list[str]) -> Reading:
@@ -248,8 +292,7 @@ def _read_details_text(lines: list[str]) -> Reading:
             cells = _cells(line, widths)
             if cells is not None and launch is not None:
                 name, unit, text = cells
-                pending.append((launch, Entry(kernel="", name=name, unit=unit, text=text,
-                                              section=section)))
+                pending.append((launch, Entry(kernel="", name=name, unit=unit, text=text, section=section)))
             rows_seen += 1
             continue
 
@@ -270,8 +313,7 @@ def _read_details_text(lines: list[str]) -> Reading:
         elif tagged := _RULE_LINE.match(line):
             end_rule()
             if launch is not None:
-                rule = _RuleText(launch, section, tagged["kind"], len(tagged["indent"]),
-                                 [tagged["text"]])
+                rule = _RuleText(launch, section, tagged["kind"], len(tagged["indent"]), [tagged["text"]])
         elif rule is not None and stripped and _indent(line) > rule.indent:
             rule.lines.append(stripped)
         else:
@@ -297,9 +339,9 @@ def _cells(line: str, widths: list[int]) -> tuple[str, str, str] | None:
         if column == len(widths) - 1:
             cells.append(line[position:].strip())
             break
-        if line[position + width: position + width + 1] not in ("", " "):
+        if line[position + width : position + width + 1] not in ("", " "):
             return _split_cells(line, len(widths))
-        cells.append(line[position: position + width].strip())
+        cells.append(line[position : position + width].strip())
         position += width + 1
     if not cells[0] or not cells[-1]:
         return _split_cells(line, len(widths))
@@ -318,12 +360,12 @@ def _split_cells(line: str, columns: int) -> tuple[str, str, str] | None:
 # -- common ---------------------------------------------------------------------------------------
 
 
-def _finish(layout: str, launches: dict[int, str], pending: Iterable[tuple[int, Entry]],
-            found_rules: Iterable[tuple[int, Rule]]) -> Reading:
+def _finish(
+    layout: str, launches: dict[int, str], pending: Iterable[tuple[int, Entry]], found_rules: Iterable[tuple[int, Rule]]
+) -> Reading:
     """Name each launch by its kernel, adding ``#<launch ID>`` where a kernel ran several times."""
     repeated = Counter(launches.values())
-    labels = {launch: name if repeated[name] == 1 else f"{name}#{launch}"
-              for launch, name in launches.items()}
+    labels = {launch: name if repeated[name] == 1 else f"{name}#{launch}" for launch, name in launches.items()}
     return Reading(
         layout=layout,
         kernels=tuple(labels.values()),
@@ -338,12 +380,16 @@ def _nothing_found(lines: list[str], *, csv_header: bool) -> str:
         return f"ncu printed no kernel results; it said: {messages[0][:200]}"
     progress = [line.strip() for line in lines if line.startswith("==PROF==")]
     if progress:
-        return ("ncu printed no kernel results (no kernel was profiled, or the results went "
-                f"elsewhere); its last message: {progress[-1][:200]}")
+        return (
+            "ncu printed no kernel results (no kernel was profiled, or the results went "
+            f"elsewhere); its last message: {progress[-1][:200]}"
+        )
     if csv_header:
         return "ncu CSV has a header but no kernel launch rows"
     if not any(line.strip() for line in lines):
         return "empty ncu output: nothing to parse"
     first = next(line for line in lines if line.strip())
-    return ("not ncu output: no CSV header starting with \"ID\", and no kernel line of a details "
-            f"page; it starts with {first.strip()[:80]!r}")
+    return (
+        'not ncu output: no CSV header starting with "ID", and no kernel line of a details '
+        f"page; it starts with {first.strip()[:80]!r}"
+    )

@@ -26,8 +26,7 @@ NCU_LOCATIONS = (
 """Where CUDA toolkits and standalone Nsight Compute installs put ncu, when not on PATH."""
 
 _PROC_GPUS = Path("/proc/driver/nvidia/gpus")
-_STILL_WORKS = ("parsing saved ncu output (pragma_ncu.parse and pragma_ncu.rules); profilers of "
-                "other devices")
+_STILL_WORKS = "parsing saved ncu output (pragma_ncu.parse and pragma_ncu.rules); profilers of other devices"
 
 
 def find_ncu() -> str | None:

@@ -15,9 +15,12 @@ __all__ = ["number", "normalize"]
 
 _BYTES = {"byte": 1, "kbyte": 10**3, "mbyte": 10**6, "gbyte": 10**9, "tbyte": 10**12}
 _SECONDS = {
-    "nsecond": Decimal("1e-9"), "ns": Decimal("1e-9"),
-    "usecond": Decimal("1e-6"), "us": Decimal("1e-6"),
-    "msecond": Decimal("1e-3"), "ms": Decimal("1e-3"),
+    "nsecond": Decimal("1e-9"),
+    "ns": Decimal("1e-9"),
+    "usecond": Decimal("1e-6"),
+    "us": Decimal("1e-6"),
+    "msecond": Decimal("1e-3"),
+    "ms": Decimal("1e-3"),
     "second": Decimal(1),
 }
 _HERTZ = {"hz": 1, "khz": 10**3, "mhz": 10**6, "ghz": 10**9}

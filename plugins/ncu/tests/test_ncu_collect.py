@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 from ncu_data import fixture_text
+
 from pragma_core.components import Availability, ProfileTarget
 from pragma_core.errors import ProfilerUnavailable
 from pragma_core.records import Task
-
 from pragma_ncu.collect import PERMISSION_REASON, collect
 from pragma_ncu.probe import probe
 
@@ -25,8 +25,9 @@ PROGRAM = ("python", "-m", "pragma_core.profiling.worker", "run", "job", "3")
 
 def target(tmp_path: Path, **fields) -> ProfileTarget:
     task = Task(name="vector_add", source="", category="other")
-    return ProfileTarget(task=task, candidate=None, out_dir=tmp_path / "out", device="cuda",
-                         python_argv=PROGRAM, **fields)
+    return ProfileTarget(
+        task=task, candidate=None, out_dir=tmp_path / "out", device="cuda", python_argv=PROGRAM, **fields
+    )
 
 
 @pytest.fixture
@@ -45,8 +46,9 @@ def ncu(monkeypatch):
                 return subprocess.CompletedProcess(argv, 0, text, "")
             if self.timeout:
                 raise subprocess.TimeoutExpired(argv, kwargs["timeout"])
-            kwargs["stdout"].write(self.outputs["profile"] if "\n" in self.outputs["profile"]
-                                   else fixture_text(self.outputs["profile"]))
+            kwargs["stdout"].write(
+                self.outputs["profile"] if "\n" in self.outputs["profile"] else fixture_text(self.outputs["profile"])
+            )
             if "-o" in argv:
                 Path(argv[argv.index("-o") + 1] + ".ncu-rep").write_bytes(b"report")
             return subprocess.CompletedProcess(argv, 0)
@@ -60,9 +62,17 @@ def ncu(monkeypatch):
 
 
 def test_requested_metrics_per_launch_and_why_the_others_are_missing(ncu, tmp_path):
-    profile = collect(target(tmp_path), [
-        "gpu__time_duration", "launch__registers_per_thread", "lts__t_sector_hit_rate.pct",
-        "device__attribute_display_name", "instructions", "gpu__time_duration"])
+    profile = collect(
+        target(tmp_path),
+        [
+            "gpu__time_duration",
+            "launch__registers_per_thread",
+            "lts__t_sector_hit_rate.pct",
+            "device__attribute_display_name",
+            "instructions",
+            "gpu__time_duration",
+        ],
+    )
     assert [(m.kernel, m.name, m.value, m.unit) for m in profile.metrics] == [
         ("vecAdd#0", "gpu__time_duration", 2720.0, "ns"),
         ("vecAdd#0", "launch__registers_per_thread", 8.0, "register/thread"),
@@ -71,12 +81,16 @@ def test_requested_metrics_per_launch_and_why_the_others_are_missing(ncu, tmp_pa
         ("vecAdd#2", "gpu__time_duration", 2720.0, "ns"),
         ("vecAdd#2", "launch__registers_per_thread", 8.0, "register/thread"),
     ]
-    assert set(profile.not_collected) == {"lts__t_sector_hit_rate.pct", "device__attribute_display_name",
-                                          "instructions"}
+    assert set(profile.not_collected) == {
+        "lts__t_sector_hit_rate.pct",
+        "device__attribute_display_name",
+        "instructions",
+    }
     assert "is not an ncu metric name" in profile.not_collected["instructions"]
     assert profile.not_collected["lts__t_sector_hit_rate.pct"].startswith("ncu did not report it")
     assert profile.not_collected["device__attribute_display_name"] == (
-        "ncu printed 'NVIDIA GeForce GTX 1080', not one number")
+        "ncu printed 'NVIDIA GeForce GTX 1080', not one number"
+    )
     assert profile.notes[0] == "ncu profiled 3 kernel launch(es) in the NVTX range 'pragma_forward'"
 
 
@@ -84,14 +98,31 @@ def test_the_run_and_its_raw_output_are_kept(ncu, tmp_path):
     profile = collect(target(tmp_path), ["gpu__time_duration.sum"])
     out = tmp_path / "out"
     assert [Path(p).name for p in profile.raw_paths] == [
-        "ncu-report.ncu-rep", "ncu-raw.csv", "ncu-stderr.txt", "ncu-command.txt", "ncu-details.csv"]
+        "ncu-report.ncu-rep",
+        "ncu-raw.csv",
+        "ncu-stderr.txt",
+        "ncu-command.txt",
+        "ncu-details.csv",
+    ]
     assert (out / "ncu-raw.csv").read_text() == fixture_text(RAW_CSV)
     profile_argv, import_argv = ncu.calls
-    assert profile_argv[:6] == ["/opt/nvidia/nsight-compute/ncu", "--csv", "--page", "raw",
-                                "--metrics", "gpu__time_duration.sum"]
-    assert profile_argv[-len(PROGRAM):] == list(PROGRAM)
-    assert import_argv == ["/opt/nvidia/nsight-compute/ncu", "--import", str(out / "ncu-report.ncu-rep"),
-                           "--csv", "--page", "details"]
+    assert profile_argv[:6] == [
+        "/opt/nvidia/nsight-compute/ncu",
+        "--csv",
+        "--page",
+        "raw",
+        "--metrics",
+        "gpu__time_duration.sum",
+    ]
+    assert profile_argv[-len(PROGRAM) :] == list(PROGRAM)
+    assert import_argv == [
+        "/opt/nvidia/nsight-compute/ncu",
+        "--import",
+        str(out / "ncu-report.ncu-rep"),
+        "--csv",
+        "--page",
+        "details",
+    ]
     assert (out / "ncu-command.txt").read_text().startswith("/opt/nvidia/nsight-compute/ncu --csv")
 
 
@@ -119,21 +150,25 @@ def test_rule_results_become_notes(ncu, tmp_path):
 
 def test_permission_error_is_unavailability(ncu, tmp_path):
     # the message as the Profiling Guide's FAQ and FORMATS.md quote it
-    ncu.outputs["profile"] = ("==ERROR== ERR_NVGPUCTRPERM - The user does not have permission to access "
-                              "NVIDIA GPU Performance Counters on the target device.\n")
+    ncu.outputs["profile"] = (
+        "==ERROR== ERR_NVGPUCTRPERM - The user does not have permission to access "
+        "NVIDIA GPU Performance Counters on the target device.\n"
+    )
     with pytest.raises(ProfilerUnavailable) as error:
         collect(target(tmp_path), ["gpu__time_duration.sum"])
     assert str(error.value) == PERMISSION_REASON
 
 
 def test_no_kernel_results(ncu, tmp_path):
-    ncu.outputs["profile"] = "\n".join(fixture_text("ncu-2022-default-details-rtx3070-matrix_sums.txt")
-                                       .splitlines()[:1]) + "\n"
+    ncu.outputs["profile"] = (
+        "\n".join(fixture_text("ncu-2022-default-details-rtx3070-matrix_sums.txt").splitlines()[:1]) + "\n"
+    )
     profile = collect(target(tmp_path), ["gpu__time_duration.sum"])
     assert profile.metrics == ()
     reason = profile.not_collected["gpu__time_duration.sum"]
-    assert reason.startswith("ncu (exit code 0) gave no kernel results inside the NVTX range "
-                             "'pragma_forward': ncu printed no kernel results")
+    assert reason.startswith(
+        "ncu (exit code 0) gave no kernel results inside the NVTX range 'pragma_forward': ncu printed no kernel results"
+    )
     assert profile.notes == (reason,)
 
 
@@ -150,8 +185,9 @@ def test_nothing_known_to_ask_for(ncu, tmp_path):
 
 
 def test_unavailable_where_the_probe_says_so(monkeypatch, tmp_path):
-    monkeypatch.setattr(collect_module, "probe", lambda: Availability(
-        available=False, reason="ncu is not installed (not on PATH)"))
+    monkeypatch.setattr(
+        collect_module, "probe", lambda: Availability(available=False, reason="ncu is not installed (not on PATH)")
+    )
     with pytest.raises(ProfilerUnavailable, match="^ncu is not installed"):
         collect(target(tmp_path), ["gpu__time_duration.sum"])
 
@@ -162,8 +198,9 @@ def test_really_profiling_a_task_on_the_gpu(tmp_path):
     from pragma_core.profiling import profile
 
     task = load_task(Path(__file__).parents[3] / "examples" / "tasks" / "level1" / "2_LeakyReLU.py")
-    result = profile(task, profiler="ncu", metrics=["no_such_unit__counter.sum", "bogus"],
-                     out_dir=tmp_path, repetitions=1)
+    result = profile(
+        task, profiler="ncu", metrics=["no_such_unit__counter.sum", "bogus"], out_dir=tmp_path, repetitions=1
+    )
     assert result.get("gpu__time_duration.sum") is not None
     assert "bogus" in result.not_collected
     assert "no_such_unit__counter.sum" in result.not_collected
@@ -175,9 +212,12 @@ def test_a_metric_ncu_answers_with_n_a_names_the_alternatives():
     from pragma_ncu.parse import Entry, Reading
 
     tensor = "sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active"
-    reading = Reading(layout="raw-csv", kernels=("gemm",),
-                      entries=(Entry(kernel="gemm", name=tensor, unit="", text="n/a"),))
+    reading = Reading(
+        layout="raw-csv", kernels=("gemm",), entries=(Entry(kernel="gemm", name=tensor, unit="", text="n/a"),)
+    )
     reason = collect_module._why_missing(reading, tensor, {"gemm"})
     assert reason.startswith("ncu printed n/a: this GPU or ncu version has no such metric")
-    assert reason.endswith("try sm__pipe_tensor_op_hmma_cycles_active_v2.avg.pct_of_peak_sustained_active"
-                           " or sm__pipe_tensor_subpipe_hmma_cycles_active.avg.pct_of_peak_sustained_active")
+    assert reason.endswith(
+        "try sm__pipe_tensor_op_hmma_cycles_active_v2.avg.pct_of_peak_sustained_active"
+        " or sm__pipe_tensor_subpipe_hmma_cycles_active.avg.pct_of_peak_sustained_active"
+    )

@@ -10,24 +10,50 @@ PROGRAM = ("/venv/bin/python", "-m", "pragma_core.profiling.worker", "run", "/tm
 
 
 def test_profile_command_reads_the_raw_page_inside_the_nvtx_range():
-    argv = profile_command("/usr/local/cuda/bin/ncu", PROGRAM,
-                           ["gpu__time_duration.sum", "lts__t_sector_hit_rate.pct"],
-                           report="/tmp/out/ncu-report")
+    argv = profile_command(
+        "/usr/local/cuda/bin/ncu",
+        PROGRAM,
+        ["gpu__time_duration.sum", "lts__t_sector_hit_rate.pct"],
+        report="/tmp/out/ncu-report",
+    )
     assert argv == [
-        "/usr/local/cuda/bin/ncu", "--csv", "--page", "raw",
-        "--metrics", "gpu__time_duration.sum,lts__t_sector_hit_rate.pct",
-        "--section", "SpeedOfLight", "--section", "LaunchStats", "--section", "Occupancy",
-        "--nvtx", "--nvtx-include", "pragma_forward/", "--kernel-name-base", "demangled",
-        "--target-processes", "all", "-f", "-o", "/tmp/out/ncu-report", *PROGRAM,
+        "/usr/local/cuda/bin/ncu",
+        "--csv",
+        "--page",
+        "raw",
+        "--metrics",
+        "gpu__time_duration.sum,lts__t_sector_hit_rate.pct",
+        "--section",
+        "SpeedOfLight",
+        "--section",
+        "LaunchStats",
+        "--section",
+        "Occupancy",
+        "--nvtx",
+        "--nvtx-include",
+        "pragma_forward/",
+        "--kernel-name-base",
+        "demangled",
+        "--target-processes",
+        "all",
+        "-f",
+        "-o",
+        "/tmp/out/ncu-report",
+        *PROGRAM,
     ]
 
 
 def test_profile_command_filters_the_candidates_kernels():
-    argv = profile_command("ncu", PROGRAM, ["gpu__time_duration.sum"], sections=(),
-                           kernel_functions=["relu_kernel", "add_bias<float>", "relu_kernel"])
+    argv = profile_command(
+        "ncu",
+        PROGRAM,
+        ["gpu__time_duration.sum"],
+        sections=(),
+        kernel_functions=["relu_kernel", "add_bias<float>", "relu_kernel"],
+    )
     assert argv[argv.index("--kernel-name") + 1] == r"regex:relu_kernel|add_bias<float>"
     assert "--section" not in argv and "-o" not in argv
-    assert argv[-len(PROGRAM):] == list(PROGRAM)
+    assert argv[-len(PROGRAM) :] == list(PROGRAM)
 
 
 def test_kernel_regex_escapes_and_drops_duplicates_and_blanks():
@@ -43,7 +69,13 @@ def test_profile_command_without_metrics_or_program():
 
 def test_details_command_imports_the_report():
     assert details_command("ncu", "/tmp/out/ncu-report.ncu-rep") == [
-        "ncu", "--import", "/tmp/out/ncu-report.ncu-rep", "--csv", "--page", "details"]
+        "ncu",
+        "--import",
+        "/tmp/out/ncu-report.ncu-rep",
+        "--csv",
+        "--page",
+        "details",
+    ]
 
 
 def test_the_nvtx_range_is_the_one_the_worker_opens():

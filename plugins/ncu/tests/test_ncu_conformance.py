@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ncu_data import FIXTURES
+
 from pragma_core.testing import ProfilerPluginTests
 
 

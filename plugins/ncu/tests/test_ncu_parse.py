@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 from ncu_data import FIXTURES, fixture_text
+
 from pragma_core.errors import ProfileParseError
 from pragma_core.records import Metric
-
 from pragma_ncu import parse, read, rules
 
 RAW_CSV = "ncu-raw-page-csv-units-base-fp-gtx1080-3launches.csv"
@@ -68,8 +68,13 @@ def test_what_each_fixture_yields(name):
 def test_raw_page_units_row_and_thousands_separators_with_fp():
     metrics = parse(fixture_text(RAW_CSV))
     assert one(metrics, "gpu__time_duration", "vecAdd#0") == Metric(
-        name="gpu__time_duration", value=2720.0, unit="ns", kernel="vecAdd#0", profiler="ncu",
-        meaning="kernel duration (the name before the .sum roll-up existed)")
+        name="gpu__time_duration",
+        value=2720.0,
+        unit="ns",
+        kernel="vecAdd#0",
+        profiler="ncu",
+        meaning="kernel duration (the name before the .sum roll-up existed)",
+    )
     assert one(metrics, "device__attribute_clock_rate", "vecAdd#1").value == 1_759_000.0
     assert one(metrics, "dram__bytes_per_sec", "vecAdd#0").value == pytest.approx(2_917_647_058.82)
     assert one(metrics, "dram__bytes_per_sec", "vecAdd#0").unit == "byte/second"
@@ -102,8 +107,13 @@ def test_csv_details_ragged_rows_and_base_units():
     assert kernel.startswith("cutlass3x_sm100_tensorop_s64x256x32gemm_f8_f8_f32_f16_f16")
     assert "#" not in kernel
     assert one(metrics, "Duration") == Metric(
-        name="Duration", value=406240.0, unit="ns", kernel=kernel, profiler="ncu",
-        meaning="kernel duration: time the kernel ran on the GPU (gpu__time_duration.sum)")
+        name="Duration",
+        value=406240.0,
+        unit="ns",
+        kernel=kernel,
+        profiler="ncu",
+        meaning="kernel duration: time the kernel ran on the GPU (gpu__time_duration.sum)",
+    )
     assert one(metrics, "DRAM Frequency").value == pytest.approx(3_995_313_115.40)
     assert one(metrics, "DRAM Frequency").unit == "hz"
     assert one(metrics, "Dynamic Shared Memory Per Block").value == 205696.0
@@ -115,13 +125,24 @@ def test_csv_details_ragged_rows_and_base_units():
 
 def test_csv_details_rules_keep_name_section_id_and_speedup():
     found = rules(fixture_text(CSV_DETAILS))
-    assert [r.name for r in found] == ["SOLBottleneck", "LaunchConfiguration", "LaunchConfiguration",
-                                       "TheoreticalOccupancy"] + ["WorkloadImbalance"] * 4
+    assert [r.name for r in found] == [
+        "SOLBottleneck",
+        "LaunchConfiguration",
+        "LaunchConfiguration",
+        "TheoreticalOccupancy",
+    ] + ["WorkloadImbalance"] * 4
     assert {r.kind for r in found} == {"OPT"}
     assert [r.section for r in found][:4] == ["SpeedOfLight", "LaunchStats", "LaunchStats", "Occupancy"]
     assert [(r.speedup_pct, r.speedup_type) for r in found] == [
-        (None, ""), (None, ""), (50.0, "global"), (81.25, "local"),
-        (5.818, "global"), (6.24, "global"), (5.818, "global"), (14.55, "global")]
+        (None, ""),
+        (None, ""),
+        (50.0, "global"),
+        (81.25, "local"),
+        (5.818, "global"),
+        (6.24, "global"),
+        (5.818, "global"),
+        (14.55, "global"),
+    ]
     assert found[3].text.startswith("The 3.00 theoretical warps per scheduler this kernel can issue")
 
 
@@ -149,25 +170,34 @@ def test_2023_layout_header_row_thousands_separators_and_grid_stripped_from_the_
 def test_2023_rules_with_est_speedup_and_est_local_speedup():
     found = rules(fixture_text(TRITON))
     assert [(r.kind, r.section) for r in found] == [
-        ("OPT", "GPU Speed Of Light Throughput"), ("OPT", "Occupancy"),
-        ("INF", "GPU Speed Of Light Throughput"), ("OPT", "Launch Statistics"), ("OPT", "Occupancy")]
+        ("OPT", "GPU Speed Of Light Throughput"),
+        ("OPT", "Occupancy"),
+        ("INF", "GPU Speed Of Light Throughput"),
+        ("OPT", "Launch Statistics"),
+        ("OPT", "Occupancy"),
+    ]
     assert [(r.speedup_pct, r.speedup_type) for r in found] == [
-        (None, ""), (32.73, "local"), (None, ""), (50.0, ""), (26.8, "local")]
+        (None, ""),
+        (32.73, "local"),
+        (None, ""),
+        (50.0, ""),
+        (26.8, "local"),
+    ]
     wave = found[3]
     assert wave.kernel == "square_kernel_0d1d234"
     assert wave.text.startswith("A wave of thread blocks is defined as the maximum number of blocks")
     assert wave.text.endswith("description for more details on launch configurations.")
     assert "  " not in wave.text  # padding and continuation indentation are gone
-    assert wave.describe() == (
-        f"OPT square_kernel_0d1d234 (Launch Statistics): {wave.text} [est. speedup 50%]")
+    assert wave.describe() == (f"OPT square_kernel_0d1d234 (Launch Statistics): {wave.text} [est. speedup 50%]")
 
 
 def test_a100_log_without_separators_and_with_repeated_kernels():
     reading = read(fixture_text(A100))
     repeated = [label.rsplit("#", 1)[1] for label in reading.kernels if "#" in label]
     assert repeated == ["3", "5", "8", "9", "11"]
-    assert reading.kernels[5].startswith("void at::native::vectorized_elementwise_kernel<(int)4, "
-                                         "at::native::AbsFunctor<float>")
+    assert reading.kernels[5].startswith(
+        "void at::native::vectorized_elementwise_kernel<(int)4, at::native::AbsFunctor<float>"
+    )
     metrics = parse(fixture_text(A100))
     assert one(metrics, "Elapsed Cycles", reading.kernels[0]).value == 15606.0
     assert one(metrics, "Threads", reading.kernels[0]).value == 221184.0
@@ -184,8 +214,7 @@ def test_a100_log_without_separators_and_with_repeated_kernels():
 
 def test_2022_layout_timestamp_stripped_scaled_units_converted():
     metrics = parse(fixture_text(MATRIX_SUMS))
-    assert read(fixture_text(MATRIX_SUMS)).kernels == (
-        ROW_SUMS, "column_sums(const float *, float *, unsigned long)")
+    assert read(fixture_text(MATRIX_SUMS)).kernels == (ROW_SUMS, "column_sums(const float *, float *, unsigned long)")
     assert one(metrics, "Elapsed Cycles", ROW_SUMS).value == 9_284_529.0
     assert one(metrics, "Duration", ROW_SUMS).value == pytest.approx(11_970_000.0)  # 11.97 msecond
     assert one(metrics, "SM Frequency", ROW_SUMS).value == pytest.approx(775_670_000.0)  # cycle/usecond
@@ -195,7 +224,8 @@ def test_2022_layout_timestamp_stripped_scaled_units_converted():
     assert one(metrics, "Shared Memory Configuration Size", ROW_SUMS).unit == "byte"
     assert one(metrics, "Memory [%]", ROW_SUMS).value == 72.28
     assert one(metrics, "Memory [%]", ROW_SUMS).meaning.endswith(
-        "(gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed)")
+        "(gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed)"
+    )
     assert one(metrics, "Achieved Occupancy", ROW_SUMS).value == 27.92
     assert "Function Cache Configuration" not in {m.name for m in metrics}  # cudaFuncCachePreferNone
 
@@ -208,7 +238,8 @@ def test_2022_wrn_and_inf_rules():
         "Memory is more heavily utilized than Compute: Look at the Memory Workload Analysis section "
         "to identify the L1 bottleneck. Check memory replay (coalescing) metrics to make sure you're "
         "efficiently utilizing the bytes transferred. Also consider whether it is possible to do more "
-        "work per memory access (kernel fusion) or whether there are values you can (re)compute.")
+        "work per memory access (kernel fusion) or whether there are values you can (re)compute."
+    )
     assert all(r.speedup_pct is None for r in found)
 
 
@@ -221,16 +252,21 @@ def test_2022_rows_indented_by_six_spaces():
     assert one(metrics, "Duration", atomic).value == pytest.approx(30_510_000.0)
     found = rules(fixture_text(REDUCTIONS))
     assert [(r.kind, r.kernel.split("(")[0]) for r in found] == [
-        ("WRN", "atomic_red"), ("WRN", "atomic_red"), ("WRN", "reduce_a"), ("INF", "reduce_a"),
-        ("INF", "reduce_ws"), ("WRN", "reduce_ws")]
+        ("WRN", "atomic_red"),
+        ("WRN", "atomic_red"),
+        ("WRN", "reduce_a"),
+        ("INF", "reduce_a"),
+        ("INF", "reduce_ws"),
+        ("WRN", "reduce_ws"),
+    ]
     assert found[3].text == "This kernel's theoretical occupancy is not impacted by any block limit."
 
 
 def test_2022_command_line_metrics_section_raw_names_and_ratio_units():
     metrics = parse(fixture_text(CMDLINE))
-    assert [(m.kernel.split("(")[0], m.value) for m in metrics
-            if m.name == "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum"] == [
-        ("row_sums", 268_427_291.0), ("column_sums", 33_554_432.0)]
+    assert [
+        (m.kernel.split("(")[0], m.value) for m in metrics if m.name == "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum"
+    ] == [("row_sums", 268_427_291.0), ("column_sums", 33_554_432.0)]
     transpose = parse(fixture_text(TRANSPOSE))
     ratio = one(transpose, "l1tex__average_t_sectors_per_request_pipe_lsu_mem_global_op_st.ratio")
     assert (ratio.value, ratio.unit) == (32.0, "sector/request")
@@ -247,8 +283,16 @@ def test_2019_layout_spliced_progress_line_and_nan_values():
     assert reading.kernels == ("vadd(float const *,float const *,float*,int)",)
     metrics = parse(fixture_text(PASCAL))
     assert [m.name for m in metrics] == [
-        "Memory Frequency", "SOL FB", "Memory [%]", "Duration", "Memory Throughput", "Mem Busy",
-        "L2 Hit Rate", "Mem Pipes Busy", "L1 Hit Rate"]  # the seven "(!) nan" rows are left out
+        "Memory Frequency",
+        "SOL FB",
+        "Memory [%]",
+        "Duration",
+        "Memory Throughput",
+        "Mem Busy",
+        "L2 Hit Rate",
+        "Mem Pipes Busy",
+        "L1 Hit Rate",
+    ]  # the seven "(!) nan" rows are left out
     assert (one(metrics, "Memory Frequency").value, one(metrics, "Memory Frequency").unit) == (7.1e9, "hz")
     throughput = one(metrics, "Memory Throughput")  # Mbyte/second here, a percentage since 2021
     assert (throughput.value, throughput.unit, throughput.meaning) == (90_560_000.0, "byte/second", "")
@@ -259,19 +303,26 @@ def test_2019_layout_spliced_progress_line_and_nan_values():
 # -- what is not ncu output -----------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("raw, said", [
-    ("", "empty ncu output"),
-    ("   \n\n", "empty ncu output"),
-    ("hello world\nnot a profiler\n", "it starts with 'hello world'"),
-    # the ncu error line quoted in the Profiling Guide's FAQ
-    ("==ERROR== The application returned an error code (11)\n",
-     "it said: ==ERROR== The application returned an error code (11)"),
-    # the ==PROF== lines of a recorded run, without its results
-    ("\n".join(fixture_text(MATRIX_SUMS).splitlines()[:3]),
-     "its last message: ==PROF== Profiling \"column_sums\" - 1: 0%....50%....100% - 9 passes"),
-    ('"ID","Process ID","Process Name","Host Name","Kernel Name"\n', "header but no kernel launch rows"),
-    ('"ID","Process ID","Process Name"\n"0","1","x"\n', 'no "Kernel Name" column'),
-])
+@pytest.mark.parametrize(
+    "raw, said",
+    [
+        ("", "empty ncu output"),
+        ("   \n\n", "empty ncu output"),
+        ("hello world\nnot a profiler\n", "it starts with 'hello world'"),
+        # the ncu error line quoted in the Profiling Guide's FAQ
+        (
+            "==ERROR== The application returned an error code (11)\n",
+            "it said: ==ERROR== The application returned an error code (11)",
+        ),
+        # the ==PROF== lines of a recorded run, without its results
+        (
+            "\n".join(fixture_text(MATRIX_SUMS).splitlines()[:3]),
+            'its last message: ==PROF== Profiling "column_sums" - 1: 0%....50%....100% - 9 passes',
+        ),
+        ('"ID","Process ID","Process Name","Host Name","Kernel Name"\n', "header but no kernel launch rows"),
+        ('"ID","Process ID","Process Name"\n"0","1","x"\n', 'no "Kernel Name" column'),
+    ],
+)
 def test_unreadable_output_says_what_it_saw(raw, said):
     with pytest.raises(ProfileParseError) as error:
         parse(raw)

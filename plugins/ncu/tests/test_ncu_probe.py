@@ -27,6 +27,7 @@ def fake_smi(monkeypatch, returncode: int, stdout: str = "", stderr: str = ""):
     def run(argv, **kwargs):
         assert argv[1:] == ["-L"] and kwargs["timeout"] <= 2
         return subprocess.CompletedProcess(argv, returncode, stdout, stderr)
+
     monkeypatch.setattr(probe_module.subprocess, "run", run)
 
 
@@ -42,8 +43,12 @@ def test_nothing_installed(machine):
 def test_ncu_without_gpu(machine, monkeypatch):
     machine["ncu"] = "/usr/bin/ncu"
     machine["nvidia-smi"] = "/usr/bin/nvidia-smi"
-    fake_smi(monkeypatch, 9, stderr="NVIDIA-SMI has failed because it couldn't communicate with the "
-             "NVIDIA driver. Make sure that the latest NVIDIA driver is installed and running.\n")
+    fake_smi(
+        monkeypatch,
+        9,
+        stderr="NVIDIA-SMI has failed because it couldn't communicate with the "
+        "NVIDIA driver. Make sure that the latest NVIDIA driver is installed and running.\n",
+    )
     availability = probe()
     assert not availability.available
     assert availability.reason.startswith("no NVIDIA GPU: nvidia-smi -L lists no GPU (NVIDIA-SMI has failed")
@@ -75,6 +80,7 @@ def test_nvidia_smi_that_hangs(machine, monkeypatch):
 
     def run(argv, **kwargs):
         raise subprocess.TimeoutExpired(argv, kwargs["timeout"])
+
     monkeypatch.setattr(probe_module.subprocess, "run", run)
     has_gpu, detail = find_gpu()
     assert not has_gpu and detail.startswith("nvidia-smi -L failed (TimeoutExpired")

@@ -21,6 +21,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import attrs
+
 from pragma_core.components import ProfileTarget
 from pragma_core.errors import ProfileParseError, ProfilerUnavailable
 from pragma_core.records import Metric, Profile
@@ -48,8 +49,9 @@ class Plan:
     refused: dict[str, str] = attrs.field(factory=dict)
 
 
-def plan_request(metrics: Sequence[str], setup: PerfSetup,
-                 classify: Callable[[str], tuple[str, str]] | None = None) -> Plan:
+def plan_request(
+    metrics: Sequence[str], setup: PerfSetup, classify: Callable[[str], tuple[str, str]] | None = None
+) -> Plan:
     """Map requested names to perf options; names perf does not know are refused with the reason.
 
     ``classify(name)`` says whether perf knows a name outside the defaults (default: ask perf)."""
@@ -103,8 +105,11 @@ def collect(target: ProfileTarget, metrics: Sequence[str]) -> Profile:
     requested = list(dict.fromkeys(metrics))
     plan = plan_request(requested, setup)
     if not plan.events and not plan.metric_args:
-        return Profile(profiler=PROFILER, not_collected=plan.refused,
-                       notes=("perf was not run: it can count none of the requested names",))
+        return Profile(
+            profiler=PROFILER,
+            not_collected=plan.refused,
+            notes=("perf was not run: it can count none of the requested names",),
+        )
 
     out_dir = Path(target.out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -120,23 +125,35 @@ def collect(target: ProfileTarget, metrics: Sequence[str]) -> Profile:
 
     if code is None:
         reason = f"perf stat did not finish within {timeout:g} s (set {TIMEOUT_ENV} to allow longer)"
-        return Profile(profiler=PROFILER, raw_paths=raw_paths, notes=(*notes, reason),
-                       not_collected={name: plan.refused.get(name, reason) for name in requested})
+        return Profile(
+            profiler=PROFILER,
+            raw_paths=raw_paths,
+            notes=(*notes, reason),
+            not_collected={name: plan.refused.get(name, reason) for name in requested},
+        )
     raw = output.read_text(encoding="utf-8", errors="replace") if output.exists() else ""
     try:
         readings = read_rows(raw)
     except ProfileParseError:
         reason = f"perf stat wrote no counts (exit code {code}): {_log_error(log)}"
-        return Profile(profiler=PROFILER, raw_paths=raw_paths, notes=(*notes, reason),
-                       not_collected={name: plan.refused.get(name, reason) for name in requested})
+        return Profile(
+            profiler=PROFILER,
+            raw_paths=raw_paths,
+            notes=(*notes, reason),
+            not_collected={name: plan.refused.get(name, reason) for name in requested},
+        )
 
     kernel = "+".join(target.kernel_functions) if target.replay_argv else ""
-    found = [attrs.evolve(metric, name=_MODIFIERS.sub("", metric.name), kernel=kernel)
-             for metric in parse(raw)]
+    found = [attrs.evolve(metric, name=_MODIFIERS.sub("", metric.name), kernel=kernel) for metric in parse(raw)]
     kept = [metric for metric in found if _requested(metric, requested)]
     notes += _run_notes(code, log, readings, setup)
-    return Profile(profiler=PROFILER, metrics=kept, raw_paths=raw_paths, notes=notes,
-                   not_collected=_not_collected(requested, found, unsupported(raw), plan.refused, setup))
+    return Profile(
+        profiler=PROFILER,
+        metrics=kept,
+        raw_paths=raw_paths,
+        notes=notes,
+        not_collected=_not_collected(requested, found, unsupported(raw), plan.refused, setup),
+    )
 
 
 # -- helpers ------------------------------------------------------------------------------------
@@ -153,8 +170,15 @@ def _execute(command: list[str], env: dict[str, str], timeout: float, log: Path,
     """Exit code of perf (the program's, when it ran), or None after killing it on timeout."""
     with open(log, "wb") as sink:
         try:
-            process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=sink, stderr=subprocess.STDOUT,
-                                       env=env, cwd=cwd, start_new_session=True)
+            process = subprocess.Popen(
+                command,
+                stdin=subprocess.DEVNULL,
+                stdout=sink,
+                stderr=subprocess.STDOUT,
+                env=env,
+                cwd=cwd,
+                start_new_session=True,
+            )
         except OSError as error:
             raise ProfilerUnavailable(f"`{command[0]}` cannot be started: {error.strerror or error}") from None
         try:
@@ -182,24 +206,32 @@ def _log_error(log: Path) -> str:
 def _target_note(target: ProfileTarget) -> str:
     if target.replay_argv:
         kernels = ", ".join(target.kernel_functions) or "the candidate's kernels"
-        return (f"perf counted the native replay of {kernels} ({target.repetitions} repetitions, no Python); "
-                "the counts include the replay driver's start-up and input loading")
-    return (f"perf counted the Python process running {target.repetitions} forwards (no native replay for "
-            "this target): the counts include the interpreter, PyTorch and the warm-up, not only the kernels")
+        return (
+            f"perf counted the native replay of {kernels} ({target.repetitions} repetitions, no Python); "
+            "the counts include the replay driver's start-up and input loading"
+        )
+    return (
+        f"perf counted the Python process running {target.repetitions} forwards (no native replay for "
+        "this target): the counts include the interpreter, PyTorch and the warm-up, not only the kernels"
+    )
 
 
 def _run_notes(code: int, log: Path, readings: list[Reading], setup: PerfSetup) -> list[str]:
     notes = []
     if code != 0:
-        notes.append(f"the profiled program exited with code {code}; the counts cover a failed run "
-                     f"({_log_error(log)})")
+        notes.append(f"the profiled program exited with code {code}; the counts cover a failed run ({_log_error(log)})")
     if any(r.name.endswith(":u") for r in readings):
         notes.append(f"perf counted user space only (:u): {paranoid_text(setup.paranoid, setup.privileged)}")
-    scaled = [f"{r.name} {r.running_pct:.0f}%" for r in readings
-              if r.value is not None and r.running_pct is not None and r.running_pct < 100]
+    scaled = [
+        f"{r.name} {r.running_pct:.0f}%"
+        for r in readings
+        if r.value is not None and r.running_pct is not None and r.running_pct < 100
+    ]
     if scaled:
-        notes.append("perf multiplexed the counters, so these counts are scaled estimates (share of the "
-                     f"run each was counted): {', '.join(scaled)}")
+        notes.append(
+            "perf multiplexed the counters, so these counts are scaled estimates (share of the "
+            f"run each was counted): {', '.join(scaled)}"
+        )
     return notes
 
 
@@ -207,8 +239,9 @@ def _requested(metric: Metric, requested: list[str]) -> bool:
     return metric.name in requested or base_name(metric.name) in requested
 
 
-def _not_collected(requested: list[str], found: list[Metric], missing: dict[str, str],
-                   refused: dict[str, str], setup: PerfSetup) -> dict[str, str]:
+def _not_collected(
+    requested: list[str], found: list[Metric], missing: dict[str, str], refused: dict[str, str], setup: PerfSetup
+) -> dict[str, str]:
     """The reason for each requested name that is not among the metrics found."""
     counted = {metric.name for metric in found} | {base_name(metric.name) for metric in found}
     printed = {base_name(name): reason for name, reason in missing.items()}

@@ -29,8 +29,14 @@ TOPDOWN_L1 = ("tma_frontend_bound", "tma_backend_bound", "tma_bad_speculation", 
 """Top-down level 1: the four shares of pipeline slots, in percent, that add up to 100."""
 
 HARDWARE_EVENTS = (
-    "instructions", "cycles", "branches", "branch-misses", "cache-references", "cache-misses",
-    "L1-dcache-loads", "L1-dcache-load-misses",
+    "instructions",
+    "cycles",
+    "branches",
+    "branch-misses",
+    "cache-references",
+    "cache-misses",
+    "L1-dcache-loads",
+    "L1-dcache-load-misses",
 )
 """The hardware events collected by default (they need a CPU PMU)."""
 
@@ -54,10 +60,18 @@ FORMULAS: dict[str, str] = {
 
 DEFAULT_METRICS = (
     *TOPDOWN_L1,
-    "instructions", "cycles", "ipc",
-    "cache-references", "cache-misses", "cache-miss-rate",
-    "branches", "branch-misses", "branch-miss-rate",
-    "L1-dcache-loads", "L1-dcache-load-misses", "L1-dcache-load-miss-rate",
+    "instructions",
+    "cycles",
+    "ipc",
+    "cache-references",
+    "cache-misses",
+    "cache-miss-rate",
+    "branches",
+    "branch-misses",
+    "branch-miss-rate",
+    "L1-dcache-loads",
+    "L1-dcache-load-misses",
+    "L1-dcache-load-miss-rate",
     *SOFTWARE_EVENTS,
 )
 """The PRAGMA paper's CPU selection: top-down level 1, instructions, cycles, IPC, cache and branch
@@ -66,26 +80,19 @@ misses; plus the software events, which are all a machine without a PMU can coun
 MEANINGS: dict[str, str] = {
     # top-down level 1 and 2 (Intel's TMA tree, as perf names it)
     "tma_frontend_bound": "share of pipeline slots the front end left empty: instruction fetch or decode "
-                          "could not keep up",
+    "could not keep up",
     "tma_backend_bound": "share of pipeline slots stalled for lack of back-end resources: waiting on "
-                         "memory or busy execution units",
+    "memory or busy execution units",
     "tma_bad_speculation": "share of pipeline slots wasted on wrongly speculated work: branch "
-                           "mispredictions and machine clears",
-    "tma_retiring": "share of pipeline slots that retired useful micro-ops; high means the work itself "
-                    "takes the time",
-    "tma_backend_bound_aux": "backend bound as the E-core (Atom) model accounts it, kept next to "
-                             "tma_backend_bound",
-    "tma_memory_bound": "share of slots stalled on the memory hierarchy (cache misses, DRAM latency or "
-                        "bandwidth)",
-    "tma_core_bound": "share of slots stalled on the core itself: busy execution ports, dividers, "
-                      "dependency chains",
-    "tma_fetch_latency": "share of slots lost to front-end latency: instruction cache and TLB misses, "
-                         "branch resteers",
-    "tma_fetch_bandwidth": "share of slots lost to front-end bandwidth: decoders delivering too few "
-                           "micro-ops",
+    "mispredictions and machine clears",
+    "tma_retiring": "share of pipeline slots that retired useful micro-ops; high means the work itself takes the time",
+    "tma_backend_bound_aux": "backend bound as the E-core (Atom) model accounts it, kept next to tma_backend_bound",
+    "tma_memory_bound": "share of slots stalled on the memory hierarchy (cache misses, DRAM latency or bandwidth)",
+    "tma_core_bound": "share of slots stalled on the core itself: busy execution ports, dividers, dependency chains",
+    "tma_fetch_latency": "share of slots lost to front-end latency: instruction cache and TLB misses, branch resteers",
+    "tma_fetch_bandwidth": "share of slots lost to front-end bandwidth: decoders delivering too few micro-ops",
     "tma_branch_mispredicts": "share of slots wasted by branch mispredictions",
-    "tma_machine_clears": "share of slots wasted by machine clears (memory ordering conflicts, "
-                          "self-modifying code)",
+    "tma_machine_clears": "share of slots wasted by machine clears (memory ordering conflicts, self-modifying code)",
     "tma_light_operations": "share of slots retiring single-micro-op instructions",
     "tma_heavy_operations": "share of slots retiring instructions of two or more micro-ops or microcode",
     # hardware events
@@ -93,10 +100,8 @@ MEANINGS: dict[str, str] = {
     "cycles": "CPU core cycles while the program ran",
     "branches": "branch instructions retired",
     "branch-misses": "mispredicted branch instructions",
-    "cache-references": "accesses counted by the CPU's generic cache event (usually last-level cache "
-                        "references)",
-    "cache-misses": "accesses that missed the cache of cache-references (usually last-level misses going "
-                    "to memory)",
+    "cache-references": "accesses counted by the CPU's generic cache event (usually last-level cache references)",
+    "cache-misses": "accesses that missed the cache of cache-references (usually last-level misses going to memory)",
     "L1-dcache-loads": "loads from the level-1 data cache",
     "L1-dcache-load-misses": "loads that missed the level-1 data cache",
     "LLC-loads": "loads that reached the last-level cache",
@@ -144,5 +149,12 @@ def meaning_of(name: str) -> str:
 
 def needs_hardware(name: str) -> bool:
     """True unless the name is a software event, which any kernel counts without a PMU."""
-    return base_name(name) not in (*SOFTWARE_EVENTS, "cpu-clock", "minor-faults", "major-faults",
-                                   "alignment-faults", "emulation-faults", "duration_time")
+    return base_name(name) not in (
+        *SOFTWARE_EVENTS,
+        "cpu-clock",
+        "minor-faults",
+        "major-faults",
+        "alignment-faults",
+        "emulation-faults",
+        "duration_time",
+    )

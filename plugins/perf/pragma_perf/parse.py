@@ -30,6 +30,7 @@ import re
 from collections.abc import Iterable
 
 import attrs
+
 from pragma_core.errors import ProfileParseError
 from pragma_core.records import Metric
 
@@ -81,7 +82,8 @@ def parse(raw: str) -> list[Metric]:
     readings = _combine_intervals(read_rows(raw))
     metrics = [
         Metric(name=r.name, value=r.value, unit=r.unit, profiler=PROFILER, meaning=meaning_of(r.name))
-        for r in readings if r.value is not None
+        for r in readings
+        if r.value is not None
     ]
     return metrics + _derived(readings)
 
@@ -107,8 +109,7 @@ def read_rows(raw: str) -> list[Reading]:
         rows = _read_csv(lines) or _read_human(lines)
     if not rows:
         raise ProfileParseError(
-            "not perf stat output (CSV, JSON or the default layout): the first line is "
-            f"{meaningful[0].strip()[:80]!r}"
+            f"not perf stat output (CSV, JSON or the default layout): the first line is {meaningful[0].strip()[:80]!r}"
         )
     return rows
 
@@ -133,24 +134,39 @@ def _group_pmu(text: str) -> str:
     return (match["pmu"] or "") if match else ""
 
 
-def _event(name: str, value: float | None, status: str, unit: str, pct: float | None,
-           interval: float | None) -> Reading:
+def _event(
+    name: str, value: float | None, status: str, unit: str, pct: float | None, interval: float | None
+) -> Reading:
     if not unit and base_name(name) in _CLOCKS:
         unit = "msec"  # perf prints clocks in msec; perf 4.x left the unit field empty
-    return Reading(name=name, value=None if status else value, unit=_UNITS.get(unit, unit),
-                   status=status, running_pct=pct, interval=interval)
+    return Reading(
+        name=name,
+        value=None if status else value,
+        unit=_UNITS.get(unit, unit),
+        status=status,
+        running_pct=pct,
+        interval=interval,
+    )
 
 
-def _metric(text: str, value: float | None, pmu: str, interval: float | None,
-            pct: float | None = None) -> Reading | None:
+def _metric(
+    text: str, value: float | None, pmu: str, interval: float | None, pct: float | None = None
+) -> Reading | None:
     """A named-metric reading from its unit text, or None when the text is only a comment."""
     named = _named_metric(text)
     if named is None:
         return None
     name, unit = named
     finite = value is not None and math.isfinite(value)
-    return Reading(name=f"{pmu}/{name}/" if pmu else name, value=value if finite else None, unit=unit,
-                   status="" if finite else NAN, is_metric=True, running_pct=pct, interval=interval)
+    return Reading(
+        name=f"{pmu}/{name}/" if pmu else name,
+        value=value if finite else None,
+        unit=unit,
+        status="" if finite else NAN,
+        is_metric=True,
+        running_pct=pct,
+        interval=interval,
+    )
 
 
 def _float(text: str) -> float | None:
@@ -185,10 +201,13 @@ def _csv_counter(fields: list[str]) -> tuple[list[str], str, str, str, float, li
         for end in range(e, len(fields) - 2):
             if end > e and "/" not in fields[e]:
                 break  # only a pmu/.../ term can hold the separator
-            event = ",".join(fields[e:end + 1])
-            if (_INT.fullmatch(fields[end + 1]) and _PCT.fullmatch(fields[end + 2])
-                    and (end == e or _BRACKETED.fullmatch(event))):
-                return fields[:e - 2], value, unit, event, float(fields[end + 2]), fields[end + 3:]
+            event = ",".join(fields[e : end + 1])
+            if (
+                _INT.fullmatch(fields[end + 1])
+                and _PCT.fullmatch(fields[end + 2])
+                and (end == e or _BRACKETED.fullmatch(event))
+            ):
+                return fields[: e - 2], value, unit, event, float(fields[end + 2]), fields[end + 3 :]
     return None
 
 
@@ -236,8 +255,12 @@ def _read_csv(lines: list[str]) -> list[Reading]:
             rows.extend(_legacy_table(header, cells))
             header = None
             continue
-        if cells and cells[0] and all(_float(cell) is None for cell in cells if cell) and any(
-                cell.lower() in _LEGACY_TOPDOWN or _named_metric(cell) for cell in cells):
+        if (
+            cells
+            and cells[0]
+            and all(_float(cell) is None for cell in cells if cell)
+            and any(cell.lower() in _LEGACY_TOPDOWN or _named_metric(cell) for cell in cells)
+        ):
             header = cells  # the old --topdown (metric-only) table: names, then values
             continue
         interval = _float(fields[0]) if fields[0] else None
@@ -294,8 +317,13 @@ def _read_json(lines: list[str]) -> list[Reading]:
             rows.append(_event(event, _float(text), status, str(record.get("unit", "")), pct, interval))
             pmu = pmu_of(event)
         metric_value = _json_number(record.get("metric-value"))
-        metric = _metric(str(record.get("metric-unit", "")), math.nan if metric_value is None else metric_value,
-                         pmu, interval, None if "event" in record else pct)
+        metric = _metric(
+            str(record.get("metric-unit", "")),
+            math.nan if metric_value is None else metric_value,
+            pmu,
+            interval,
+            None if "event" in record else pct,
+        )
         if metric is not None:
             rows.append(metric)
     return rows
@@ -334,7 +362,7 @@ def _human_number(text: str, decimal: str) -> float:
 
 def _read_human(lines: list[str]) -> list[Reading]:
     starts = [i for i, line in enumerate(lines) if "Performance counter stats for" in line]
-    body_lines = lines[starts[0] + 1:] if starts else lines  # before it: the program's own output
+    body_lines = lines[starts[0] + 1 :] if starts else lines  # before it: the program's own output
     decimal = _decimal_mark(body_lines)
     rows: list[Reading] = []
     pmu = ""
@@ -344,10 +372,10 @@ def _read_human(lines: list[str]) -> list[Reading]:
         body, pct = line.rstrip(), None
         running = _RUNNING.search(body)
         if running:
-            pct, body = _human_number(running["pct"], decimal), body[:running.start()].rstrip()
+            pct, body = _human_number(running["pct"], decimal), body[: running.start()].rstrip()
         variance = _VARIANCE.search(body)
         if variance:
-            body = body[:variance.start()].rstrip()
+            body = body[: variance.start()].rstrip()
         counter = _HUMAN_COUNTER.fullmatch(body)
         if counter:
             text = counter["value"]
@@ -366,8 +394,7 @@ def _read_human(lines: list[str]) -> list[Reading]:
             comment = metric_line["comment"]
         parts = _COMMENT.fullmatch(comment.strip()) if comment else None
         if parts:
-            metric = _metric(parts["text"], _human_number(parts["value"], decimal), pmu, None,
-                             None if counter else pct)
+            metric = _metric(parts["text"], _human_number(parts["value"], decimal), pmu, None, None if counter else pct)
             if metric is not None:
                 rows.append(metric)
     return rows
@@ -410,6 +437,13 @@ def _derived(readings: list[Reading]) -> list[Metric]:
             top, bottom = counts.get((pmu, numerator), []), counts.get((pmu, denominator), [])
             if len(top) == 1 and len(bottom) == 1 and bottom[0] > 0:
                 full = f"{pmu}/{name}/" if pmu else name
-                derived.append(Metric(name=full, value=scale * top[0] / bottom[0], unit=unit,
-                                      profiler=PROFILER, meaning=meaning_of(name)))
+                derived.append(
+                    Metric(
+                        name=full,
+                        value=scale * top[0] / bottom[0],
+                        unit=unit,
+                        profiler=PROFILER,
+                        meaning=meaning_of(name),
+                    )
+                )
     return derived

@@ -21,6 +21,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import attrs
+
 from pragma_core.components import Availability
 from pragma_core.errors import ProfileParseError
 
@@ -85,8 +86,9 @@ def probe() -> Availability:
         limits.append(setup.topdown_reason)
     if setup.user_only:
         limits.append(paranoid_text(setup.paranoid, setup.privileged))
-    return Availability(available=True, reason="; ".join(limits),
-                        still_works=STILL_WORKS_SOFTWARE if not setup.hardware else "")
+    return Availability(
+        available=True, reason="; ".join(limits), still_works=STILL_WORKS_SOFTWARE if not setup.hardware else ""
+    )
 
 
 @functools.cache
@@ -96,21 +98,25 @@ def perf_setup() -> PerfSetup:
     paranoid = _read_paranoid()
     privileged = _privileged()
     if perf is None:
-        return PerfSetup(perf=None, paranoid=paranoid, privileged=privileged,
-                         reason="perf is not installed (no `perf` on PATH): install the linux-perf "
-                                "package (Debian) or linux-tools-$(uname -r) (Ubuntu)")
+        return PerfSetup(
+            perf=None,
+            paranoid=paranoid,
+            privileged=privileged,
+            reason="perf is not installed (no `perf` on PATH): install the linux-perf "
+            "package (Debian) or linux-tools-$(uname -r) (Ubuntu)",
+        )
     return read_setup(perf, _run, paranoid=paranoid, privileged=privileged, virtual_machine=_virtual_machine())
 
 
-def read_setup(perf: str, run: Runner, *, paranoid: int | None, privileged: bool,
-               virtual_machine: bool) -> PerfSetup:
+def read_setup(perf: str, run: Runner, *, paranoid: int | None, privileged: bool, virtual_machine: bool) -> PerfSetup:
     """Build the setup from ``run(argv) -> (exit code, stderr)``; pure apart from ``run``."""
     version_code, version = run([perf, "--version"])
     code, text = run([perf, "stat", "-x,", "-e", "task-clock,instructions", "true"])
     rows = _rows(text)
     software = [r for r in rows if base_name(r.name) in ("task-clock", "cpu-clock") and r.value is not None]
-    common = dict(perf=perf, version=version.strip() if version_code == 0 else "", paranoid=paranoid,
-                  privileged=privileged)
+    common = dict(
+        perf=perf, version=version.strip() if version_code == 0 else "", paranoid=paranoid, privileged=privileged
+    )
     if code != 0 or not software:
         return PerfSetup(**common, reason=_failure(code, text, paranoid, privileged))
     instructions = [r for r in rows if base_name(r.name) == "instructions"]
@@ -119,17 +125,26 @@ def read_setup(perf: str, run: Runner, *, paranoid: int | None, privileged: bool
     if not hardware:
         hardware_reason = HARDWARE_UNAVAILABLE_VM if virtual_machine else HARDWARE_UNAVAILABLE
     topdown_args, topdown_reason = _topdown(perf, run)
-    return PerfSetup(**common, runs=True, hardware=hardware, hardware_reason=hardware_reason,
-                     user_only=any(r.name.endswith(":u") for r in rows),
-                     topdown_args=topdown_args, topdown_reason=topdown_reason)
+    return PerfSetup(
+        **common,
+        runs=True,
+        hardware=hardware,
+        hardware_reason=hardware_reason,
+        user_only=any(r.name.endswith(":u") for r in rows),
+        topdown_args=topdown_args,
+        topdown_reason=topdown_reason,
+    )
 
 
 def paranoid_text(level: int | None, privileged: bool) -> str:
     """What ``perf_event_paranoid`` allows users without CAP_PERFMON, and whether it applies here."""
     if level is None:
         return "perf_event_paranoid is unknown (/proc/sys/kernel/perf_event_paranoid is unreadable)"
-    allows = _PARANOID_ALLOWS.get(level) if level <= 2 else (
-        "no perf events at all (a Debian/Ubuntu extension of the setting)")
+    allows = (
+        _PARANOID_ALLOWS.get(level)
+        if level <= 2
+        else ("no perf events at all (a Debian/Ubuntu extension of the setting)")
+    )
     text = f"perf_event_paranoid is {level}: users without CAP_PERFMON may count {allows}"
     if privileged:
         return text + "; this process is root or has CAP_PERFMON, so the setting does not limit it"
@@ -165,8 +180,14 @@ def read_classification(perf: str, name: str, run: Runner) -> tuple[str, str]:
 def _run(argv: list[str]) -> tuple[int | None, str]:
     """Exit code and stderr (stdout for ``--version``) of a short perf command."""
     try:
-        done = subprocess.run(argv, capture_output=True, text=True, timeout=PROBE_TIMEOUT_S,
-                              env={**os.environ, "LC_ALL": "C"}, stdin=subprocess.DEVNULL)
+        done = subprocess.run(
+            argv,
+            capture_output=True,
+            text=True,
+            timeout=PROBE_TIMEOUT_S,
+            env={**os.environ, "LC_ALL": "C"},
+            stdin=subprocess.DEVNULL,
+        )
     except subprocess.TimeoutExpired:
         return None, f"`{' '.join(argv)}` did not finish within {PROBE_TIMEOUT_S:g} s"
     except OSError as error:
@@ -182,8 +203,7 @@ def _rows(text: str):
 
 
 def _metric_failed(text: str) -> bool:
-    return any(marker in text for marker in ("Cannot find metric or group", "event syntax error",
-                                             "Cannot find PMU"))
+    return any(marker in text for marker in ("Cannot find metric or group", "event syntax error", "Cannot find PMU"))
 
 
 def _first_error(text: str) -> str:
@@ -196,10 +216,14 @@ def _first_error(text: str) -> str:
 
 def _failure(code: int | None, text: str, paranoid: int | None, privileged: bool) -> str:
     """One line on why ``perf stat`` counted nothing."""
-    if any(marker in text for marker in ("perf_event_paranoid", "Access to performance monitoring",
-                                         "Permission denied", "No permission")):
-        return (f"perf may not open events for this user: {paranoid_text(paranoid, privileged)}; run as root, "
-                "grant CAP_PERFMON, or lower it with `sysctl kernel.perf_event_paranoid=2`")
+    if any(
+        marker in text
+        for marker in ("perf_event_paranoid", "Access to performance monitoring", "Permission denied", "No permission")
+    ):
+        return (
+            f"perf may not open events for this user: {paranoid_text(paranoid, privileged)}; run as root, "
+            "grant CAP_PERFMON, or lower it with `sysctl kernel.perf_event_paranoid=2`"
+        )
     if code is None:
         return text
     return f"`perf stat` counted nothing (exit code {code}): {_first_error(text)}"
@@ -214,8 +238,10 @@ def _topdown(perf: str, run: Runner) -> tuple[tuple[str, ...], str]:
     code, flag_text = run([perf, "stat", "-x,", *flag, "true"])
     if code == 0 and "requires" not in flag_text:
         return flag, ""
-    return (), ("perf has no top-down level 1 for one program on this CPU: `-M TopdownL1` says "
-                f"{_first_error(metric_text)!r} and `--topdown` says {_first_error(flag_text)!r}")
+    return (), (
+        "perf has no top-down level 1 for one program on this CPU: `-M TopdownL1` says "
+        f"{_first_error(metric_text)!r} and `--topdown` says {_first_error(flag_text)!r}"
+    )
 
 
 def _read_paranoid() -> int | None:

@@ -7,9 +7,10 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pragma_perf.collect as collect_module
 import pytest
 from perf_data import DATA
+
+import pragma_perf.collect as collect_module
 from pragma_core import ProfileTarget, Task
 from pragma_core.errors import ProfilerUnavailable
 from pragma_perf.collect import OUTPUT_NAME, TIMEOUT_ENV, Plan, build_command, collect, plan_request
@@ -17,8 +18,13 @@ from pragma_perf.metrics import DEFAULT_METRICS, HARDWARE_EVENTS, SOFTWARE_EVENT
 from pragma_perf.probe import HARDWARE_UNAVAILABLE_VM, PerfSetup, perf_setup
 
 TASK = Task(name="loop", source="", category="other")
-NO_PMU = PerfSetup(perf="/usr/bin/perf", runs=True, hardware=False, hardware_reason=HARDWARE_UNAVAILABLE_VM,
-                   topdown_reason="no TopdownL1")
+NO_PMU = PerfSetup(
+    perf="/usr/bin/perf",
+    runs=True,
+    hardware=False,
+    hardware_reason=HARDWARE_UNAVAILABLE_VM,
+    topdown_reason="no TopdownL1",
+)
 WITH_PMU = PerfSetup(perf="/usr/bin/perf", runs=True, hardware=True, topdown_args=("-M", "TopdownL1"))
 
 
@@ -35,17 +41,28 @@ def never(name: str) -> tuple[str, str]:
 
 def test_default_plan_without_pmu_asks_for_events_and_refuses_topdown():
     plan = plan_request(DEFAULT_METRICS, NO_PMU, classify=never)
-    assert plan.events == ("instructions", "cycles", "cache-references", "cache-misses",
-                           "branches", "branch-misses", "L1-dcache-loads", "L1-dcache-load-misses",
-                           *SOFTWARE_EVENTS)
+    assert plan.events == (
+        "instructions",
+        "cycles",
+        "cache-references",
+        "cache-misses",
+        "branches",
+        "branch-misses",
+        "L1-dcache-loads",
+        "L1-dcache-load-misses",
+        *SOFTWARE_EVENTS,
+    )
     assert set(plan.events) == set(HARDWARE_EVENTS) | set(SOFTWARE_EVENTS)
     assert plan.metric_args == ()
     assert plan.refused == {name: HARDWARE_UNAVAILABLE_VM for name in TOPDOWN_L1}
 
 
 def test_plan_with_topdown_and_extra_names_sorted_by_what_perf_knows():
-    answers = {"tma_memory_bound": ("metric", ""), "LLC-loads": ("event", ""),
-               "no-such-thing": ("", "perf knows no event or metric named 'no-such-thing'")}
+    answers = {
+        "tma_memory_bound": ("metric", ""),
+        "LLC-loads": ("event", ""),
+        "no-such-thing": ("", "perf knows no event or metric named 'no-such-thing'"),
+    }
     plan = plan_request([*DEFAULT_METRICS, *answers], WITH_PMU, classify=answers.__getitem__)
     assert plan.metric_args == ("-M", "TopdownL1,tma_memory_bound")
     assert plan.events[-1] == "LLC-loads"
@@ -57,8 +74,19 @@ def test_replay_target_command(tmp_path):
     plan = Plan(events=("task-clock", "cycles"), metric_args=("-M", "TopdownL1"))
     output = tmp_path / OUTPUT_NAME
     assert build_command("perf", replay, plan, output) == [
-        "perf", "stat", "-x,", "-o", str(output), "-M", "TopdownL1", "-e", "task-clock,cycles",
-        "--", "/job/replay", "3"]
+        "perf",
+        "stat",
+        "-x,",
+        "-o",
+        str(output),
+        "-M",
+        "TopdownL1",
+        "-e",
+        "task-clock,cycles",
+        "--",
+        "/job/replay",
+        "3",
+    ]
 
 
 def test_python_target_command(tmp_path):
@@ -66,7 +94,7 @@ def test_python_target_command(tmp_path):
     python = target(tmp_path, python_argv=worker)
     command = build_command("perf", python, Plan(events=("task-clock",)), tmp_path / OUTPUT_NAME)
     assert command[:6] == ["perf", "stat", "-x,", "-o", str(tmp_path / OUTPUT_NAME), "-e"]
-    assert command[command.index("--") + 1:] == list(python.python_argv)
+    assert command[command.index("--") + 1 :] == list(python.python_argv)
 
 
 def test_a_target_with_nothing_to_run_is_a_programming_error(tmp_path):
@@ -91,8 +119,7 @@ def test_nothing_perf_can_count_is_refused_without_running(tmp_path, monkeypatch
 
 # -- real runs on this machine ------------------------------------------------------------------
 
-needs_perf = pytest.mark.skipif(shutil.which("perf") is None or not perf_setup().runs,
-                                reason="perf cannot count here")
+needs_perf = pytest.mark.skipif(shutil.which("perf") is None or not perf_setup().runs, reason="perf cannot count here")
 
 
 @pytest.fixture(scope="module")
@@ -126,7 +153,8 @@ def test_real_collect_of_a_native_replay(tmp_path, loop_binary):
     if not setup.hardware:
         hardware = [name for name in DEFAULT_METRICS if name not in SOFTWARE_EVENTS]
         assert {name: profile.not_collected[name] for name in hardware} == {
-            name: setup.hardware_reason for name in hardware}
+            name: setup.hardware_reason for name in hardware
+        }
         assert any(note.startswith(setup.hardware_reason) for note in profile.notes)
 
 

@@ -6,12 +6,15 @@ from pathlib import Path
 
 import pytest
 from perf_data import DATA
+
 from pragma_core.testing import ProfilerPluginTests
 
 OUTPUTS = sorted(
-    path for path in DATA.iterdir()
+    path
+    for path in DATA.iterdir()
     if path.suffix in (".txt", ".csv", ".json", ".jsonl")
-    and not path.name.startswith("probe-") and path.name != "loop.c.txt"
+    and not path.name.startswith("probe-")
+    and path.name != "loop.c.txt"
 )
 NOTHING_COUNTED = "stat-csv-group-not-counted.csv"
 """Every row is <not counted>: parse rightly returns no metric, which the suite's

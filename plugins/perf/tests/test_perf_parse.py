@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 from perf_data import read
+
 from pragma_core.errors import ProfileParseError
 from pragma_perf.parse import (
     NOT_COUNTED,
@@ -58,13 +59,18 @@ def test_comments_and_trailer_lines_are_not_metrics():
 def test_program_output_before_the_header_is_skipped():
     # the file starts with the program's own "25.000000"
     assert values("perf6.1-TopdownL1-kvm.txt") == {
-        "task-clock": [13.08], "context-switches": [2], "cpu-migrations": [0], "page-faults": [2107]}
+        "task-clock": [13.08],
+        "context-switches": [2],
+        "cpu-migrations": [0],
+        "page-faults": [2107],
+    }
 
 
 def test_not_supported_rows_are_reported_not_parsed():
     raw = read("stat-default-wsl2-not-supported.txt")
-    assert unsupported(raw) == {name: REASONS[NOT_SUPPORTED]
-                                for name in ("cycles", "instructions", "branches", "branch-misses")}
+    assert unsupported(raw) == {
+        name: REASONS[NOT_SUPPORTED] for name in ("cycles", "instructions", "branches", "branch-misses")
+    }
     assert "cycles" not in values("stat-default-wsl2-not-supported.txt")
 
 
@@ -77,8 +83,10 @@ def test_hybrid_default_keeps_the_pmu_in_names_and_nan_as_unsupported():
     assert found["cpu_atom/tma_frontend_bound/"] == [41.1]
     assert found["cpu_atom/tma_backend_bound_aux/"] == [39.2]
     missing = unsupported(read(fixture))
-    assert missing == {name: REASONS["nan"] for name in (
-        "cpu_core/tma_backend_bound/", "cpu_core/tma_frontend_bound/", "cpu_core/tma_retiring/")}
+    assert missing == {
+        name: REASONS["nan"]
+        for name in ("cpu_core/tma_backend_bound/", "cpu_core/tma_frontend_bound/", "cpu_core/tma_retiring/")
+    }
     readings = {r.name: r for r in read_rows(read(fixture))}
     assert readings["cpu_atom/cycles/"].running_pct == 54.18
     assert readings["cpu_core/cycles/"].running_pct is None
@@ -118,7 +126,11 @@ def test_english_grouping_and_the_repeat_variance_column():
 def test_default_output_written_with_o_on_this_vm():
     raw = read("perf6.1-kvm-amd-collect-events-default.txt")
     assert values("perf6.1-kvm-amd-collect-events-default.txt") == {
-        "task-clock": [67.63], "page-faults": [58], "context-switches": [0], "cpu-migrations": [0]}
+        "task-clock": [67.63],
+        "page-faults": [58],
+        "context-switches": [0],
+        "cpu-migrations": [0],
+    }
     assert len(unsupported(raw)) == 8
 
 
@@ -131,14 +143,22 @@ def test_old_five_field_csv():
     assert (clock.value, clock.unit) == (0.327422, "ms")  # unit field empty in perf 4.x
     assert one(fixture, "page-faults").value == 40
     assert set(unsupported(read(fixture))) == {
-        "cycles", "stalled-cycles-frontend", "stalled-cycles-backend", "instructions", "branches", "branch-misses"}
+        "cycles",
+        "stalled-cycles-frontend",
+        "stalled-cycles-backend",
+        "instructions",
+        "branches",
+        "branch-misses",
+    }
 
 
 def test_not_counted_rows_give_no_metric_and_a_reason():
     raw = read("stat-csv-group-not-counted.csv")
     assert parse(raw) == []
-    assert unsupported(raw) == {name: REASONS[NOT_COUNTED] for name in (
-        "slots", "topdown-retiring", "topdown-be-bound", "topdown-fe-bound", "topdown-bad-spec", "cycles")}
+    assert unsupported(raw) == {
+        name: REASONS[NOT_COUNTED]
+        for name in ("slots", "topdown-retiring", "topdown-be-bound", "topdown-fe-bound", "topdown-bad-spec", "cycles")
+    }
 
 
 def test_csv_metric_rows_and_group_headers():
@@ -159,8 +179,10 @@ def test_csv_hybrid_empty_nan_value_and_metric_rows_with_run_time():
     assert found["cpu_core/tma_bad_speculation/"] == [0.0]
     assert found["cpu_atom/tma_frontend_bound/"] == [41.3]  # ",10188319019,63.00,,,41.3,%  tma_..."
     assert found["cpu_atom/tma_retiring/"] == [5.4]
-    assert unsupported(read(fixture)) == {name: REASONS["nan"] for name in (
-        "cpu_core/tma_backend_bound/", "cpu_core/tma_frontend_bound/", "cpu_core/tma_retiring/")}
+    assert unsupported(read(fixture)) == {
+        name: REASONS["nan"]
+        for name in ("cpu_core/tma_backend_bound/", "cpu_core/tma_frontend_bound/", "cpu_core/tma_retiring/")
+    }
 
 
 def test_csv_interval_threshold_and_a_comma_inside_an_event_name():
@@ -178,16 +200,32 @@ def test_csv_interval_threshold_and_a_comma_inside_an_event_name():
 
 def test_legacy_topdown_table_maps_to_tma_names():
     found = {m.name: (m.value, m.unit) for m in parse(read("stat-csv-legacy-topdown-flag.csv"))}
-    assert found == {"tma_retiring": (18.0, "%"), "tma_bad_speculation": (16.1, "%"),
-                     "tma_frontend_bound": (40.4, "%"), "tma_backend_bound": (25.5, "%")}
+    assert found == {
+        "tma_retiring": (18.0, "%"),
+        "tma_bad_speculation": (16.1, "%"),
+        "tma_frontend_bound": (40.4, "%"),
+        "tma_backend_bound": (25.5, "%"),
+    }
 
 
 def test_csv_written_by_collect_on_this_vm():
     raw = read("perf6.1-kvm-amd-collect-events.csv")  # starts with "# started on" and a blank line
     assert values("perf6.1-kvm-amd-collect-events.csv") == {
-        "task-clock": [81.51], "page-faults": [60], "context-switches": [2], "cpu-migrations": [0]}
-    assert set(unsupported(raw)) == {"instructions", "cycles", "branches", "branch-misses", "cache-references",
-                                     "cache-misses", "L1-dcache-loads", "L1-dcache-load-misses"}
+        "task-clock": [81.51],
+        "page-faults": [60],
+        "context-switches": [2],
+        "cpu-migrations": [0],
+    }
+    assert set(unsupported(raw)) == {
+        "instructions",
+        "cycles",
+        "branches",
+        "branch-misses",
+        "cache-references",
+        "cache-misses",
+        "L1-dcache-loads",
+        "L1-dcache-load-misses",
+    }
     assert one("perf6.1-x-csv-kvm-hw-events-not-supported.csv", "page-faults").value == 2111
 
 
@@ -218,7 +256,10 @@ def test_json_hybrid_nan_strings():
     assert one(fixture, "cpu_atom/tma_retiring/").value == 5.374638
     assert one(fixture, "cpu_core/tma_bad_speculation/").value == 0.0
     assert set(unsupported(read(fixture))) == {
-        "cpu_core/tma_backend_bound/", "cpu_core/tma_frontend_bound/", "cpu_core/tma_retiring/"}
+        "cpu_core/tma_backend_bound/",
+        "cpu_core/tma_frontend_bound/",
+        "cpu_core/tma_retiring/",
+    }
 
 
 def test_json_interval_and_threshold():

@@ -5,7 +5,8 @@ from __future__ import annotations
 import time
 
 import pytest
-from perf_data import fresh_probe, read  # noqa: F401 - fresh_probe is a fixture
+from perf_data import read
+
 import pragma_perf.probe as probe_module
 from pragma_perf.probe import (
     HARDWARE_UNAVAILABLE,
@@ -22,12 +23,14 @@ PERF = "/usr/bin/perf"
 
 def runner(answers: dict[str, tuple[int | None, str]]):
     """A fake ``run``: the recorded answer for the first key found in the command line."""
+
     def run(argv: list[str]) -> tuple[int | None, str]:
         line = " ".join(argv)
         for key, answer in answers.items():
             if key in line:
                 return answer
         raise AssertionError(f"unexpected command {line}")
+
     return run
 
 
@@ -80,20 +83,25 @@ def test_hardware_and_topdown_where_perf_counts_them():
 
 
 def test_a_perf_that_cannot_start_is_unavailable_with_its_message():
-    answers = {"--version": (None, "`/usr/bin/perf` cannot be run: Permission denied"),
-               "-e task-clock": (None, "`/usr/bin/perf` cannot be run: Exec format error")}
+    answers = {
+        "--version": (None, "`/usr/bin/perf` cannot be run: Permission denied"),
+        "-e task-clock": (None, "`/usr/bin/perf` cannot be run: Exec format error"),
+    }
     setup = read_setup(PERF, runner(answers), paranoid=2, privileged=False, virtual_machine=False)
     assert not setup.runs and setup.reason == "`/usr/bin/perf` cannot be run: Exec format error"
 
 
-@pytest.mark.parametrize(("level", "privileged", "expected"), [
-    (-1, False, "every event, CPU-wide and kernel included"),
-    (1, False, "no CPU-wide (-a) events"),
-    (2, False, "only the user space of their own processes"),
-    (4, False, "no perf events at all"),
-    (2, True, "the setting does not limit it"),
-    (None, False, "unknown"),
-])
+@pytest.mark.parametrize(
+    ("level", "privileged", "expected"),
+    [
+        (-1, False, "every event, CPU-wide and kernel included"),
+        (1, False, "no CPU-wide (-a) events"),
+        (2, False, "only the user space of their own processes"),
+        (4, False, "no perf events at all"),
+        (2, True, "the setting does not limit it"),
+        (None, False, "unknown"),
+    ],
+)
 def test_paranoid_levels_are_explained(level, privileged, expected):
     assert expected in paranoid_text(level, privileged)
 
@@ -129,12 +137,22 @@ def test_probe_here_is_fast_and_cached(fresh_probe):
 
 
 def test_names_perf_does_not_know_and_names_it_cannot_count():
-    unknown = runner({"-e bogus-event": (129, read("probe-perf6.1-unknown-event.txt")),
-                      "-M bogus-event": (0, read("probe-perf6.1-unknown-metric.txt"))})
+    unknown = runner(
+        {
+            "-e bogus-event": (129, read("probe-perf6.1-unknown-event.txt")),
+            "-M bogus-event": (0, read("probe-perf6.1-unknown-metric.txt")),
+        }
+    )
     assert read_classification(PERF, "bogus-event", unknown) == (
-        "", "perf knows no event or metric named 'bogus-event' (`perf list` shows what it knows)")
+        "",
+        "perf knows no event or metric named 'bogus-event' (`perf list` shows what it knows)",
+    )
     known = runner({"-e L1-icache-loads": (0, read("probe-perf6.1-kvm-amd-known-event-L1-icache-loads.txt"))})
     assert read_classification(PERF, "L1-icache-loads", known) == ("event", "")
-    metric = runner({"-e TopdownL1": (129, read("probe-perf6.1-unknown-event.txt")),
-                     "-M TopdownL1": (0, read("stat-csv-topdownl1-l2-spr.csv"))})
+    metric = runner(
+        {
+            "-e TopdownL1": (129, read("probe-perf6.1-unknown-event.txt")),
+            "-M TopdownL1": (0, read("stat-csv-topdownl1-l2-spr.csv")),
+        }
+    )
     assert read_classification(PERF, "TopdownL1", metric) == ("metric", "")

@@ -26,6 +26,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import attrs
+
 from pragma_core.components import ProfileTarget
 from pragma_core.errors import ProfileParseError, ProfilerUnavailable
 from pragma_core.records import Metric, Profile
@@ -148,8 +149,7 @@ def _run_passes(tool, counters, root, target, regex, per_pass, timeout_s, max_ru
             half = len(pass_counters) // 2
             queue.extendleft([pass_counters[half:], pass_counters[:half]])
             notes.append(
-                f"run {run.number}: the hardware cannot count {', '.join(pass_counters)} at once; "
-                "split into two runs"
+                f"run {run.number}: the hardware cannot count {', '.join(pass_counters)} at once; split into two runs"
             )
             continue
         failed.update(dict.fromkeys(pass_counters, run.failure()))
@@ -157,8 +157,15 @@ def _run_passes(tool, counters, root, target, regex, per_pass, timeout_s, max_ru
     return runs, failed, notes
 
 
-def _run(tool: str, counters: tuple[str, ...], directory: Path, number: int, target: ProfileTarget,
-         regex: str | None, timeout_s: float) -> _Run:
+def _run(
+    tool: str,
+    counters: tuple[str, ...],
+    directory: Path,
+    number: int,
+    target: ProfileTarget,
+    regex: str | None,
+    timeout_s: float,
+) -> _Run:
     directory.mkdir(parents=True, exist_ok=True)
     command = build_command(tool, counters, directory, target.python_argv, kernel_regex=regex)
     log_path = directory / "rocprofv3.log"
@@ -166,7 +173,10 @@ def _run(tool: str, counters: tuple[str, ...], directory: Path, number: int, tar
         log.write("$ " + subprocess.list2cmdline(command) + "\n")
         log.flush()
         process = subprocess.Popen(
-            command, stdout=log, stderr=subprocess.STDOUT, env={**os.environ, **target.env},
+            command,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            env={**os.environ, **target.env},
             start_new_session=True,
         )
         try:
@@ -176,8 +186,9 @@ def _run(tool: str, counters: tuple[str, ...], directory: Path, number: int, tar
             process.wait()
             returncode = None
     output = log_path.read_text(encoding="utf-8", errors="replace").split("\n", 1)[-1]
-    return _Run(number=number, counters=counters, directory=directory, returncode=returncode, output=output,
-                timeout_s=timeout_s)
+    return _Run(
+        number=number, counters=counters, directory=directory, returncode=returncode, output=output, timeout_s=timeout_s
+    )
 
 
 def _merge(runs: Sequence[_Run]) -> tuple[list[Metric], list[str]]:
@@ -221,12 +232,15 @@ def _ordered(metrics: list[Metric], wanted: Sequence[str]) -> list[Metric]:
     time = {metric.kernel: metric.value for metric in metrics if metric.name == "TotalDurationNs"}
     rank = {name: position for position, name in enumerate(wanted)}
     order = {metric: position for position, metric in enumerate(metrics)}
-    return sorted(metrics, key=lambda metric: (
-        -time.get(metric.kernel, -1.0),
-        metric.kernel,
-        rank.get(metric.name, len(rank)),
-        order[metric],
-    ))
+    return sorted(
+        metrics,
+        key=lambda metric: (
+            -time.get(metric.kernel, -1.0),
+            metric.kernel,
+            rank.get(metric.name, len(rank)),
+            order[metric],
+        ),
+    )
 
 
 def _why_missing(name: str, found: set[str], failed: dict[str, str], any_kernel: bool, root: Path) -> str:

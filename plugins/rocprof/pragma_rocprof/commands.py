@@ -35,7 +35,7 @@ def split_passes(counters: Iterable[str], per_pass: int = COUNTERS_PER_PASS) -> 
     if per_pass < 1:
         raise ValueError(f"per_pass must be at least 1, got {per_pass}")
     unique = list(dict.fromkeys(counters))
-    return [tuple(unique[start:start + per_pass]) for start in range(0, len(unique), per_pass)]
+    return [tuple(unique[start : start + per_pass]) for start in range(0, len(unique), per_pass)]
 
 
 def kernel_include_regex(kernel_functions: Sequence[str]) -> str | None:

@@ -66,7 +66,11 @@ def _table(*rows: tuple) -> dict[str, MetricInfo]:
     table = {}
     for name, unit, kind, aggregate, meaning, *inputs in rows:
         table[name] = MetricInfo(
-            name=name, unit=unit, kind=kind, aggregate=aggregate, meaning=meaning,
+            name=name,
+            unit=unit,
+            kind=kind,
+            aggregate=aggregate,
+            meaning=meaning,
             inputs=inputs[0] if inputs else (),
         )
     return table
@@ -82,27 +86,67 @@ KNOWN_METRICS: dict[str, MetricInfo] = _table(
     ("Percentage", "%", "duration", "stat", "share of all GPU kernel time of the run spent in this kernel"),
     ("StdDev", "ns", "stats", "stat", "standard deviation of the dispatch durations (rocprofv3 --stats only)"),
     # -- per-dispatch properties (counter collection and newer kernel traces) ---------------------
-    ("VGPR_Count", "registers", "dispatch", "max",
-     "architected vector registers per work-item (v1: arch_vgpr); many VGPRs limit occupancy"),
-    ("Accum_VGPR_Count", "registers", "dispatch", "max",
-     "accumulation registers (AGPRs, MFMA accumulators) per work-item (v1: accum_vgpr)"),
+    (
+        "VGPR_Count",
+        "registers",
+        "dispatch",
+        "max",
+        "architected vector registers per work-item (v1: arch_vgpr); many VGPRs limit occupancy",
+    ),
+    (
+        "Accum_VGPR_Count",
+        "registers",
+        "dispatch",
+        "max",
+        "accumulation registers (AGPRs, MFMA accumulators) per work-item (v1: accum_vgpr)",
+    ),
     ("SGPR_Count", "registers", "dispatch", "max", "scalar registers per wavefront (v1: sgpr); can limit occupancy"),
-    ("LDS_Block_Size", "bytes", "dispatch", "max",
-     "LDS (shared memory) allocated per workgroup (v1: lds); large LDS limits workgroups per CU"),
-    ("Scratch_Size", "bytes", "dispatch", "max",
-     "scratch (private) memory per work-item (v1: scr); non-zero usually means register spills"),
-    ("Group_Segment_Size", "bytes", "dispatch", "max",
-     "static LDS a workgroup needs, as the kernel declares it (older kernel traces)"),
-    ("Private_Segment_Size", "bytes", "dispatch", "max",
-     "private/spill memory a work-item needs, as the kernel declares it (older kernel traces)"),
+    (
+        "LDS_Block_Size",
+        "bytes",
+        "dispatch",
+        "max",
+        "LDS (shared memory) allocated per workgroup (v1: lds); large LDS limits workgroups per CU",
+    ),
+    (
+        "Scratch_Size",
+        "bytes",
+        "dispatch",
+        "max",
+        "scratch (private) memory per work-item (v1: scr); non-zero usually means register spills",
+    ),
+    (
+        "Group_Segment_Size",
+        "bytes",
+        "dispatch",
+        "max",
+        "static LDS a workgroup needs, as the kernel declares it (older kernel traces)",
+    ),
+    (
+        "Private_Segment_Size",
+        "bytes",
+        "dispatch",
+        "max",
+        "private/spill memory a work-item needs, as the kernel declares it (older kernel traces)",
+    ),
     ("Workgroup_Size", "work-items", "dispatch", "max", "work-items per workgroup (HIP block size)"),
     ("Grid_Size", "work-items", "dispatch", "max", "work-items launched per dispatch (largest dispatch)"),
     # -- occupancy ---------------------------------------------------------------------------------
-    ("OccupancyPercent", "%", "counter", "mean",
-     "achieved occupancy: resident wavefronts as a % of what the CUs can hold"),
+    (
+        "OccupancyPercent",
+        "%",
+        "counter",
+        "mean",
+        "achieved occupancy: resident wavefronts as a % of what the CUs can hold",
+    ),
     ("MeanOccupancyPerCU", "wavefronts", "counter", "mean", "mean number of wavefronts resident on a compute unit"),
-    ("MeanOccupancyPerActiveCU", "wavefronts", "counter", "mean",
-     "mean number of wavefronts resident on a busy compute unit"),
+    (
+        "MeanOccupancyPerActiveCU",
+        "wavefronts",
+        "counter",
+        "mean",
+        "mean number of wavefronts resident on a busy compute unit",
+    ),
     ("Wavefronts", "wavefronts", "counter", "sum", "wavefronts launched"),
     ("SQ_WAVES", "wavefronts", "counter", "sum", "wavefronts sent to the sequencers (launched)"),
     ("SQ_WAVE_CYCLES", "quad-cycles", "counter", "sum", "cycles spent executing wavefronts, summed over waves"),
@@ -113,14 +157,18 @@ KNOWN_METRICS: dict[str, MetricInfo] = _table(
     # -- compute pipes -----------------------------------------------------------------------------
     ("VALUBusy", "%", "counter", "mean", "share of GPU time the vector ALUs are processing instructions"),
     ("SALUBusy", "%", "counter", "mean", "share of GPU time the scalar ALU is processing instructions"),
-    ("VALUUtilization", "%", "counter", "mean",
-     "share of active threads in a wavefront's VALU instructions (divergence)"),
+    (
+        "VALUUtilization",
+        "%",
+        "counter",
+        "mean",
+        "share of active threads in a wavefront's VALU instructions (divergence)",
+    ),
     ("VALUInsts", "instructions", "counter", "mean", "vector ALU instructions per work-item"),
     ("SALUInsts", "instructions", "counter", "mean", "scalar ALU instructions per work-item"),
     ("SQ_INSTS_VALU", "instructions", "counter", "sum", "vector ALU instructions issued"),
     ("SQ_INSTS_SALU", "instructions", "counter", "sum", "scalar ALU instructions issued"),
-    ("MfmaUtil", "%", "counter", "mean",
-     "share of time the matrix cores (MFMA units, AMD's tensor cores) are busy"),
+    ("MfmaUtil", "%", "counter", "mean", "share of time the matrix cores (MFMA units, AMD's tensor cores) are busy"),
     ("SQ_VALU_MFMA_BUSY_CYCLES", "cycles", "counter", "sum", "cycles the MFMA (matrix) units are busy"),
     ("SQ_INSTS_MFMA", "instructions", "counter", "sum", "MFMA (matrix fused multiply-add) instructions issued"),
     ("SQ_INSTS_VALU_MFMA_MOPS_F16", "512 ops", "counter", "sum", "MFMA math operations on FP16 data, in units of 512"),
@@ -128,8 +176,13 @@ KNOWN_METRICS: dict[str, MetricInfo] = _table(
     ("SQ_INSTS_VALU_MFMA_MOPS_F32", "512 ops", "counter", "sum", "MFMA math operations on FP32 data, in units of 512"),
     ("SQ_INSTS_VALU_MFMA_MOPS_F64", "512 ops", "counter", "sum", "MFMA math operations on FP64 data, in units of 512"),
     # -- memory ------------------------------------------------------------------------------------
-    ("MemUnitBusy", "%", "counter", "mean",
-     "share of GPU time the memory unit (texture addresser) is active, stalls included"),
+    (
+        "MemUnitBusy",
+        "%",
+        "counter",
+        "mean",
+        "share of GPU time the memory unit (texture addresser) is active, stalls included",
+    ),
     ("MemUnitStalled", "%", "counter", "mean", "share of GPU time the memory unit is stalled"),
     ("WriteUnitStalled", "%", "counter", "mean", "share of GPU time the L2 write unit is stalled"),
     ("FETCH_SIZE", "KB", "counter", "sum", "kilobytes (1024 B) read from device memory (HBM) past the L2"),
@@ -141,8 +194,13 @@ KNOWN_METRICS: dict[str, MetricInfo] = _table(
     ("TCC_HIT", "requests", "counter", "sum", "L2 cache (TCC) hits"),
     ("TCC_MISS", "requests", "counter", "sum", "L2 cache (TCC) misses"),
     ("TCC_REQ_sum", "requests", "counter", "sum", "L2 cache requests of all kinds"),
-    ("TCP_TOTAL_CACHE_ACCESSES_sum", "cache lines", "counter", "sum",
-     "vector L1 cache (TCP) tag lookups, hits and misses, summed over CUs"),
+    (
+        "TCP_TOTAL_CACHE_ACCESSES_sum",
+        "cache lines",
+        "counter",
+        "sum",
+        "vector L1 cache (TCP) tag lookups, hits and misses, summed over CUs",
+    ),
     ("TCP_TCC_READ_REQ_sum", "requests", "counter", "sum", "read requests from vector L1 to L2 (L1 read misses)"),
     ("TCP_TCC_WRITE_REQ_sum", "requests", "counter", "sum", "write requests from vector L1 to L2"),
     ("TCP_TCC_ATOMIC_WITH_RET_REQ_sum", "requests", "counter", "sum", "atomics with return from vector L1 to L2"),
@@ -153,15 +211,30 @@ KNOWN_METRICS: dict[str, MetricInfo] = _table(
     ("VFetchInsts", "instructions", "counter", "mean", "vector fetch instructions from device memory per work-item"),
     ("VWriteInsts", "instructions", "counter", "mean", "vector write instructions to device memory per work-item"),
     # -- computed by pragma --------------------------------------------------------------------------
-    ("L2CacheHit", "%", "derived", "ratio",
-     "L2 hit rate: 100 * TCC_HIT_sum / (TCC_HIT_sum + TCC_MISS_sum), rocprof's own formula",
-     ("TCC_HIT_sum", "TCC_MISS_sum")),
-    ("L1CacheHit", "%", "derived", "ratio",
-     "vector L1 (vL1D) hit rate: lookups not sent on to L2, as a % of TCP_TOTAL_CACHE_ACCESSES_sum",
-     ("TCP_TOTAL_CACHE_ACCESSES_sum", "TCP_TCC_READ_REQ_sum", "TCP_TCC_WRITE_REQ_sum")),
-    ("HBMBandwidth", "GB/s", "derived", "ratio",
-     "device-memory throughput: (FETCH_SIZE + WRITE_SIZE) bytes over the kernel's GPU time",
-     ("FETCH_SIZE", "WRITE_SIZE")),
+    (
+        "L2CacheHit",
+        "%",
+        "derived",
+        "ratio",
+        "L2 hit rate: 100 * TCC_HIT_sum / (TCC_HIT_sum + TCC_MISS_sum), rocprof's own formula",
+        ("TCC_HIT_sum", "TCC_MISS_sum"),
+    ),
+    (
+        "L1CacheHit",
+        "%",
+        "derived",
+        "ratio",
+        "vector L1 (vL1D) hit rate: lookups not sent on to L2, as a % of TCP_TOTAL_CACHE_ACCESSES_sum",
+        ("TCP_TOTAL_CACHE_ACCESSES_sum", "TCP_TCC_READ_REQ_sum", "TCP_TCC_WRITE_REQ_sum"),
+    ),
+    (
+        "HBMBandwidth",
+        "GB/s",
+        "derived",
+        "ratio",
+        "device-memory throughput: (FETCH_SIZE + WRITE_SIZE) bytes over the kernel's GPU time",
+        ("FETCH_SIZE", "WRITE_SIZE"),
+    ),
 )
 """Every metric pragma has a meaning for, by name."""
 
@@ -269,7 +342,7 @@ def meaning_of(name: str) -> str:
     """A one-line meaning, or "" for a counter pragma has no description of."""
     known = info(name)
     if known is not None:
-        instance = name[len(_base(name)):]
+        instance = name[len(_base(name)) :]
         return f"{known.meaning} (instance {instance.strip('[]')})" if instance.startswith("[") else known.meaning
     stats = _STATS_SUFFIX.fullmatch(name)
     if stats:
@@ -319,15 +392,19 @@ def counters_for(names: Sequence[str]) -> tuple[str, ...]:
 def _rejection(name: str) -> str:
     known = info(name)
     if known is not None and known.kind == "stats":
-        return (f"{name} only appears in rocprofv3 --stats files; pragma computes Calls, AverageNs, "
-                "MinNs and MaxNs from the kernel trace instead")
+        return (
+            f"{name} only appears in rocprofv3 --stats files; pragma computes Calls, AverageNs, "
+            "MinNs and MaxNs from the kernel trace instead"
+        )
     if known is not None:
         return ""
     if name in V1_COLUMN_NAMES:
         return f"{name} is a rocprof v1 column; rocprofv3 reports it as {V1_COLUMN_NAMES[name]}, request that"
     if not COUNTER_NAME.fullmatch(name):
-        return (f"{name!r} is not a rocprof counter name: counters look like SQ_WAVES, TCC_HIT_sum, "
-                "TCC_HIT[0] or derived metrics like VALUBusy (list them with `rocprofv3 --list-avail`)")
+        return (
+            f"{name!r} is not a rocprof counter name: counters look like SQ_WAVES, TCC_HIT_sum, "
+            "TCC_HIT[0] or derived metrics like VALUBusy (list them with `rocprofv3 --list-avail`)"
+        )
     return ""
 
 

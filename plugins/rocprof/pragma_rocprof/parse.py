@@ -42,6 +42,7 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 import attrs
+
 from pragma_core.errors import ProfileParseError
 from pragma_core.records import Metric
 
@@ -77,18 +78,43 @@ PROPERTY_COLUMNS: dict[str, str] = {
 """Per-dispatch columns -> the property metric they give."""
 
 _PROPERTY_ORDER = tuple(dict.fromkeys(PROPERTY_COLUMNS.values()))
-_DIMENSIONS = {"Workgroup_Size": ("Workgroup_Size_X", "Workgroup_Size_Y", "Workgroup_Size_Z"),
-               "Grid_Size": ("Grid_Size_X", "Grid_Size_Y", "Grid_Size_Z")}
+_DIMENSIONS = {
+    "Workgroup_Size": ("Workgroup_Size_X", "Workgroup_Size_Y", "Workgroup_Size_Z"),
+    "Grid_Size": ("Grid_Size_X", "Grid_Size_Y", "Grid_Size_Z"),
+}
 
 _KERNEL_NAME_COLUMNS = ("Kernel_Name", "KernelName")
 _DISPATCH_ID_COLUMNS = ("Dispatch_Id", "Dispatch_ID", "Index", "Correlation_Id")
 _INTERVALS = (("Start_Timestamp", "End_Timestamp"), ("BeginNs", "EndNs"))
-_NOT_COUNTERS = frozenset({
-    "Index", "Dispatch_ID", "Correlation_ID", "gpu-id", "GPU_ID", "queue-id", "Queue_ID",
-    "queue-index", "pid", "PID", "tid", "TID", "wave_size", "Wave_Size", "fbar", "sig", "obj",
-    "DispatchNs", "BeginNs", "EndNs", "CompleteNs", "DurationNs", "Start_Timestamp", "End_Timestamp",
-    *_KERNEL_NAME_COLUMNS,
-})
+_NOT_COUNTERS = frozenset(
+    {
+        "Index",
+        "Dispatch_ID",
+        "Correlation_ID",
+        "gpu-id",
+        "GPU_ID",
+        "queue-id",
+        "Queue_ID",
+        "queue-index",
+        "pid",
+        "PID",
+        "tid",
+        "TID",
+        "wave_size",
+        "Wave_Size",
+        "fbar",
+        "sig",
+        "obj",
+        "DispatchNs",
+        "BeginNs",
+        "EndNs",
+        "CompleteNs",
+        "DurationNs",
+        "Start_Timestamp",
+        "End_Timestamp",
+        *_KERNEL_NAME_COLUMNS,
+    }
+)
 _STATS_HEADER = ["Name", "Calls", "TotalDurationNs", "AverageNs", "Percentage"]
 _STATS_COLUMNS = ("Calls", "TotalDurationNs", "AverageNs", "MinNs", "MaxNs", "Percentage", "StdDev")
 _INPUT_FILE_LINE = re.compile(r"(pmc|gpu|range|kernel)\s*:", re.IGNORECASE)
@@ -187,8 +213,11 @@ class _Table:
                 "not rocprof output; parse the CSV the run wrote"
             )
         try:
-            parsed = [(number, row) for number, row in enumerate(csv.reader(io.StringIO(text)), start=1)
-                      if any(field.strip() for field in row)]
+            parsed = [
+                (number, row)
+                for number, row in enumerate(csv.reader(io.StringIO(text)), start=1)
+                if any(field.strip() for field in row)
+            ]
         except csv.Error as error:
             raise ProfileParseError(f"not rocprof CSV output ({error}): first line {_shown(first_line)}") from None
         (_, header), *rows = parsed
@@ -305,8 +334,11 @@ class _Kernels:
         metrics: list[Metric] = []
         for kernel in kernels:
             metrics += _duration_metrics(kernel, all_time, prefix="", kernel=kernel.name)
-            metrics += [_metric(name, kernel.properties[name], kernel.name)
-                        for name in _PROPERTY_ORDER if name in kernel.properties]
+            metrics += [
+                _metric(name, kernel.properties[name], kernel.name)
+                for name in _PROPERTY_ORDER
+                if name in kernel.properties
+            ]
             for name, values in kernel.counters.items():
                 value = sum(values) if aggregation_of(name) == "sum" else sum(values) / len(values)
                 metrics.append(_metric(name, value, kernel.name))
@@ -329,8 +361,9 @@ def _duration_metrics(seen: _Kernel, all_time: float, *, prefix: str, kernel: st
 
 
 def _metric(name: str, value: float, kernel: str) -> Metric:
-    return Metric(name=name, value=float(value), unit=unit_of(name), kernel=kernel, profiler=PROFILER,
-                  meaning=meaning_of(name))
+    return Metric(
+        name=name, value=float(value), unit=unit_of(name), kernel=kernel, profiler=PROFILER, meaning=meaning_of(name)
+    )
 
 
 def _dispatch_key(record: dict[str, str], number: int) -> tuple[str, str]:

@@ -49,9 +49,7 @@ def gpu_targets() -> list[str] | None:
         return None
     targets = []
     for properties in sorted(nodes.glob("*/properties")):
-        fields = dict(
-            line.split(None, 1) for line in _read(properties).splitlines() if len(line.split(None, 1)) == 2
-        )
+        fields = dict(line.split(None, 1) for line in _read(properties).splitlines() if len(line.split(None, 1)) == 2)
         if int(fields.get("simd_count", "0") or 0) > 0:
             targets.append(_gfx_name(int(fields.get("gfx_target_version", "0") or 0)))
     return targets
@@ -103,9 +101,7 @@ def _rocminfo_targets() -> list[str] | None:
     if rocminfo is None:
         return None
     try:
-        result = subprocess.run(
-            [rocminfo], capture_output=True, text=True, timeout=ROCMINFO_SECONDS, check=False
-        )
+        result = subprocess.run([rocminfo], capture_output=True, text=True, timeout=ROCMINFO_SECONDS, check=False)
     except (OSError, subprocess.TimeoutExpired):
         return None
     return sorted(set(re.findall(r"^\s*Name:\s+(gfx[0-9a-f]+)\s*$", result.stdout, re.MULTILINE)))

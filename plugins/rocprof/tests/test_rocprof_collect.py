@@ -16,12 +16,12 @@ from pathlib import Path
 
 import attrs
 import pytest
+
+import pragma_rocprof.collect as collect_module
 from pragma_core import Availability
 from pragma_core.components import ProfileTarget
 from pragma_core.errors import ProfilerUnavailable
 from pragma_core.records import Task
-
-import pragma_rocprof.collect as collect_module
 from pragma_rocprof.collect import collect, kernel_matches
 from pragma_rocprof.probe import probe
 
@@ -95,8 +95,9 @@ def runs_of(tmp_path: Path) -> int:
 
 def test_passes_the_hardware_refuses_are_split_and_merged(fake_rocprofv3, tmp_path, monkeypatch):
     monkeypatch.setenv("FAKE_MAX_COUNTERS", "1")
-    monkeypatch.setenv("FAKE_COUNTER_FILES", json.dumps({"OccupancyPercent": str(OCCUPANCY),
-                                                         "VALUBusy": str(VALUBUSY)}))
+    monkeypatch.setenv(
+        "FAKE_COUNTER_FILES", json.dumps({"OccupancyPercent": str(OCCUPANCY), "VALUBusy": str(VALUBUSY)})
+    )
     target = target_for(tmp_path, kernel_functions=("compute_rhs",))
     profile = collect(target, ["OccupancyPercent", "VALUBusy", "AverageNs", "VGPR_Count"])
 
@@ -108,10 +109,16 @@ def test_passes_the_hardware_refuses_are_split_and_merged(fake_rocprofv3, tmp_pa
     assert profile.get("VALUBusy").value == pytest.approx((51.287701 + 49.378490) / 2)
     assert profile.get("VGPR_Count").value == 52
     # no kernel trace was written, so durations come from the first counter file's timestamps
-    assert profile.get("AverageNs").value == ((1569078165045964 - 1569078165036469)
-                                              + (1569078165210296 - 1569078165200962)) / 2
-    assert [metric.name for metric in profile.metrics[:4]] == ["OccupancyPercent", "VALUBusy", "AverageNs",
-                                                               "VGPR_Count"]
+    assert (
+        profile.get("AverageNs").value
+        == ((1569078165045964 - 1569078165036469) + (1569078165210296 - 1569078165200962)) / 2
+    )
+    assert [metric.name for metric in profile.metrics[:4]] == [
+        "OccupancyPercent",
+        "VALUBusy",
+        "AverageNs",
+        "VGPR_Count",
+    ]
     assert any("left out 3 other kernel(s)" in note for note in profile.notes)
     assert not profile.not_collected
     assert any(path.endswith("rocprof_counter_collection.csv") for path in profile.raw_paths)
@@ -123,17 +130,24 @@ def test_passes_the_hardware_refuses_are_split_and_merged(fake_rocprofv3, tmp_pa
 
 def test_unknown_and_missing_metrics_are_reported_not_dropped(fake_rocprofv3, tmp_path, monkeypatch):
     monkeypatch.setenv("FAKE_COUNTER_FILES", json.dumps({"OccupancyPercent": str(OCCUPANCY)}))
-    profile = collect(target_for(tmp_path), [
-        "OccupancyPercent",
-        "sm__throughput.avg.pct_of_peak_sustained_elapsed",  # an ncu name
-        "arch_vgpr",  # a rocprof v1 column
-        "SQ_NOT_ON_THIS_GPU",  # grammatical, but rocprofv3 returns nothing for it
-        "L2CacheHit",  # needs TCC_HIT_sum and TCC_MISS_sum
-    ])
+    profile = collect(
+        target_for(tmp_path),
+        [
+            "OccupancyPercent",
+            "sm__throughput.avg.pct_of_peak_sustained_elapsed",  # an ncu name
+            "arch_vgpr",  # a rocprof v1 column
+            "SQ_NOT_ON_THIS_GPU",  # grammatical, but rocprofv3 returns nothing for it
+            "L2CacheHit",  # needs TCC_HIT_sum and TCC_MISS_sum
+        ],
+    )
     assert profile.get("OccupancyPercent", "init_gaussian").value == pytest.approx(13.271172)
     reasons = profile.not_collected
-    assert set(reasons) == {"sm__throughput.avg.pct_of_peak_sustained_elapsed", "arch_vgpr",
-                            "SQ_NOT_ON_THIS_GPU", "L2CacheHit"}
+    assert set(reasons) == {
+        "sm__throughput.avg.pct_of_peak_sustained_elapsed",
+        "arch_vgpr",
+        "SQ_NOT_ON_THIS_GPU",
+        "L2CacheHit",
+    }
     assert "not a rocprof counter name" in reasons["sm__throughput.avg.pct_of_peak_sustained_elapsed"]
     assert "VGPR_Count" in reasons["arch_vgpr"]
     assert "--list-avail" in reasons["SQ_NOT_ON_THIS_GPU"]
@@ -164,8 +178,10 @@ def test_kernel_trace_durations_win_and_bandwidth_uses_them(fake_rocprofv3, tmp_
     assert {metric.kernel for metric in profile.metrics} == {divide}
     # two dispatches in the trace, one in the counter file: the trace's count and durations are kept
     assert profile.get("Calls").value == 2
-    assert profile.get("AverageNs").value == ((1550151853075237 - 1550151853064037)
-                                              + (1550151853160837 - 1550151853148397)) / 2
+    assert (
+        profile.get("AverageNs").value
+        == ((1550151853075237 - 1550151853064037) + (1550151853160837 - 1550151853148397)) / 2
+    )
     assert profile.get("SQ_WAVES").value == 16384
 
 
@@ -204,13 +220,16 @@ def test_a_cpu_target_is_refused(fake_rocprofv3, tmp_path):
         collect(target_for(tmp_path, device="cpu"), ["VALUBusy"])
 
 
-@pytest.mark.parametrize("kernel, function, expected", [
-    ("void relu_kernel<float>(float*, int)", "relu_kernel", True),
-    ("relu_kernel_0d1d2", "relu_kernel", True),
-    ("ns::relu_kernel(float*)", "relu_kernel", True),
-    ("my_relu_kernel(float*)", "relu_kernel", False),
-    ("relu_kernel2(float*)", "relu_kernel", False),
-])
+@pytest.mark.parametrize(
+    "kernel, function, expected",
+    [
+        ("void relu_kernel<float>(float*, int)", "relu_kernel", True),
+        ("relu_kernel_0d1d2", "relu_kernel", True),
+        ("ns::relu_kernel(float*)", "relu_kernel", True),
+        ("my_relu_kernel(float*)", "relu_kernel", False),
+        ("relu_kernel2(float*)", "relu_kernel", False),
+    ],
+)
 def test_kernel_matches(kernel, function, expected):
     assert kernel_matches(kernel, function) is expected
 

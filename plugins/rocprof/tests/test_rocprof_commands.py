@@ -14,8 +14,19 @@ ARGV = ("/usr/bin/python3", "run.py", "--repetitions", "3")
 def test_one_pass_command_line():
     command = build_command("/opt/rocm/bin/rocprofv3", ("FETCH_SIZE", "WRITE_SIZE"), "/tmp/out/pass_1", ARGV)
     assert command == (
-        "/opt/rocm/bin/rocprofv3", "--pmc", "FETCH_SIZE", "WRITE_SIZE", "--kernel-trace",
-        "--output-format", "csv", "-d", "/tmp/out/pass_1", "-o", "rocprof", "--", *ARGV,
+        "/opt/rocm/bin/rocprofv3",
+        "--pmc",
+        "FETCH_SIZE",
+        "WRITE_SIZE",
+        "--kernel-trace",
+        "--output-format",
+        "csv",
+        "-d",
+        "/tmp/out/pass_1",
+        "-o",
+        "rocprof",
+        "--",
+        *ARGV,
     )
 
 
@@ -24,7 +35,7 @@ def test_kernel_filter_goes_before_the_program():
     assert command[command.index("-o") + 1] == "x"
     assert command[command.index("--kernel-include-regex") + 1] == "relu_kernel"
     assert command.index("--kernel-include-regex") < command.index("--")
-    assert command[command.index("--") + 1:] == ARGV
+    assert command[command.index("--") + 1 :] == ARGV
 
 
 def test_no_counters_traces_kernels_only():

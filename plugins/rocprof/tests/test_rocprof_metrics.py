@@ -28,8 +28,20 @@ def test_every_default_metric_has_a_meaning_and_a_unit_where_it_has_one():
 
 def test_the_default_set_covers_the_papers_gpu_metrics():
     defaults = set(DEFAULT_METRICS)
-    assert {"AverageNs", "OccupancyPercent", "VGPR_Count", "SGPR_Count", "LDS_Block_Size", "MfmaUtil",
-            "FETCH_SIZE", "WRITE_SIZE", "L2CacheHit", "L1CacheHit", "VALUBusy", "MemUnitBusy"} <= defaults
+    assert {
+        "AverageNs",
+        "OccupancyPercent",
+        "VGPR_Count",
+        "SGPR_Count",
+        "LDS_Block_Size",
+        "MfmaUtil",
+        "FETCH_SIZE",
+        "WRITE_SIZE",
+        "L2CacheHit",
+        "L1CacheHit",
+        "VALUBusy",
+        "MemUnitBusy",
+    } <= defaults
 
 
 def test_default_counters_make_two_passes_with_l2_hits_and_misses_together():
@@ -37,25 +49,52 @@ def test_default_counters_make_two_passes_with_l2_hits_and_misses_together():
     assert len(passes) == 2
     assert {"TCC_HIT_sum", "TCC_MISS_sum"} <= set(passes[0])
     # the data_movement set that rocprof v1 counted in one pass on MI250X stays together
-    assert {"FETCH_SIZE", "WRITE_SIZE", "TCP_TOTAL_CACHE_ACCESSES_sum", "TCP_TCC_READ_REQ_sum",
-            "TCP_TCC_WRITE_REQ_sum"} <= set(passes[1])
+    assert {
+        "FETCH_SIZE",
+        "WRITE_SIZE",
+        "TCP_TOTAL_CACHE_ACCESSES_sum",
+        "TCP_TCC_READ_REQ_sum",
+        "TCP_TCC_WRITE_REQ_sum",
+    } <= set(passes[1])
 
 
 def test_counters_for_skips_trace_columns_and_expands_derived_metrics():
     assert counters_for(["AverageNs", "VGPR_Count", "L2CacheHit", "TCC_HIT_sum", "SQ_WAVES"]) == (
-        "TCC_HIT_sum", "TCC_MISS_sum", "SQ_WAVES",
+        "TCC_HIT_sum",
+        "TCC_MISS_sum",
+        "SQ_WAVES",
     )
 
 
-@pytest.mark.parametrize("name", ["SQ_WAVES", "TCC_HIT[3]", "TCC_EA0_RDREQ_32B_sum", "VALUBusy",
-                                  "SQ_WAVES:device=0", "TA_BUSY_avr", "GRBM_GUI_ACTIVE", "AverageNs"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "SQ_WAVES",
+        "TCC_HIT[3]",
+        "TCC_EA0_RDREQ_32B_sum",
+        "VALUBusy",
+        "SQ_WAVES:device=0",
+        "TA_BUSY_avr",
+        "GRBM_GUI_ACTIVE",
+        "AverageNs",
+    ],
+)
 def test_names_in_the_rocprof_grammar_are_accepted(name):
     accepted, rejected = validate([name])
     assert accepted == (name,) and not rejected
 
 
-@pytest.mark.parametrize("name", ["sm__throughput.avg.pct_of_peak_sustained_elapsed", "instructions",
-                                  "D1 miss rate", "gpu__time_duration.sum", "", "SQ WAVES"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "sm__throughput.avg.pct_of_peak_sustained_elapsed",
+        "instructions",
+        "D1 miss rate",
+        "gpu__time_duration.sum",
+        "",
+        "SQ WAVES",
+    ],
+)
 def test_names_outside_the_grammar_are_rejected_with_a_reason(name):
     accepted, rejected = validate([name])
     assert accepted == ()
@@ -96,8 +135,9 @@ def test_meanings_of_instances_and_stats_columns():
 
 def test_the_readme_table_lists_every_default_metric():
     readme = (Path(__file__).parents[1] / "README.md").read_text()
-    table = readme[readme.index("| metric | unit | per kernel | meaning |"):readme.index("KNOWN_METRICS")]
+    table = readme[readme.index("| metric | unit | per kernel | meaning |") : readme.index("KNOWN_METRICS")]
     # "`SQ_INSTS_VALU_MFMA_MOPS_F16`, `_BF16`" lists the BF16 counter too
-    missing = [name for name in DEFAULT_METRICS
-               if f"`{name}`" not in table and f"`_{name.rsplit('_', 1)[-1]}`" not in table]
+    missing = [
+        name for name in DEFAULT_METRICS if f"`{name}`" not in table and f"`_{name.rsplit('_', 1)[-1]}`" not in table
+    ]
     assert not missing

@@ -5,10 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from pragma_core.errors import ProfileParseError
 
-from pragma_rocprof.parse import detect_format, parse
-from pragma_rocprof.parse import kernel_name
+from pragma_core.errors import ProfileParseError
+from pragma_rocprof.parse import detect_format, kernel_name, parse
 
 DATA = Path(__file__).parent / "data"
 
@@ -86,9 +85,7 @@ def test_rocm7_layout_quoted_agent_fixed_and_scientific_values_averaged():
 def test_rocm7_layout_valubusy():
     got = metrics_of("rocprofv3-rocm7-counter_collection-VALUBusy-first8.csv")
     assert got["compute_rhs", "VALUBusy"] == pytest.approx((51.287701 + 49.378490) / 2)
-    assert got["apply_reflect_bc", "VALUBusy"] == pytest.approx(
-        (2.48342814e-02 + 1.77540975e-02 + 2.38510447e-02) / 3
-    )
+    assert got["apply_reflect_bc", "VALUBusy"] == pytest.approx((2.48342814e-02 + 1.77540975e-02 + 2.38510447e-02) / 3)
     assert got["init_gaussian", "VALUBusy"] == pytest.approx(24.657900)
     assert got["apply_reflect_bc", "VGPR_Count"] == 28
 
@@ -247,8 +244,11 @@ def test_v1_lds_bank_conflict_percentages_are_averaged():
     assert got["compute_fd_x_kernel", "LDSBankConflict"] == 0.0
     assert got["initialize_polynomial_kernel", "VGPR_Count"] == 44
     assert {kernel for kernel, _ in got} == {
-        "initialize_polynomial_kernel", "__amd_rocclr_fillBufferAligned", "compute_fd_x_kernel",
-        "compute_fd_y_kernel", "max_absval_gpu_kernel",
+        "initialize_polynomial_kernel",
+        "__amd_rocclr_fillBufferAligned",
+        "compute_fd_x_kernel",
+        "compute_fd_y_kernel",
+        "max_absval_gpu_kernel",
     }
     assert units_of("rocprof-v1-pmc-LDSBankConflict-first120.csv")["LDSBankConflict"] == "%"
 
@@ -277,8 +277,11 @@ def test_v1_layout_renamed_by_omniperf():
 
 
 def test_default_metrics_found_in_the_files_carry_meanings():
-    for name in ("rocprofv3-rocm7-counter_collection-OccupancyPercent-first8.csv",
-                 "rocprof-v1-rocm5.7.1-pmc-derived-counters-first250.csv", "rocprofv3-docs-kernel_trace.csv"):
+    for name in (
+        "rocprofv3-rocm7-counter_collection-OccupancyPercent-first8.csv",
+        "rocprof-v1-rocm5.7.1-pmc-derived-counters-first250.csv",
+        "rocprofv3-docs-kernel_trace.csv",
+    ):
         for metric in parse((DATA / name).read_text()):
             assert metric.meaning, metric
 
@@ -286,20 +289,24 @@ def test_default_metrics_found_in_the_files_carry_meanings():
 # -- what is not rocprof output -------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("name", ["rocprof-v1-input-pmc-data_movement.txt",
-                                  "derived-omniperf/omniperf-rocprof-input-SQ_LEVEL_WAVES.txt"])
+@pytest.mark.parametrize(
+    "name", ["rocprof-v1-input-pmc-data_movement.txt", "derived-omniperf/omniperf-rocprof-input-SQ_LEVEL_WAVES.txt"]
+)
 def test_rocprof_input_files_are_refused_with_a_clear_message(name):
     with pytest.raises(ProfileParseError, match="rocprof input file"):
         parse((DATA / name).read_text())
 
 
-@pytest.mark.parametrize("junk, says", [
-    ("", "empty"),
-    ("\n\n", "empty"),
-    ("this is not the output of any profiler\n", "not a rocprof CSV layout"),
-    ("\x00\x01\x02 binary junk", "not (a )?rocprof CSV"),
-    ("a,b,c\n1,2,3\n", "not a rocprof CSV layout"),
-])
+@pytest.mark.parametrize(
+    "junk, says",
+    [
+        ("", "empty"),
+        ("\n\n", "empty"),
+        ("this is not the output of any profiler\n", "not a rocprof CSV layout"),
+        ("\x00\x01\x02 binary junk", "not (a )?rocprof CSV"),
+        ("a,b,c\n1,2,3\n", "not a rocprof CSV layout"),
+    ],
+)
 def test_unreadable_input_says_what_was_seen(junk, says):
     with pytest.raises(ProfileParseError, match=says) as caught:
         parse(junk)

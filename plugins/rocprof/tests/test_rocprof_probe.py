@@ -127,8 +127,11 @@ def _rocminfo(monkeypatch, stdout=None, error=None):
 
 def test_rocminfo_is_asked_when_the_topology_is_missing(monkeypatch, tmp_path):
     _kfd(tmp_path)
-    _rocminfo(monkeypatch, stdout="Agent 1\n  Name:                    AMD EPYC 7V13\nAgent 2\n"
-                                  "  Name:                    gfx90a\n  Marketing Name: AMD Instinct MI250X\n")
+    _rocminfo(
+        monkeypatch,
+        stdout="Agent 1\n  Name:                    AMD EPYC 7V13\nAgent 2\n"
+        "  Name:                    gfx90a\n  Marketing Name: AMD Instinct MI250X\n",
+    )
     assert probe().available
 
 

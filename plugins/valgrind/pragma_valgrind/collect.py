@@ -21,13 +21,21 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import attrs
+
 from pragma_core.components import ProfileTarget
 from pragma_core.errors import ProfileParseError, ProfilerUnavailable
 from pragma_core.records import Metric, Profile
 
 from .attribution import Attribution, attribute, is_part_of
 from .metrics import (
-    DEFAULT_METRICS, EVENTS, KNOWN_METRICS, LEGACY_EVENTS, PROFILER_NAME, RATES, metrics_from_totals, rate_value,
+    DEFAULT_METRICS,
+    EVENTS,
+    KNOWN_METRICS,
+    LEGACY_EVENTS,
+    PROFILER_NAME,
+    RATES,
+    metrics_from_totals,
+    rate_value,
 )
 from .outfile import CachegrindOut, read_outfile
 from .probe import probe, valgrind_version
@@ -43,7 +51,8 @@ LOG_FILE = "cachegrind.log"
 NO_REPLAY = (
     "cachegrind needs the native fast path (kernels loaded with pragma_core.native.load_library, "
     "which pragma replays without Python); importing torch under valgrind takes minutes; "
-    "use `--profiler perf` for this candidate")
+    "use `--profiler perf` for this candidate"
+)
 
 
 def command(valgrind: str, target: ProfileTarget) -> list[str]:
@@ -52,8 +61,12 @@ def command(valgrind: str, target: ProfileTarget) -> list[str]:
         raise ProfilerUnavailable(NO_REPLAY)
     out_dir = Path(target.out_dir)
     return [
-        valgrind, "--tool=cachegrind", "--cache-sim=yes", "--branch-sim=yes",
-        f"--cachegrind-out-file={out_dir / OUT_FILE}", f"--log-file={out_dir / LOG_FILE}",
+        valgrind,
+        "--tool=cachegrind",
+        "--cache-sim=yes",
+        "--branch-sim=yes",
+        f"--cachegrind-out-file={out_dir / OUT_FILE}",
+        f"--log-file={out_dir / LOG_FILE}",
         *target.replay_argv,
     ]
 
@@ -77,8 +90,11 @@ def collect(target: ProfileTarget, metrics: Sequence[str]) -> Profile:
     out = _run(valgrind, target)
     out_dir = Path(target.out_dir)
     raw_paths = (str(out_dir / OUT_FILE), str(out_dir / LOG_FILE))
-    notes = [_setup_note(valgrind, out), _repetitions_note(target),
-             "whole program, replay harness included: " + _summary(out.totals())]
+    notes = [
+        _setup_note(valgrind, out),
+        _repetitions_note(target),
+        "whole program, replay harness included: " + _summary(out.totals()),
+    ]
     notes += _log_warnings(out_dir / LOG_FILE)
     if isa_note:
         notes.append(isa_note)
@@ -88,7 +104,8 @@ def collect(target: ProfileTarget, metrics: Sequence[str]) -> Profile:
     if not found.keys:
         notes.append(
             f"no kernel code found in the cachegrind output (functions {list(target.kernel_functions)}, "
-            f"sources {list(target.kernel_sources)}); kernel metrics could not be separated from the harness")
+            f"sources {list(target.kernel_sources)}); kernel metrics could not be separated from the harness"
+        )
         for name in wanted:
             not_collected[name] = "no kernel code found in the cachegrind output; see the notes"
         return Profile(profiler=PROFILER_NAME, raw_paths=raw_paths, notes=notes, not_collected=not_collected)
@@ -101,8 +118,9 @@ def collect(target: ProfileTarget, metrics: Sequence[str]) -> Profile:
         if not any(metric.name == name for metric in collected):
             not_collected[name] = _missing(name, kernel_totals)
     collected += _per_function(out, found, target.kernel_functions, wanted)
-    return Profile(profiler=PROFILER_NAME, metrics=collected, raw_paths=raw_paths, notes=notes,
-                   not_collected=not_collected)
+    return Profile(
+        profiler=PROFILER_NAME, metrics=collected, raw_paths=raw_paths, notes=notes, not_collected=not_collected
+    )
 
 
 def _host_has_avx512() -> bool:
@@ -132,8 +150,10 @@ def _without_avx512(target: ProfileTarget) -> tuple[ProfileTarget, str]:
             return target, ""  # not from pragma's build cache: run it as it is
         env[f"{LIBRARY_OVERRIDE}{index}"] = str(variant)
         sources += [str(path) for path in (variant.with_suffix(".cpp"), variant.with_suffix(".c")) if path.exists()]
-    note = ("this CPU has AVX-512, which valgrind cannot decode: cachegrind replays builds of the kernels "
-            "with -mno-avx512f (same source and flags otherwise)")
+    note = (
+        "this CPU has AVX-512, which valgrind cannot decode: cachegrind replays builds of the kernels "
+        "with -mno-avx512f (same source and flags otherwise)"
+    )
     return attrs.evolve(target, env=env, kernel_sources=tuple(sources)), note
 
 
@@ -143,12 +163,21 @@ def _run(valgrind: str, target: ProfileTarget) -> CachegrindOut:
     out_path, log_path = out_dir / OUT_FILE, out_dir / LOG_FILE
     out_path.unlink(missing_ok=True)  # a file from an earlier run must not pass for this one's
     try:
-        result = subprocess.run(command(valgrind, target), cwd=out_dir, env=target.env or None, capture_output=True,
-                                text=True, errors="replace", timeout=TIMEOUT_S, check=False)
+        result = subprocess.run(
+            command(valgrind, target),
+            cwd=out_dir,
+            env=target.env or None,
+            capture_output=True,
+            text=True,
+            errors="replace",
+            timeout=TIMEOUT_S,
+            check=False,
+        )
     except subprocess.TimeoutExpired:
         raise ProfilerUnavailable(
             f"cachegrind did not finish within {TIMEOUT_S:.0f} s on the replay of {target.repetitions} "
-            "forward(s); use `--profiler perf`, or fewer repetitions or smaller sizes") from None
+            "forward(s); use `--profiler perf`, or fewer repetitions or smaller sizes"
+        ) from None
     log = log_path.read_text(errors="replace") if log_path.exists() else ""
     if result.returncode != 0:
         raise ProfilerUnavailable(_failure(result, log))
@@ -165,9 +194,11 @@ def _failure(result: subprocess.CompletedProcess, log: str) -> str:
     """One line saying why the run failed, for the person who has to act on it."""
     unrecognised = re.search(r"Unrecognised instruction at address \S+\s*\n==\d+==\s+at \S+ (.+)", log)
     if unrecognised:
-        return (f"valgrind cannot decode an instruction in {unrecognised[1].strip()}: most likely AVX-512, "
-                "which valgrind does not support, from building with -march=native on this CPU; rebuild the "
-                "kernel with -mno-avx512f or use `--profiler perf`")
+        return (
+            f"valgrind cannot decode an instruction in {unrecognised[1].strip()}: most likely AVX-512, "
+            "which valgrind does not support, from building with -march=native on this CPU; rebuild the "
+            "kernel with -mno-avx512f or use `--profiler perf`"
+        )
     how = f"signal {-result.returncode}" if result.returncode < 0 else f"exit code {result.returncode}"
     tail = _last_line(result.stderr) or _last_line(log)
     return f"the replay program under cachegrind failed ({how}): {tail or 'no message'}"
@@ -186,8 +217,9 @@ def _label(target: ProfileTarget) -> str:
     return "+".join(Path(source).name for source in target.kernel_sources)
 
 
-def _per_function(out: CachegrindOut, found: Attribution, functions: Sequence[str],
-                  wanted: tuple[str, ...]) -> list[Metric]:
+def _per_function(
+    out: CachegrindOut, found: Attribution, functions: Sequence[str], wanted: tuple[str, ...]
+) -> list[Metric]:
     """With several kernel functions, each one's metrics too (its compiler-made parts included)."""
     if len(functions) < 2:
         return []
@@ -202,8 +234,9 @@ def _per_function(out: CachegrindOut, found: Attribution, functions: Sequence[st
 def _unknown(name: str) -> str:
     if name in LEGACY_EVENTS:
         return f"valgrind 3.6 and later call this event {LEGACY_EVENTS[name]}; ask for {LEGACY_EVENTS[name]}"
-    return (f"cachegrind has no metric {name!r}; it gives the events {', '.join(EVENTS)} "
-            f"and the rates {', '.join(RATES)}")
+    return (
+        f"cachegrind has no metric {name!r}; it gives the events {', '.join(EVENTS)} and the rates {', '.join(RATES)}"
+    )
 
 
 def _missing(name: str, totals: dict[str, int]) -> str:
@@ -229,8 +262,10 @@ def _setup_note(valgrind: str, out: CachegrindOut) -> str:
 
 
 def _repetitions_note(target: ProfileTarget) -> str:
-    return (f"counts are totals over {target.repetitions} replayed forward(s); divide by {target.repetitions} "
-            "for one forward (rates do not change)")
+    return (
+        f"counts are totals over {target.repetitions} replayed forward(s); divide by {target.repetitions} "
+        "for one forward (rates do not change)"
+    )
 
 
 def _attribution_note(found: Attribution) -> str:

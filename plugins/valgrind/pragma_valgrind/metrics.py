@@ -53,20 +53,34 @@ LEGACY_EVENTS: dict[str, str] = {"I2mr": "ILmr", "D2mr": "DLmr", "D2mw": "DLmw"}
 
 RATES: dict[str, tuple[tuple[str, ...], tuple[str, ...], str]] = {
     # name: (numerator events, denominator events, meaning)
-    "D1 miss rate": (("D1mr", "D1mw"), ("Dr", "Dw"),
-                     "share of memory accesses that missed the simulated D1 cache, (D1mr + D1mw) / (Dr + Dw)"),
-    "LLd miss rate": (("DLmr", "DLmw"), ("Dr", "Dw"),
-                      "share of memory accesses that missed the simulated last-level cache, "
-                      "(DLmr + DLmw) / (Dr + Dw): traffic that goes to DRAM"),
-    "LL miss rate": (("ILmr", "DLmr", "DLmw"), ("Ir", "Dr", "Dw"),
-                     "last-level misses (instruction and data) per instruction fetch and memory access, "
-                     "(ILmr + DLmr + DLmw) / (Ir + Dr + Dw), as cachegrind's own summary computes it"),
-    "I1 miss rate": (("I1mr",), ("Ir",),
-                     "share of instruction fetches that missed the simulated I1 cache, I1mr / Ir"),
-    "LLi miss rate": (("ILmr",), ("Ir",),
-                      "share of instruction fetches that missed the simulated last-level cache, ILmr / Ir"),
-    "Mispred rate": (("Bcm", "Bim"), ("Bc", "Bi"),
-                     "branch mispredict rate: mispredicted branches per branch, (Bcm + Bim) / (Bc + Bi)"),
+    "D1 miss rate": (
+        ("D1mr", "D1mw"),
+        ("Dr", "Dw"),
+        "share of memory accesses that missed the simulated D1 cache, (D1mr + D1mw) / (Dr + Dw)",
+    ),
+    "LLd miss rate": (
+        ("DLmr", "DLmw"),
+        ("Dr", "Dw"),
+        "share of memory accesses that missed the simulated last-level cache, "
+        "(DLmr + DLmw) / (Dr + Dw): traffic that goes to DRAM",
+    ),
+    "LL miss rate": (
+        ("ILmr", "DLmr", "DLmw"),
+        ("Ir", "Dr", "Dw"),
+        "last-level misses (instruction and data) per instruction fetch and memory access, "
+        "(ILmr + DLmr + DLmw) / (Ir + Dr + Dw), as cachegrind's own summary computes it",
+    ),
+    "I1 miss rate": (("I1mr",), ("Ir",), "share of instruction fetches that missed the simulated I1 cache, I1mr / Ir"),
+    "LLi miss rate": (
+        ("ILmr",),
+        ("Ir",),
+        "share of instruction fetches that missed the simulated last-level cache, ILmr / Ir",
+    ),
+    "Mispred rate": (
+        ("Bcm", "Bim"),
+        ("Bc", "Bi"),
+        "branch mispredict rate: mispredicted branches per branch, (Bcm + Bim) / (Bc + Bi)",
+    ),
 }
 """Rates in percent, named as in cachegrind's exit summary, computed from the event counts."""
 
@@ -102,8 +116,9 @@ def rate_value(name: str, totals: Mapping[str, int]) -> float | None:
     return 100.0 * sum(totals[event] for event in numerator) / below
 
 
-def metrics_from_totals(totals: Mapping[str, int], *, kernel: str = "",
-                        names: tuple[str, ...] | None = None) -> list[Metric]:
+def metrics_from_totals(
+    totals: Mapping[str, int], *, kernel: str = "", names: tuple[str, ...] | None = None
+) -> list[Metric]:
     """Metrics of one set of event totals: every event, then each rate it allows.
 
     ``names`` keeps only those metrics, in that order. A rate whose events are absent, or whose
@@ -115,9 +130,25 @@ def metrics_from_totals(totals: Mapping[str, int], *, kernel: str = "",
         if name in RATES:
             value = rate_value(name, totals)
             if value is not None:
-                metrics.append(Metric(name=name, value=value, unit="%", kernel=kernel,
-                                      profiler=PROFILER_NAME, meaning=meaning_of(name)))
+                metrics.append(
+                    Metric(
+                        name=name,
+                        value=value,
+                        unit="%",
+                        kernel=kernel,
+                        profiler=PROFILER_NAME,
+                        meaning=meaning_of(name),
+                    )
+                )
         elif name in totals:
-            metrics.append(Metric(name=name, value=totals[name], unit=COUNT_UNIT, kernel=kernel,
-                                  profiler=PROFILER_NAME, meaning=meaning_of(name)))
+            metrics.append(
+                Metric(
+                    name=name,
+                    value=totals[name],
+                    unit=COUNT_UNIT,
+                    kernel=kernel,
+                    profiler=PROFILER_NAME,
+                    meaning=meaning_of(name),
+                )
+            )
     return metrics

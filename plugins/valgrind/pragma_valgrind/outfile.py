@@ -77,7 +77,8 @@ def read_outfile(raw: str) -> CachegrindOut:
     if re.search(r"^(?:# callgrind format|positions:|version:)", raw, re.MULTILINE):
         raise ProfileParseError(
             "this is a callgrind profile (it has a 'positions:' or 'version:' header), not a cachegrind.out "
-            "file; run valgrind with --tool=cachegrind, or read it with callgrind_annotate")
+            "file; run valgrind with --tool=cachegrind, or read it with callgrind_annotate"
+        )
     events: tuple[str, ...] | None = None
     desc: list[str] = []
     cmd = ""
@@ -90,43 +91,50 @@ def read_outfile(raw: str) -> CachegrindOut:
         if not line.strip() or line.startswith("#"):
             continue
         if line.startswith("desc:"):
-            desc.append(" ".join(line[len("desc:"):].split()))
+            desc.append(" ".join(line[len("desc:") :].split()))
         elif line.startswith("cmd:"):
-            cmd = line[len("cmd:"):].strip()
+            cmd = line[len("cmd:") :].strip()
         elif line.startswith("events:"):
-            names = line[len("events:"):].split()
+            names = line[len("events:") :].split()
             if not names:
                 raise ProfileParseError(f"line {number}: the events: line names no events")
             legacy = any(name in LEGACY_EVENTS for name in names)
             events = tuple(LEGACY_EVENTS.get(name, name) for name in names)
         elif line.startswith("fl="):
-            current_file = line[len("fl="):]
+            current_file = line[len("fl=") :]
         elif line.startswith("fn="):
-            current_function = line[len("fn="):]
+            current_function = line[len("fn=") :]
         elif line.startswith("summary:"):
-            summary = _counts(line[len("summary:"):].split(), events, number, line)
+            summary = _counts(line[len("summary:") :].split(), events, number, line)
         elif _COUNT_LINE.fullmatch(line):
             counts = _counts(line.split()[1:], events, number, line)
             sums = costs.setdefault((current_file, current_function), [0] * len(counts))
             for index, count in enumerate(counts):
                 sums[index] += count
         else:
-            raise ProfileParseError(
-                f"line {number} is not part of a cachegrind.out file: {line[:80]!r}")
+            raise ProfileParseError(f"line {number} is not part of a cachegrind.out file: {line[:80]!r}")
 
     if events is None:
         raise ProfileParseError("no 'events:' line: this is not a cachegrind.out file")
     if summary is None:
         raise ProfileParseError(
             "the cachegrind.out file has no 'summary:' line: it is cut short (did the program or valgrind "
-            "die before exiting?)")
+            "die before exiting?)"
+        )
     sums = [sum(counts[index] for counts in costs.values()) for index in range(len(events))]
     if sums != summary:
         raise ProfileParseError(
             f"the summary line ({' '.join(map(str, summary))}) is not the sum of the count lines "
-            f"({' '.join(map(str, sums))}): the file is damaged or was edited")
-    return CachegrindOut(events=events, desc=desc, cmd=cmd, summary=summary, legacy_names=legacy,
-                         costs={key: tuple(value) for key, value in costs.items()})
+            f"({' '.join(map(str, sums))}): the file is damaged or was edited"
+        )
+    return CachegrindOut(
+        events=events,
+        desc=desc,
+        cmd=cmd,
+        summary=summary,
+        legacy_names=legacy,
+        costs={key: tuple(value) for key, value in costs.items()},
+    )
 
 
 def _counts(fields: list[str], events: tuple[str, ...] | None, number: int, line: str) -> list[int]:
@@ -135,7 +143,8 @@ def _counts(fields: list[str], events: tuple[str, ...] | None, number: int, line
         raise ProfileParseError(f"line {number} has counts before any 'events:' line: {line[:80]!r}")
     if len(fields) > len(events):
         raise ProfileParseError(
-            f"line {number} has {len(fields)} counts but the events line names {len(events)}: {line[:80]!r}")
+            f"line {number} has {len(fields)} counts but the events line names {len(events)}: {line[:80]!r}"
+        )
     try:
         counts = [int(field) for field in fields]
     except ValueError:

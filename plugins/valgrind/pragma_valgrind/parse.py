@@ -38,7 +38,8 @@ def parse(raw: str) -> list[Metric]:
     first = raw.strip().splitlines()[0][:60]
     raise ProfileParseError(
         f"not cachegrind output (no 'events:' line, no 'PROGRAM TOTALS' row, no '==PID== I refs:' summary); "
-        f"it starts with {first!r}")
+        f"it starts with {first!r}"
+    )
 
 
 def _metrics(report: TextReport) -> list[Metric]:

@@ -28,13 +28,14 @@ def probe() -> Availability:
     if path is None:
         return Availability(
             available=False,
-            reason="valgrind is not installed (no `valgrind` on PATH); "
-                   "install it, e.g. `apt-get install valgrind`",
-            still_works=STILL_WORKS)
+            reason="valgrind is not installed (no `valgrind` on PATH); install it, e.g. `apt-get install valgrind`",
+            still_works=STILL_WORKS,
+        )
     answered, text = valgrind_version(path)
     if not answered:
-        return Availability(available=False, reason=f"`{path} --version` failed ({text}); reinstall valgrind",
-                            still_works=STILL_WORKS)
+        return Availability(
+            available=False, reason=f"`{path} --version` failed ({text}); reinstall valgrind", still_works=STILL_WORKS
+        )
     return Availability(available=True)
 
 
@@ -42,8 +43,9 @@ def probe() -> Availability:
 def valgrind_version(path: str) -> tuple[bool, str]:
     """``(True, "valgrind-3.19.0")``, or ``(False, what went wrong)`` when the binary does not answer."""
     try:
-        result = subprocess.run([path, "--version"], capture_output=True, text=True,
-                                timeout=_VERSION_TIMEOUT_S, check=False)
+        result = subprocess.run(
+            [path, "--version"], capture_output=True, text=True, timeout=_VERSION_TIMEOUT_S, check=False
+        )
     except (OSError, subprocess.TimeoutExpired) as error:
         return False, " ".join(str(error).split()) or type(error).__name__
     lines = (result.stdout.strip() or result.stderr.strip()).splitlines()

@@ -100,8 +100,7 @@ def read_exit_summary(raw: str) -> TextReport:
         elif len(numbers) >= 3:  # total (first part + second part)
             totals.update(zip(events, numbers[1:3]))
         else:
-            raise ProfileParseError(
-                f"cachegrind summary line without its two parts in parentheses: {line.strip()!r}")
+            raise ProfileParseError(f"cachegrind summary line without its two parts in parentheses: {line.strip()!r}")
     if "Ir" not in totals:
         raise ProfileParseError("cachegrind exit summary without an 'I refs:' line")
     return TextReport(events=tuple(totals), totals=totals)
@@ -110,7 +109,7 @@ def read_exit_summary(raw: str) -> TextReport:
 def _events_shown(lines: list[str]) -> tuple[str, ...]:
     for line in lines:
         if line.startswith("Events shown:"):
-            names = line[len("Events shown:"):].split()
+            names = line[len("Events shown:") :].split()
             if names:
                 return tuple(LEGACY_EVENTS.get(name, name) for name in names)
     raise ProfileParseError("cg_annotate output without an 'Events shown:' line, so its columns are unknown")
@@ -149,7 +148,7 @@ def _perl_functions(lines: list[str], shown: tuple[str, ...]):
 def _python_functions(lines: list[str], shown: tuple[str, ...]):
     """``(function, counts)`` from the ``>`` rows of the ``-- Function:file summary`` section."""
     start = next(index for index, line in enumerate(lines) if line.startswith("-- Function:file summary"))
-    for line in lines[start + 1:]:
+    for line in lines[start + 1 :]:
         if line.startswith("-- "):
             break
         if line.startswith(">"):

@@ -12,10 +12,20 @@ from pragma_valgrind.outfile import read_outfile
 DATA = Path(__file__).parent / "data"
 
 
-@pytest.mark.parametrize("symbol", [
-    "relu", "relu._omp_fn.0", "relu._omp_fn.12", "relu.cold", "relu.part.0", "relu.isra.0",
-    "relu.constprop.0", "relu.omp_outlined", "relu(float const*, float*, long)",
-])
+@pytest.mark.parametrize(
+    "symbol",
+    [
+        "relu",
+        "relu._omp_fn.0",
+        "relu._omp_fn.12",
+        "relu.cold",
+        "relu.part.0",
+        "relu.isra.0",
+        "relu.constprop.0",
+        "relu.omp_outlined",
+        "relu(float const*, float*, long)",
+    ],
+)
 def test_compiler_made_parts_of_a_kernel_function(symbol):
     assert is_part_of(symbol, "relu")
 

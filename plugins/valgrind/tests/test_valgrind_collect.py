@@ -60,13 +60,20 @@ int main(int argc, char **argv) {
 }
 """
 
-needs_tools = pytest.mark.skipif(shutil.which("valgrind") is None or shutil.which("gcc") is None,
-                                 reason="needs valgrind and gcc")
+needs_tools = pytest.mark.skipif(
+    shutil.which("valgrind") is None or shutil.which("gcc") is None, reason="needs valgrind and gcc"
+)
 
 
 def target_for(program: Path, out_dir: Path, **fields) -> ProfileTarget:
-    return ProfileTarget(task=TASK, candidate=None, out_dir=out_dir, repetitions=REPETITIONS,
-                         replay_argv=(str(program), str(REPETITIONS)), **fields)
+    return ProfileTarget(
+        task=TASK,
+        candidate=None,
+        out_dir=out_dir,
+        repetitions=REPETITIONS,
+        replay_argv=(str(program), str(REPETITIONS)),
+        **fields,
+    )
 
 
 def gcc(*arguments: str | Path) -> None:
@@ -90,9 +97,15 @@ def program(tmp_path_factory) -> tuple[Path, Path]:
 def test_command_line(tmp_path):
     target = ProfileTarget(task=TASK, candidate=None, out_dir=tmp_path, replay_argv=("/r/replay", "3"))
     assert command("/usr/bin/valgrind", target) == [
-        "/usr/bin/valgrind", "--tool=cachegrind", "--cache-sim=yes", "--branch-sim=yes",
-        f"--cachegrind-out-file={tmp_path / OUT_FILE}", f"--log-file={tmp_path / LOG_FILE}",
-        "/r/replay", "3"]
+        "/usr/bin/valgrind",
+        "--tool=cachegrind",
+        "--cache-sim=yes",
+        "--branch-sim=yes",
+        f"--cachegrind-out-file={tmp_path / OUT_FILE}",
+        f"--log-file={tmp_path / LOG_FILE}",
+        "/r/replay",
+        "3",
+    ]
 
 
 def test_without_a_replay_program_it_points_to_perf(tmp_path):
@@ -117,9 +130,15 @@ def test_without_valgrind_it_says_so(tmp_path, monkeypatch):
 @needs_tools
 def test_counts_are_deterministic_and_only_the_kernels(program, tmp_path):
     replay, kernel_c = program
-    profiles = [collect(target_for(replay, tmp_path / f"run{run}", kernel_functions=("relu", "scale"),
-                                   kernel_sources=(str(kernel_c),)), DEFAULT_METRICS)
-                for run in (1, 2)]
+    profiles = [
+        collect(
+            target_for(
+                replay, tmp_path / f"run{run}", kernel_functions=("relu", "scale"), kernel_sources=(str(kernel_c),)
+            ),
+            DEFAULT_METRICS,
+        )
+        for run in (1, 2)
+    ]
     first, second = profiles
     assert first.metrics == second.metrics  # the same counts, to the last instruction
     assert not first.not_collected
@@ -144,21 +163,41 @@ def test_counts_are_deterministic_and_only_the_kernels(program, tmp_path):
     assert f"totals over {REPETITIONS} replayed forward(s)" in notes
     assert f"whole program, replay harness included: Ir={program_totals['Ir']}" in notes
     assert f"source file {kernel_c}" in notes
-    print("Ir", first.get("Ir", "relu+scale").value, second.get("Ir", "relu+scale").value,
-          "D1 miss rate", first.get("D1 miss rate", "relu+scale").value)
+    print(
+        "Ir",
+        first.get("Ir", "relu+scale").value,
+        second.get("Ir", "relu+scale").value,
+        "D1 miss rate",
+        first.get("D1 miss rate", "relu+scale").value,
+    )
 
 
 @needs_tools
 def test_without_debug_information_openmp_parts_are_found_by_name(tmp_path):
     (tmp_path / "kernel.c").write_text(OPENMP_KERNEL_C)
     (tmp_path / "main.c").write_text(MAIN_C)
-    gcc("-O2", "-fno-tree-vectorize", "-fopenmp", "-fPIC", "-shared", "-o", tmp_path / "libkernel.so",
-        tmp_path / "kernel.c")
-    gcc("-O2", "-o", tmp_path / "replay", tmp_path / "main.c", f"-L{tmp_path}", "-lkernel",
-        f"-Wl,-rpath,{tmp_path}")
+    gcc(
+        "-O2",
+        "-fno-tree-vectorize",
+        "-fopenmp",
+        "-fPIC",
+        "-shared",
+        "-o",
+        tmp_path / "libkernel.so",
+        tmp_path / "kernel.c",
+    )
+    gcc("-O2", "-o", tmp_path / "replay", tmp_path / "main.c", f"-L{tmp_path}", "-lkernel", f"-Wl,-rpath,{tmp_path}")
     env = {"PATH": "/usr/bin:/bin", "OMP_NUM_THREADS": "2"}
-    profile = collect(target_for(tmp_path / "replay", tmp_path / "out", kernel_functions=("relu",),
-                                 kernel_sources=(str(tmp_path / "kernel.c"),), env=env), ["Dw", "D1 miss rate"])
+    profile = collect(
+        target_for(
+            tmp_path / "replay",
+            tmp_path / "out",
+            kernel_functions=("relu",),
+            kernel_sources=(str(tmp_path / "kernel.c"),),
+            env=env,
+        ),
+        ["Dw", "D1 miss rate"],
+    )
     notes = " | ".join(profile.notes)
     assert "function name relu, relu._omp_fn.0" in notes and "source file" not in notes
     # the outlined body stores N floats per call; relu itself only sets up the parallel region
@@ -188,7 +227,8 @@ def test_no_kernel_code_found_is_said_and_nothing_is_passed_off_as_the_kernel(pr
 @needs_tools
 def test_a_failing_program_is_reported_with_its_message(tmp_path):
     (tmp_path / "fail.c").write_text(
-        '#include <stdio.h>\nint main(void) { fprintf(stderr, "cannot load buffers/0.bin\\n"); return 2; }\n')
+        '#include <stdio.h>\nint main(void) { fprintf(stderr, "cannot load buffers/0.bin\\n"); return 2; }\n'
+    )
     gcc("-O1", "-o", tmp_path / "fail", tmp_path / "fail.c")
     with pytest.raises(ProfilerUnavailable, match=r"failed \(exit code 2\): cannot load buffers/0.bin"):
         collect(target_for(tmp_path / "fail", tmp_path / "out", kernel_functions=("relu",)), ["Ir"])
@@ -202,7 +242,8 @@ def test_an_instruction_valgrind_cannot_decode_is_explained(tmp_path):
         "__attribute__((noinline)) void wide(float *x) {\n"
         "    _mm512_storeu_ps(x, _mm512_add_ps(_mm512_loadu_ps(x), _mm512_loadu_ps(x)));\n"
         "}\n"
-        "int main(void) { float x[16] = {1}; wide(x); return (int)x[1]; }\n")
+        "int main(void) { float x[16] = {1}; wide(x); return (int)x[1]; }\n"
+    )
     gcc("-O2", "-mavx512f", "-o", tmp_path / "wide", tmp_path / "wide.c")
     explained = "cannot decode an instruction in wide .*AVX-512.*-mno-avx512f"
     with pytest.raises(ProfilerUnavailable, match=explained):

@@ -45,8 +45,16 @@ def test_cache_only_outfile_with_trailing_space_on_the_events_line():
     program = values(parse(read(CACHE_ONLY)))
     # summary: 5229753 952 931 4057955 1918 1520 18005 745 699
     assert {name: program[name] for name in list(EVENTS)[:9]} == {
-        "Ir": 5229753, "I1mr": 952, "ILmr": 931, "Dr": 4057955, "D1mr": 1918, "DLmr": 1520,
-        "Dw": 18005, "D1mw": 745, "DLmw": 699}
+        "Ir": 5229753,
+        "I1mr": 952,
+        "ILmr": 931,
+        "Dr": 4057955,
+        "D1mr": 1918,
+        "DLmr": 1520,
+        "Dw": 18005,
+        "D1mw": 745,
+        "DLmw": 699,
+    }
     assert not {"Bc", "Bcm", "Bi", "Bim", "Mispred rate"} & program.keys()  # no branch simulation
     assert program["D1 miss rate"] == pytest.approx(100 * (1918 + 745) / (4057955 + 18005))
     assert program["LL miss rate"] == pytest.approx(100 * (931 + 1520 + 699) / (5229753 + 4057955 + 18005))
@@ -155,13 +163,20 @@ def test_callgrind_output_is_refused_by_name():
 def test_perl_cg_annotate_gives_the_events_it_shows():
     metrics = parse(read(ANNOTATE_PERL))
     program = values(metrics)
-    assert program == pytest.approx({
-        "Ir": 5229753, "I1mr": 952, "ILmr": 931,
-        "I1 miss rate": 100 * 952 / 5229753, "LLi miss rate": 100 * 931 / 5229753})
+    assert program == pytest.approx(
+        {
+            "Ir": 5229753,
+            "I1mr": 952,
+            "ILmr": 931,
+            "I1 miss rate": 100 * 952 / 5229753,
+            "LLi miss rate": 100 * 931 / 5229753,
+        }
+    )
     # two file:function rows of _dl_relocate_object (21,821 and 11,521) add up
     assert values(metrics, "_dl_relocate_object")["Ir"] == 21821 + 11521
     assert values(metrics, "main") == pytest.approx(
-        {"Ir": 5000015, "I1mr": 1, "ILmr": 1, "I1 miss rate": 100 / 5000015, "LLi miss rate": 100 / 5000015})
+        {"Ir": 5000015, "I1mr": 1, "ILmr": 1, "I1 miss rate": 100 / 5000015, "LLi miss rate": 100 / 5000015}
+    )
 
 
 def test_python_cg_annotate_reads_underscore_headers_and_function_rows():
@@ -211,12 +226,15 @@ def test_exit_summary_and_outfile_of_the_same_program_agree():
 # -- everything else ---------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("junk", [
-    "   \n",
-    "events:\n",
-    "==123== Memcheck, a memory error detector\n",
-    "--------------------------------------------------------------------------------\nPROGRAM TOTALS\n",
-])
+@pytest.mark.parametrize(
+    "junk",
+    [
+        "   \n",
+        "events:\n",
+        "==123== Memcheck, a memory error detector\n",
+        "--------------------------------------------------------------------------------\nPROGRAM TOTALS\n",
+    ],
+)
 def test_things_that_are_not_cachegrind_output_are_refused(junk):
     with pytest.raises(ProfileParseError):
         parse(junk)

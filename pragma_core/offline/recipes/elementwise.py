@@ -44,7 +44,9 @@ _SELU_ALPHA, _SELU_SCALE = 1.6732632423543772, 1.0507009873554805
 UNARY: dict[str, Callable[[str, Node, bool], str]] = {
     "relu": lambda v, n, f: f"std::fmax({v}, 0.0f)",
     "relu6": lambda v, n, f: f"std::fmin(std::fmax({v}, 0.0f), 6.0f)",
-    "leaky_relu": lambda v, n, f: (lambda s: f"({v} > 0.0f ? {v} : {s} * {v})")(c_float(n.arg(1, "negative_slope", 0.01))),
+    "leaky_relu": lambda v, n, f: (lambda s: f"({v} > 0.0f ? {v} : {s} * {v})")(
+        c_float(n.arg(1, "negative_slope", 0.01))
+    ),
     "gelu": _gelu,
     "sigmoid": lambda v, n, f: f"(1.0f / (1.0f + std::exp(-{v})))",
     "tanh": lambda v, n, f: f"std::tanh({v})",
@@ -55,14 +57,20 @@ UNARY: dict[str, Callable[[str, Node, bool], str]] = {
     "elu": lambda v, n, f: (lambda a: f"({v} > 0.0f ? {v} : {a} * std::expm1({v}))")(c_float(n.arg(1, "alpha", 1.0))),
     "selu": lambda v, n, f: f"({c_float(_SELU_SCALE)} * ({v} > 0.0f ? {v} : {c_float(_SELU_ALPHA)} * std::expm1({v})))",
     "celu": lambda v, n, f: (lambda a: f"(std::fmax({v}, 0.0f) + std::fmin(0.0f, {a} * std::expm1({v} / {a})))")(
-        c_float(n.arg(1, "alpha", 1.0))),
-    "hardtanh": lambda v, n, f: f"std::fmin(std::fmax({v}, {c_float(n.arg(1, 'min_val', -1.0))}), {c_float(n.arg(2, 'max_val', 1.0))})",
+        c_float(n.arg(1, "alpha", 1.0))
+    ),
+    "hardtanh": lambda v, n, f: (
+        f"std::fmin(std::fmax({v}, {c_float(n.arg(1, 'min_val', -1.0))}), {c_float(n.arg(2, 'max_val', 1.0))})"
+    ),
     "hardsigmoid": lambda v, n, f: f"std::fmin(std::fmax({v} / 6.0f + 0.5f, 0.0f), 1.0f)",
     "hardswish": lambda v, n, f: f"({v} * std::fmin(std::fmax({v} + 3.0f, 0.0f), 6.0f) / 6.0f)",
     "tanhshrink": lambda v, n, f: f"({v} - std::tanh({v}))",
-    "softshrink": lambda v, n, f: (lambda l: f"({v} > {l} ? {v} - {l} : ({v} < -{l} ? {v} + {l} : 0.0f))")(
-        c_float(n.arg(1, "lambd", 0.5))),
-    "hardshrink": lambda v, n, f: (lambda l: f"(std::fabs({v}) > {l} ? {v} : 0.0f)")(c_float(n.arg(1, "lambd", 0.5))),
+    "softshrink": lambda v, n, f: (lambda lam: f"({v} > {lam} ? {v} - {lam} : ({v} < -{lam} ? {v} + {lam} : 0.0f))")(
+        c_float(n.arg(1, "lambd", 0.5))
+    ),
+    "hardshrink": lambda v, n, f: (lambda lam: f"(std::fabs({v}) > {lam} ? {v} : 0.0f)")(
+        c_float(n.arg(1, "lambd", 0.5))
+    ),
     "logsigmoid": lambda v, n, f: f"(std::fmin({v}, 0.0f) - std::log1p(std::exp(-std::fabs({v}))))",
     "exp": lambda v, n, f: f"std::exp({v})",
     "expm1": lambda v, n, f: f"std::expm1({v})",
@@ -166,8 +174,11 @@ class ElementwiseRecipe:
                 operands = operands[:1]
             steps.append({"name": node.name, "op": node.op, "operands": operands})
         ops = ", ".join(step["op"] for step in steps)
-        return Match(family=self.family, summary=f"elementwise chain ({ops})",
-                     facts={"inputs": list(graph.inputs), "output": out.name, "steps": steps})
+        return Match(
+            family=self.family,
+            summary=f"elementwise chain ({ops})",
+            facts={"inputs": list(graph.inputs), "output": out.name, "steps": steps},
+        )
 
     def generate(self, match: Match, knobs: Mapping[str, Any], context: GenerationContext) -> str:
         graph = context.graph
@@ -175,18 +186,25 @@ class ElementwiseRecipe:
         names = {name: f"in{i}" for i, name in enumerate(graph.inputs)}
         body = [f"const float v_{name} = {pointer}[i];" for name, pointer in names.items()]
         for node in graph.ops:
-            operands = [f"v_{a.name}" if isinstance(a, Ref) else c_float(a) for a in node.args
-                        if isinstance(a, Ref) or (isinstance(a, (int, float)) and not isinstance(a, bool))]
+            operands = [
+                f"v_{a.name}" if isinstance(a, Ref) else c_float(a)
+                for a in node.args
+                if isinstance(a, Ref) or (isinstance(a, (int, float)) and not isinstance(a, bool))
+            ]
             expression = elementwise_expression(node, operands, fast)
             if expression is None:
                 raise ValueError(f"{node.op} is not elementwise")
             body.append(f"const float v_{node.name} = {expression};")
         body.append(f"out[i] = v_{match.facts['output']};")
-        pragma = {(True, True): "#pragma omp parallel for simd schedule(static)",
-                  (True, False): "#pragma omp parallel for schedule(static)",
-                  (False, True): "#pragma omp simd", (False, False): ""}[(bool(knobs["parallel"]), bool(knobs["simd"]))]
-        parameters = ", ".join([f"const float* __restrict__ {p}" for p in names.values()]
-                               + ["float* __restrict__ out", "int64_t n"])
+        pragma = {
+            (True, True): "#pragma omp parallel for simd schedule(static)",
+            (True, False): "#pragma omp parallel for schedule(static)",
+            (False, True): "#pragma omp simd",
+            (False, False): "",
+        }[(bool(knobs["parallel"]), bool(knobs["simd"]))]
+        parameters = ", ".join(
+            [f"const float* __restrict__ {p}" for p in names.values()] + ["float* __restrict__ out", "int64_t n"]
+        )
         loop_body = "\n".join("        " + line for line in body)
         cpp = f"""
 #include <cmath>
@@ -202,11 +220,12 @@ extern "C" void elementwise({parameters}) {{
         flags = compiler_flags(knobs)
         arguments = [forward_argument(context, i) for i in range(len(graph.inputs))]
         first = arguments[0]
-        forward = "\n".join([
-            *[f"{a} = {a}.contiguous()" for a in arguments],
-            f"out = torch.empty_like({first})",
-            f"lib.elementwise({', '.join(arguments)}, out, out.numel())",
-            "return out",
-        ])
-        return candidate_module(match=match, knobs=knobs, context=context, cpp=cpp, forward_body=forward,
-                                flags=flags)
+        forward = "\n".join(
+            [
+                *[f"{a} = {a}.contiguous()" for a in arguments],
+                f"out = torch.empty_like({first})",
+                f"lib.elementwise({', '.join(arguments)}, out, out.numel())",
+                "return out",
+            ]
+        )
+        return candidate_module(match=match, knobs=knobs, context=context, cpp=cpp, forward_body=forward, flags=flags)

@@ -71,8 +71,7 @@ class LossRecipe:
         else:
             cpp, forward = _elementwise_loss_source(match.facts, knobs, context.graph)
         flags = (["-ffast-math"] if knobs["fast_math"] else []) + ([] if knobs["simd"] else ["-fno-tree-vectorize"])
-        return candidate_module(match=match, knobs=knobs, context=context, cpp=cpp, forward_body=forward,
-                                flags=flags)
+        return candidate_module(match=match, knobs=knobs, context=context, cpp=cpp, forward_body=forward, flags=flags)
 
 
 # -- recognizing ----------------------------------------------------------------------------------
@@ -90,19 +89,31 @@ def _match_cross_entropy(graph: OpGraph, node: Node) -> Match | None:
         return None
     reduction, smoothing = node.arg(6, "reduction", "mean"), node.arg(7, "label_smoothing", 0.0)
     ignore_index = node.arg(4, "ignore_index", -100)
-    if reduction not in ("mean", "sum") or smoothing != 0 or isinstance(ignore_index, bool) \
-            or not isinstance(ignore_index, int):
+    if (
+        reduction not in ("mean", "sum")
+        or smoothing != 0
+        or isinstance(ignore_index, bool)
+        or not isinstance(ignore_index, int)
+    ):
         return None
-    return Match(family="loss", summary=f"cross entropy over class rows ({reduction})",
-                 facts={"kind": "cross_entropy", "logits": logits.name, "targets": targets.name,
-                        "reduction": reduction, "ignore_index": ignore_index})
+    return Match(
+        family="loss",
+        summary=f"cross entropy over class rows ({reduction})",
+        facts={
+            "kind": "cross_entropy",
+            "logits": logits.name,
+            "targets": targets.name,
+            "reduction": reduction,
+            "ignore_index": ignore_index,
+        },
+    )
 
 
 def _match_elementwise_loss(graph: OpGraph, final: Node) -> Match | None:
     loss = _loss_facts(final)
     if loss is None:
         return None
-    operands = [graph.node(a) for a in final.args[:loss["arity"]]]
+    operands = [graph.node(a) for a in final.args[: loss["arity"]]]
     if any(o is None or o.shape is None for o in operands):
         return None
     try:
@@ -126,8 +137,14 @@ def _match_elementwise_loss(graph: OpGraph, final: Node) -> Match | None:
     layout = _layout(domain, {name: graph[name].shape for name in inputs})
     if layout is None or (loss["op"] == "reduce" and not steps):
         return None
-    facts = {"kind": "elementwise", "loss": loss, "domain": list(domain), "steps": steps,
-             "operands": [o.name for o in operands], **layout}
+    facts = {
+        "kind": "elementwise",
+        "loss": loss,
+        "domain": list(domain),
+        "steps": steps,
+        "operands": [o.name for o in operands],
+        **layout,
+    }
     if loss["reduction"] == "batchmean":
         facts["batch"] = _batch_expression(operands[0].shape, domain, layout["dims"])
         if facts["batch"] is None:
@@ -137,8 +154,9 @@ def _match_elementwise_loss(graph: OpGraph, final: Node) -> Match | None:
         if facts["kl_log_of"] is not None:
             facts["steps"] = [s for s in steps if s != operands[0].name]
     name = loss["op"] if loss["op"] != "reduce" else f"{loss['reduction']} of ({', '.join(graph[s].op for s in steps)})"
-    return Match(family="loss", summary=f"elementwise loss {name} ({loss['reduction']}) over {list(domain)}",
-                 facts=facts)
+    return Match(
+        family="loss", summary=f"elementwise loss {name} ({loss['reduction']}) over {list(domain)}", facts=facts
+    )
 
 
 def _loss_facts(node: Node) -> dict[str, Any] | None:
@@ -155,8 +173,11 @@ def _loss_facts(node: Node) -> dict[str, Any] | None:
             return None
         facts: dict[str, Any] = {"delta": float(node.arg(3, "delta", 1.0))}
     else:
-        if any(node.arg(index, name) is not None for index, name in zip((2, 3, 5), _LEGACY_ARGS)
-               if not (name == "weight" and node.op in ("smooth_l1_loss", "kl_div"))):
+        if any(
+            node.arg(index, name) is not None
+            for index, name in zip((2, 3, 5), _LEGACY_ARGS)
+            if not (name == "weight" and node.op in ("smooth_l1_loss", "kl_div"))
+        ):
             return None
         reduction = node.arg(4, "reduction", "mean")
         facts = {}
@@ -178,8 +199,9 @@ def _plain_arguments(node: Node) -> bool:
         number = isinstance(value, (int, float)) and not isinstance(value, bool)
         if not (isinstance(value, Ref) or value is None or number):
             return False
-    if node.op == "pow" and not (len(node.args) == 2 and isinstance(node.args[0], Ref)
-                                 and isinstance(node.args[1], (int, float))):
+    if node.op == "pow" and not (
+        len(node.args) == 2 and isinstance(node.args[0], Ref) and isinstance(node.args[1], (int, float))
+    ):
         return False
     if node.op in UNARY and not isinstance(node.args[0] if node.args else None, Ref):
         return False
@@ -212,8 +234,9 @@ def _layout(domain: tuple[int, ...], shapes: Mapping[str, tuple[int, ...]]) -> d
             col = _coverage(shape[split:], domain[split:])
             if row is None or col is None:
                 break
-            kinds[name] = {(True, True): "full", (True, False): "row", (False, True): "col",
-                           (False, False): "scalar"}[(row, col)]
+            kinds[name] = {(True, True): "full", (True, False): "row", (False, True): "col", (False, False): "scalar"}[
+                (row, col)
+            ]
         else:
             return {"split": split, "kinds": kinds, "dims": dims}
     return None
@@ -261,8 +284,9 @@ def _element_loss(facts: Mapping[str, Any], values: list[str]) -> list[str]:
             return [f"const float loss = std::exp({b}) * ({b} - {a});"]
         if facts.get("kl_log_of") is not None:
             # xlogy(t, t) - t * log(p) with one log: t * log(t / p); t == 0 adds nothing when p > 0
-            return [f"const float loss = {b} > 0.0f ? {b} * std::log({b} / {a}) "
-                    f": ({b} == 0.0f && {a} > 0.0f ? 0.0f : NAN);"]
+            return [
+                f"const float loss = {b} > 0.0f ? {b} * std::log({b} / {a}) : ({b} == 0.0f && {a} > 0.0f ? 0.0f : NAN);"
+            ]
         return [f"const float loss = ({b} == 0.0f ? 0.0f : {b} * std::log({b})) - {b} * {a};"]
     lines = [f"const float d = {a} - {b};"]
     if op == "mse_loss":
@@ -271,12 +295,16 @@ def _element_loss(facts: Mapping[str, Any], values: list[str]) -> list[str]:
         lines.append("const float loss = std::fabs(d);")
     elif op == "smooth_l1_loss":
         beta, half = c_float(loss["beta"]), c_float(0.5 * loss["beta"])
-        lines += ["const float ad = std::fabs(d);",
-                  f"const float loss = ad < {beta} ? 0.5f * d * d / {beta} : ad - {half};"]
+        lines += [
+            "const float ad = std::fabs(d);",
+            f"const float loss = ad < {beta} ? 0.5f * d * d / {beta} : ad - {half};",
+        ]
     elif op == "huber_loss":
         delta, half = c_float(loss["delta"]), c_float(0.5 * loss["delta"])
-        lines += ["const float ad = std::fabs(d);",
-                  f"const float loss = ad < {delta} ? 0.5f * d * d : {delta} * (ad - {half});"]
+        lines += [
+            "const float ad = std::fabs(d);",
+            f"const float loss = ad < {delta} ? 0.5f * d * d : {delta} * (ad - {half});",
+        ]
     return lines
 
 
@@ -286,8 +314,11 @@ def _elementwise_loss_source(facts: Mapping[str, Any], knobs: Mapping[str, Any],
     body = []
     for name in facts["steps"]:
         node = graph[name]
-        operands = [f"v_{a.name}" if isinstance(a, Ref) else c_float(a) for a in node.args
-                    if isinstance(a, Ref) or (isinstance(a, (int, float)) and not isinstance(a, bool))]
+        operands = [
+            f"v_{a.name}" if isinstance(a, Ref) else c_float(a)
+            for a in node.args
+            if isinstance(a, Ref) or (isinstance(a, (int, float)) and not isinstance(a, bool))
+        ]
         expression = elementwise_expression(node, operands, fast)
         if expression is None:
             raise ValueError(f"{node.op} is not elementwise")
@@ -311,12 +342,19 @@ def _elementwise_loss_source(facts: Mapping[str, Any], knobs: Mapping[str, Any],
             setup.append(f"const float v_{name} = {name}[{'r' if kind == 'row' else '0'}];")
         arguments.append(f"p_{name}[j]" if kind in ("full", "col") else f"v_{name}")
     parameters = ", ".join(f"float v_{name}" for name in inputs)
-    pointers = ", ".join([f"const float* __restrict__ {name}" for name in inputs]
-                         + ["float* __restrict__ out", "int64_t rows", "int64_t cols", "double divisor",
-                            "int64_t chunk"])
-    sum_loop = _reduction(result="partial", begin="begin", end="end", init="0.0f", combine="+",
-                          element=lambda j: f"element_loss({', '.join(a.replace('[j]', f'[{j}]') for a in arguments)})",
-                          knobs=knobs)
+    pointers = ", ".join(
+        [f"const float* __restrict__ {name}" for name in inputs]
+        + ["float* __restrict__ out", "int64_t rows", "int64_t cols", "double divisor", "int64_t chunk"]
+    )
+    sum_loop = _reduction(
+        result="partial",
+        begin="begin",
+        end="end",
+        init="0.0f",
+        combine="+",
+        element=lambda j: f"element_loss({', '.join(a.replace('[j]', f'[{j}]') for a in arguments)})",
+        knobs=knobs,
+    )
     segment_body = "\n".join("        " + line for line in [*setup, *sum_loop, "total += (double)partial;"])
     parallel = _omp_for(knobs, "reduction(+:total)")
     cpp = f"""
@@ -351,15 +389,18 @@ extern "C" void loss_reduce({pointers}) {{
     rows = " * ".join(dims[:split]) or "1"
     cols = " * ".join(dims[split:]) or "1"
     divisor = {"sum": "1.0", "mean": "float(rows * cols)", "batchmean": f"float({facts.get('batch')})"}[
-        facts["loss"]["reduction"]]
-    forward = "\n".join([
-        *[f"{name} = {name}.contiguous()" for name in inputs],
-        f"rows = {rows}",
-        f"cols = {cols}",
-        "out = torch.empty((), dtype=torch.float32)",
-        f"lib.loss_reduce({', '.join(inputs)}, out, rows, cols, {divisor}, {int(knobs['chunk'])})",
-        "return out",
-    ])
+        facts["loss"]["reduction"]
+    ]
+    forward = "\n".join(
+        [
+            *[f"{name} = {name}.contiguous()" for name in inputs],
+            f"rows = {rows}",
+            f"cols = {cols}",
+            "out = torch.empty((), dtype=torch.float32)",
+            f"lib.loss_reduce({', '.join(inputs)}, out, rows, cols, {divisor}, {int(knobs['chunk'])})",
+            "return out",
+        ]
+    )
     return cpp, forward
 
 
@@ -367,31 +408,44 @@ extern "C" void loss_reduce({pointers}) {{
 
 
 def _cross_entropy_source(facts: Mapping[str, Any], knobs: Mapping[str, Any]) -> tuple[str, str]:
-    maximum = _reduction(result="block_max", begin="b", end="e", init="x[b]", combine="max",
-                         element=lambda j: f"x[{j}]", knobs=knobs)
-    exp_sum = _reduction(result="block_sum", begin="b", end="e", init="0.0f", combine="+",
-                         element=lambda j: f"std::exp(x[{j}] - row_max)", knobs=knobs)
+    maximum = _reduction(
+        result="block_max", begin="b", end="e", init="x[b]", combine="max", element=lambda j: f"x[{j}]", knobs=knobs
+    )
+    exp_sum = _reduction(
+        result="block_sum",
+        begin="b",
+        end="e",
+        init="0.0f",
+        combine="+",
+        element=lambda j: f"std::exp(x[{j}] - row_max)",
+        knobs=knobs,
+    )
     block = [
         "const int64_t e = b + CLASS_BLOCK < classes ? b + CLASS_BLOCK : classes;",
-        "// the block's maximum, read while the block stays in L1", *maximum,
+        "// the block's maximum, read while the block stays in L1",
+        *maximum,
         "if (block_max > row_max) {  // rescale the sum so far to the new maximum",
         "    exp_sum *= std::exp(row_max - block_max);",
         "    row_max = block_max;",
         "}",
-        "// the block's sum of exp(x - max)", *exp_sum,
+        "// the block's sum of exp(x - max)",
+        *exp_sum,
         "exp_sum += block_sum;",
     ]
-    row = "\n".join("        " + line for line in [
-        "// one pass over the row: log-sum-exp by blocks with a running maximum",
-        "float row_max = x[0], exp_sum = 0.0f;",
-        "for (int64_t b = 0; b < classes; b += CLASS_BLOCK) {",
-        *("    " + line for line in block),
-        "}",
-        "const float log_sum_exp = row_max + std::log(exp_sum);",
-        "const float picked = (target >= 0 && target < classes) ? x[target] : NAN;",
-        "total += (double)(log_sum_exp - picked);",
-        "counted += 1;",
-    ])
+    row = "\n".join(
+        "        " + line
+        for line in [
+            "// one pass over the row: log-sum-exp by blocks with a running maximum",
+            "float row_max = x[0], exp_sum = 0.0f;",
+            "for (int64_t b = 0; b < classes; b += CLASS_BLOCK) {",
+            *("    " + line for line in block),
+            "}",
+            "const float log_sum_exp = row_max + std::log(exp_sum);",
+            "const float picked = (target >= 0 && target < classes) ? x[target] : NAN;",
+            "total += (double)(log_sum_exp - picked);",
+            "counted += 1;",
+        ]
+    )
     parallel = _omp_for(knobs, "reduction(+:total, counted)")
     mean = facts["reduction"] == "mean"
     cpp = f"""
@@ -399,7 +453,7 @@ def _cross_entropy_source(facts: Mapping[str, Any], knobs: Mapping[str, Any]) ->
 #include <cstdint>
 
 // Cross entropy of (rows, classes) logits against class targets: per row log-sum-exp minus the
-// target's logit; rows whose target is {facts['ignore_index']} are skipped.
+// target's logit; rows whose target is {facts["ignore_index"]} are skipped.
 extern "C" void cross_entropy(const float* __restrict__ logits, const int64_t* __restrict__ targets,
                               float* __restrict__ out, int64_t rows, int64_t classes, int64_t chunk) {{
     const int64_t CLASS_BLOCK = {CLASS_BLOCK};
@@ -409,21 +463,23 @@ extern "C" void cross_entropy(const float* __restrict__ logits, const int64_t* _
     {parallel}
     for (int64_t r = 0; r < rows; ++r) {{
         const int64_t target = targets[r];
-        if (target == {facts['ignore_index']}LL) continue;
+        if (target == {facts["ignore_index"]}LL) continue;
         const float* __restrict__ x = logits + r * classes;
 {row}
     }}
-    out[0] = (float)({'total / (double)counted' if mean else 'total'});
+    out[0] = (float)({"total / (double)counted" if mean else "total"});
 }}
 """
     logits, targets = facts["logits"], facts["targets"]
-    forward = "\n".join([
-        f"{logits} = {logits}.contiguous()",
-        f"{targets} = {targets}.contiguous()",
-        "out = torch.empty((), dtype=torch.float32)",
-        f"lib.cross_entropy({logits}, {targets}, out, {logits}.shape[0], {logits}.shape[1], {int(knobs['chunk'])})",
-        "return out",
-    ])
+    forward = "\n".join(
+        [
+            f"{logits} = {logits}.contiguous()",
+            f"{targets} = {targets}.contiguous()",
+            "out = torch.empty((), dtype=torch.float32)",
+            f"lib.cross_entropy({logits}, {targets}, out, {logits}.shape[0], {logits}.shape[1], {int(knobs['chunk'])})",
+            "return out",
+        ]
+    )
     return cpp, forward
 
 
@@ -438,8 +494,16 @@ def _omp_for(knobs: Mapping[str, Any], reduction: str) -> str:
     return f"#pragma omp parallel for {reduction} {schedule}"
 
 
-def _reduction(*, result: str, begin: str, end: str, init: str, combine: str,
-               element: Callable[[str], str], knobs: Mapping[str, Any]) -> list[str]:
+def _reduction(
+    *,
+    result: str,
+    begin: str,
+    end: str,
+    init: str,
+    combine: str,
+    element: Callable[[str], str],
+    knobs: Mapping[str, Any],
+) -> list[str]:
     """C lines folding ``element(j)`` for j in [begin, end) into ``result`` (a float) with ``+`` or
     ``max``, over ``accumulators`` independent partial results; the main loop has no branches."""
     count = int(knobs["accumulators"])

@@ -142,8 +142,13 @@ class MatmulRecipe:
         if any(len(graph.users(name)) != 1 for name in crossed):
             return None
         facts.update(steps=steps, extras=extras)
-        kind = ("matrix-vector product" if facts["n"] == 1 else
-                "batched matrix product" if facts["layout"] == "batched" else "matrix product")
+        kind = (
+            "matrix-vector product"
+            if facts["n"] == 1
+            else "batched matrix product"
+            if facts["layout"] == "batched"
+            else "matrix product"
+        )
         transposes = [name for name, side in (("A", "a"), ("B", "b")) if facts[side]["transposed"]]
         details = [f"{' and '.join(transposes)} transposed"] if transposes else []
         if steps:
@@ -158,7 +163,11 @@ class MatmulRecipe:
             left_ref, right_ref = product.arg(0, "input"), product.arg(1, "weight")
             bias_ref = product.arg(2, "bias")
         else:
-            left_ref, right_ref, bias_ref = product.arg(0, "input"), product.arg(1, "other" if product.op == "matmul" else "mat2"), None
+            left_ref, right_ref, bias_ref = (
+                product.arg(0, "input"),
+                product.arg(1, "other" if product.op == "matmul" else "mat2"),
+                None,
+            )
         if "out" in product.kwargs:
             return None
         left, right = _leaf(graph, left_ref), _leaf(graph, right_ref)
@@ -197,16 +206,30 @@ class MatmulRecipe:
         bias = None
         if bias_ref is not None:
             bias_node = graph.node(bias_ref)
-            if bias_node is None or bias_node.op not in ("param", "input") or not _is_float32(bias_node) or tuple(bias_node.shape) != (n,):
+            if (
+                bias_node is None
+                or bias_node.op not in ("param", "input")
+                or not _is_float32(bias_node)
+                or tuple(bias_node.shape) != (n,)
+            ):
                 return None
             bias = _operand(graph, bias_node, False)
         return {
-            "layout": layout, "a": _operand(graph, a, a_t), "b": _operand(graph, b, b_t),
-            "b_vector": len(sb) == 1, "b_batched": len(sb) > 2, "bias": bias,
-            "m": m, "n": n, "k": k, "crossed": [*a_crossed, *b_crossed],
+            "layout": layout,
+            "a": _operand(graph, a, a_t),
+            "b": _operand(graph, b, b_t),
+            "b_vector": len(sb) == 1,
+            "b_batched": len(sb) > 2,
+            "bias": bias,
+            "m": m,
+            "n": n,
+            "k": k,
+            "crossed": [*a_crossed, *b_crossed],
         }
 
-    def _epilogue(self, graph: OpGraph, product: Node, n: int) -> tuple[list[dict[str, Any]], list[dict[str, Any]], str] | None:
+    def _epilogue(
+        self, graph: OpGraph, product: Node, n: int
+    ) -> tuple[list[dict[str, Any]], list[dict[str, Any]], str] | None:
         """The chain of elementwise ops on the product: each step's node and operands (``"v"`` the
         running value, ``{"extra": i}`` a tensor read besides it, ``{"const": x}``), the extra
         tensors (per-column vectors or one-element tensors) and the last node; None when not a chain."""
@@ -220,7 +243,11 @@ class MatmulRecipe:
             if not users or users[0].op == "output":
                 return steps, extras, current.name
             node = users[0]
-            if node.shape != product.shape or str(node.dtype) != _FLOAT32 or any(isinstance(v, Ref) for v in node.kwargs.values()):
+            if (
+                node.shape != product.shape
+                or str(node.dtype) != _FLOAT32
+                or any(isinstance(v, Ref) for v in node.kwargs.values())
+            ):
                 return None
             operands: list[Any] = []
             for argument in node.args:
@@ -257,16 +284,29 @@ class MatmulRecipe:
         accumulators, block = int(knobs["accumulators"]), int(knobs["block"])
         fast = bool(knobs["fast_math"])
         extras = ([{**facts["bias"], "broadcast": "column"}] if facts["bias"] else []) + list(facts["extras"])
-        cpp = "\n".join([
-            "#include <algorithm>", "#include <cmath>", "#include <cstdint>", "#include <cstdlib>", "",
-            self._loads(facts),
-            self._epilogue_function(facts, extras, context.graph, fast),
-            self._kernel(facts, parallel, simd, accumulators, block, len(extras)),
-        ])
+        cpp = "\n".join(
+            [
+                "#include <algorithm>",
+                "#include <cmath>",
+                "#include <cstdint>",
+                "#include <cstdlib>",
+                "",
+                self._loads(facts),
+                self._epilogue_function(facts, extras, context.graph, fast),
+                self._kernel(facts, parallel, simd, accumulators, block, len(extras)),
+            ]
+        )
         flags = (["-ffast-math"] if fast else []) + ([] if simd else ["-fno-tree-vectorize"])
-        return candidate_module(match=match, knobs=knobs, context=context, cpp=cpp,
-                                forward_body=self._forward(facts, extras, [forward_argument(context, i) for i in range(len(context.graph.inputs))]),
-                                flags=flags)
+        return candidate_module(
+            match=match,
+            knobs=knobs,
+            context=context,
+            cpp=cpp,
+            forward_body=self._forward(
+                facts, extras, [forward_argument(context, i) for i in range(len(context.graph.inputs))]
+            ),
+            flags=flags,
+        )
 
     @staticmethod
     def _loads(facts: Mapping[str, Any]) -> str:
@@ -299,32 +339,41 @@ static inline __attribute__((always_inline)) float epilogue(float v, int64_t j{p
 }}
 """
 
-    def _kernel(self, facts: Mapping[str, Any], parallel: bool, simd: bool, accumulators: int, block: int,
-                extra_count: int) -> str:
+    def _kernel(
+        self, facts: Mapping[str, Any], parallel: bool, simd: bool, accumulators: int, block: int, extra_count: int
+    ) -> str:
         extra_parameters = "".join(f", const float* __restrict__ e{i}" for i in range(extra_count))
         extra_arguments = "".join(f", e{i}" for i in range(extra_count))
         b_stride = "K * N" if facts["b_batched"] else "0"
-        header = (f'extern "C" void matmul(const float* __restrict__ a, const float* __restrict__ b, float* __restrict__ c'
-                  f'{extra_parameters}, int64_t batch, int64_t M, int64_t N, int64_t K)')
+        header = (
+            f'extern "C" void matmul(const float* __restrict__ a, const float* __restrict__ b, float* __restrict__ c'
+            f"{extra_parameters}, int64_t batch, int64_t M, int64_t N, int64_t K)"
+        )
         if facts["n"] == 1 or block == 0:
             # A matrix-vector product is memory-bound: summing in double costs nothing there.
             partial = "double" if facts["n"] == 1 else "float"
             return self._row_blocked_kernel(header, b_stride, parallel, simd, accumulators, extra_arguments, partial)
-        return self._blocked_kernel(facts, header, b_stride, parallel, simd, accumulators, block,
-                                    extra_parameters, extra_arguments)
+        return self._blocked_kernel(
+            facts, header, b_stride, parallel, simd, accumulators, block, extra_parameters, extra_arguments
+        )
 
     @staticmethod
-    def _row_blocked_kernel(header: str, b_stride: str, parallel: bool, simd: bool, accumulators: int,
-                            extra_arguments: str, partial: str) -> str:
+    def _row_blocked_kernel(
+        header: str, b_stride: str, parallel: bool, simd: bool, accumulators: int, extra_arguments: str, partial: str
+    ) -> str:
         """Unblocked: each output is one dot product over K, summed in ``partial`` precision over
         panels of ``KP`` and in double across panels (long sums stay far inside the tolerance, which the reference's
         own rounding already uses much of); ``accumulators`` rows at a time share the loads of B."""
         r = accumulators
         totals = " ".join(f"double s{u} = 0.0;" for u in range(r))
         partials = " ".join(f"{partial} p{u} = 0;" for u in range(r))
-        updates = "\n".join(f"                    p{u} += ({partial})load_a(ab, i + {u}, k, M, K) * bk;" for u in range(r))
+        updates = "\n".join(
+            f"                    p{u} += ({partial})load_a(ab, i + {u}, k, M, K) * bk;" for u in range(r)
+        )
         adds = " ".join(f"s{u} += p{u};" for u in range(r))
-        stores = "\n".join(f"                cb[(i + {u}) * N + j] = epilogue(float(s{u}), j{extra_arguments});" for u in range(r))
+        stores = "\n".join(
+            f"                cb[(i + {u}) * N + j] = epilogue(float(s{u}), j{extra_arguments});" for u in range(r)
+        )
         reduction = f"#pragma omp simd reduction(+:{', '.join(f'p{u}' for u in range(r))})" if simd else ""
         tail_reduction = "#pragma omp simd reduction(+:p)" if simd else ""
         omp = "#pragma omp parallel for schedule(static)" if parallel else ""
@@ -374,8 +423,17 @@ static inline __attribute__((always_inline)) float epilogue(float v, int64_t j{p
 """
 
     @staticmethod
-    def _blocked_kernel(facts: Mapping[str, Any], header: str, b_stride: str, parallel: bool, simd: bool,
-                        accumulators: int, block: int, extra_parameters: str, extra_arguments: str) -> str:
+    def _blocked_kernel(
+        facts: Mapping[str, Any],
+        header: str,
+        b_stride: str,
+        parallel: bool,
+        simd: bool,
+        accumulators: int,
+        block: int,
+        extra_parameters: str,
+        extra_arguments: str,
+    ) -> str:
         """Cache tiles with packed panels and an ``MR x NR`` register-blocked micro-kernel."""
         mb, nb, kc = _TILES[block]
         mr = accumulators

@@ -69,8 +69,11 @@ class NormRecipe:
         x = context.graph.inputs[0]
         first, last = facts["dims"]
         ndim = len(context.graph.input_node(0).shape)
-        outer, reduced, inner = (_product(x, range(0, first)), _product(x, range(first, last)),
-                                 _product(x, range(last, ndim)))
+        outer, reduced, inner = (
+            _product(x, range(0, first)),
+            _product(x, range(first, last)),
+            _product(x, range(last, ndim)),
+        )
         params = [param_expr(path) for path in (facts.get("weight"), facts.get("bias")) if path]
         if facts["layout"] == "columns":
             call = f"lib.norm_columns({', '.join([x, *params])}, out, {outer}, {reduced}, {inner})"
@@ -79,22 +82,38 @@ class NormRecipe:
             call = f"lib.norm_rows({', '.join([x, *params])}, out, {outer}, {reduced}, {channels})"
         forward = "\n".join([f"{x} = {x}.contiguous()", f"out = torch.empty_like({x})", call, "return out"])
         flags = (["-ffast-math"] if knobs["fast_math"] else []) + ([] if knobs["simd"] else ["-fno-tree-vectorize"])
-        return candidate_module(match=match, knobs=knobs, context=context, cpp=cpp, forward_body=forward,
-                                flags=flags)
+        return candidate_module(match=match, knobs=knobs, context=context, cpp=cpp, forward_body=forward, flags=flags)
 
 
 # -- matching ---------------------------------------------------------------------------------------
 
 
-def _facts(*, kind: str, stat: str, dims: tuple[int, int], ndim: int, scale: list[str] | None = None,
-           eps: float | None = None, weight: str | None = None, bias: str | None = None,
-           weight_per: str = "reduced") -> dict[str, Any]:
+def _facts(
+    *,
+    kind: str,
+    stat: str,
+    dims: tuple[int, int],
+    ndim: int,
+    scale: list[str] | None = None,
+    eps: float | None = None,
+    weight: str | None = None,
+    bias: str | None = None,
+    weight_per: str = "reduced",
+) -> dict[str, Any]:
     """The generator's facts: ``stat`` is ``abs_sum``, ``sq_sum`` or ``moments``; ``scale`` the C
     statements turning the row's double sum ``s`` (and element count ``count``) into ``float scale``;
     ``weight_per`` says what the affine weight is indexed by (``reduced`` index or ``channel``)."""
-    return {"kind": kind, "stat": stat, "dims": list(dims), "scale": scale or [], "eps": eps,
-            "weight": weight, "bias": bias, "weight_per": weight_per,
-            "layout": "columns" if dims[1] < ndim else "rows"}
+    return {
+        "kind": kind,
+        "stat": stat,
+        "dims": list(dims),
+        "scale": scale or [],
+        "eps": eps,
+        "weight": weight,
+        "bias": bias,
+        "weight_per": weight_per,
+        "layout": "columns" if dims[1] < ndim else "rows",
+    }
 
 
 def _match_layer_norm(graph: OpGraph, x: Node, node: Node) -> Match | None:
@@ -104,16 +123,26 @@ def _match_layer_norm(graph: OpGraph, x: Node, node: Node) -> Match | None:
     shape = (shape,) if isinstance(shape, int) else shape
     if not isinstance(shape, tuple) or not shape or len(shape) > len(x.shape):
         return None
-    if tuple(x.shape[len(x.shape) - len(shape):]) != tuple(shape):
+    if tuple(x.shape[len(x.shape) - len(shape) :]) != tuple(shape):
         return None
     eps = node.arg(4, "eps", 1e-5)
     affine = [_param_path(graph, node.arg(index, name), tuple(shape)) for index, name in ((2, "weight"), (3, "bias"))]
     if False in affine or not isinstance(eps, (int, float)):
         return None
     dims = (len(x.shape) - len(shape), len(x.shape))
-    return Match(family="norm", summary=f"layer norm over the last {len(shape)} dim(s)",
-                 facts=_facts(kind="layer_norm", stat="moments", dims=dims, ndim=len(x.shape), eps=float(eps),
-                              weight=affine[0] or None, bias=affine[1] or None))
+    return Match(
+        family="norm",
+        summary=f"layer norm over the last {len(shape)} dim(s)",
+        facts=_facts(
+            kind="layer_norm",
+            stat="moments",
+            dims=dims,
+            ndim=len(x.shape),
+            eps=float(eps),
+            weight=affine[0] or None,
+            bias=affine[1] or None,
+        ),
+    )
 
 
 def _match_instance_norm(graph: OpGraph, x: Node, node: Node) -> Match | None:
@@ -122,8 +151,11 @@ def _match_instance_norm(graph: OpGraph, x: Node, node: Node) -> Match | None:
     functional = "use_input_stats" in node.kwargs
     if node.args[:1] != (Ref(x.name),) or len(node.args) > 1:
         return None
-    if functional and (node.kwargs.get("use_input_stats") is not True or node.kwargs.get("running_mean") is not None
-                       or node.kwargs.get("running_var") is not None):
+    if functional and (
+        node.kwargs.get("use_input_stats") is not True
+        or node.kwargs.get("running_mean") is not None
+        or node.kwargs.get("running_var") is not None
+    ):
         return None
     if len(x.shape) < 3 or (not functional and len(x.shape) != 4):
         return None
@@ -132,9 +164,20 @@ def _match_instance_norm(graph: OpGraph, x: Node, node: Node) -> Match | None:
     weight, bias = (_param_path(graph, node.kwargs.get(name), channels) for name in ("weight", "bias"))
     if weight is False or bias is False or not isinstance(eps, (int, float)):
         return None
-    return Match(family="norm", summary="instance norm over the spatial dims",
-                 facts=_facts(kind="instance_norm", stat="moments", dims=(2, len(x.shape)), ndim=len(x.shape),
-                              eps=float(eps), weight=weight or None, bias=bias or None, weight_per="channel"))
+    return Match(
+        family="norm",
+        summary="instance norm over the spatial dims",
+        facts=_facts(
+            kind="instance_norm",
+            stat="moments",
+            dims=(2, len(x.shape)),
+            ndim=len(x.shape),
+            eps=float(eps),
+            weight=weight or None,
+            bias=bias or None,
+            weight_per="channel",
+        ),
+    )
 
 
 def _match_normalize(x: Node, node: Node) -> Match | None:
@@ -146,9 +189,11 @@ def _match_normalize(x: Node, node: Node) -> Match | None:
         return None
     norm = "(float)s" if p == 1 else "std::sqrt((float)s)"
     scale = [f"const float v = {norm};", f"const float scale = 1.0f / std::fmax(v, {c_float(eps)});"]
-    return Match(family="norm", summary=f"F.normalize (p={p:g}) over {_dims_text(dims)}",
-                 facts=_facts(kind=f"l{p:g}", stat="abs_sum" if p == 1 else "sq_sum", dims=dims,
-                              ndim=len(x.shape), scale=scale))
+    return Match(
+        family="norm",
+        summary=f"F.normalize (p={p:g}) over {_dims_text(dims)}",
+        facts=_facts(kind=f"l{p:g}", stat="abs_sum" if p == 1 else "sq_sum", dims=dims, ndim=len(x.shape), scale=scale),
+    )
 
 
 def _match_written_out(graph: OpGraph, x: Node, ops: tuple[Node, ...]) -> Match | None:
@@ -176,7 +221,7 @@ def _match_written_out(graph: OpGraph, x: Node, ops: tuple[Node, ...]) -> Match 
         return None  # the reduced value would not broadcast back over its rows
     statements = [f"const float v_{reduction.name} = {value};"]
     previous = reduction
-    rest = list(ops[position + 1:])
+    rest = list(ops[position + 1 :])
     while rest and rest[0].shape == reduction.shape and _single_user(graph, previous):
         node = rest[0]
         operands = _chain_operands(node, previous)
@@ -200,9 +245,11 @@ def _match_written_out(graph: OpGraph, x: Node, ops: tuple[Node, ...]) -> Match 
     if affine is None:
         return None
     kind = _kind(reduction, stat, dims, ndim)
-    return Match(family="norm", summary=f"{kind} normalization over {_dims_text(dims)}",
-                 facts=_facts(kind=kind, stat=stat, dims=dims, ndim=ndim, scale=statements,
-                              weight=affine[0], bias=affine[1]))
+    return Match(
+        family="norm",
+        summary=f"{kind} normalization over {_dims_text(dims)}",
+        facts=_facts(kind=kind, stat=stat, dims=dims, ndim=ndim, scale=statements, weight=affine[0], bias=affine[1]),
+    )
 
 
 def _reduction_source(graph: OpGraph, x: Node, before: tuple[Node, ...], reduction: Node) -> str | None:
@@ -217,8 +264,11 @@ def _reduction_source(graph: OpGraph, x: Node, before: tuple[Node, ...], reducti
     here = Ref(x.name)
     if pre.op == "abs" and pre.args == (here,):
         return "abs"
-    if (pre.op == "pow" and pre.args in ((here, 2), (here, 2.0))) or (pre.op == "mul" and pre.args == (here, here)) \
-            or (pre.op == "square" and pre.args == (here,)):
+    if (
+        (pre.op == "pow" and pre.args in ((here, 2), (here, 2.0)))
+        or (pre.op == "mul" and pre.args == (here, here))
+        or (pre.op == "square" and pre.args == (here,))
+    ):
         return "square"
     return None
 
@@ -302,17 +352,23 @@ def _chain_operands(node: Node, previous: Node) -> list[str] | None:
     return operands
 
 
-def _trailing_affine(graph: OpGraph, combine: Node, rest: list[Node], x: Node,
-                     dims: tuple[int, int]) -> tuple[str | None, str | None] | None:
+def _trailing_affine(
+    graph: OpGraph, combine: Node, rest: list[Node], x: Node, dims: tuple[int, int]
+) -> tuple[str | None, str | None] | None:
     """``* weight`` then ``+ bias`` after the scaling, each a parameter over the reduced dims."""
     ndim = len(x.shape)
-    reduced_shape = tuple(x.shape[dims[0]:dims[1]])
+    reduced_shape = tuple(x.shape[dims[0] : dims[1]])
     padded = (1,) * dims[0] + reduced_shape + (1,) * (ndim - dims[1])
     found: dict[str, str | None] = {"mul": None, "add": None}
     previous = combine
     for node in rest:
-        if node.op not in found or found[node.op] is not None or (node.op == "add" and node.kwargs) \
-                or node.kwargs.get("alpha") is not None or not _single_user(graph, previous):
+        if (
+            node.op not in found
+            or found[node.op] is not None
+            or (node.op == "add" and node.kwargs)
+            or node.kwargs.get("alpha") is not None
+            or not _single_user(graph, previous)
+        ):
             return None
         if node.op == "mul" and found["mul"] is None and found["add"] is not None:
             return None
@@ -360,12 +416,24 @@ def _kernel_source(facts: Mapping[str, Any], knobs: Mapping[str, Any]) -> str:
     helpers = _reduce_helper(facts["stat"], lanes * int(knobs["accumulators"]), simd)
     helpers += _scale_helper(facts)
     helpers += _apply_helper(facts, simd)
-    kernel = (_columns_kernel(facts, parallel, simd, int(knobs["chunk"])) if facts["layout"] == "columns"
-              else _rows_kernel(facts, parallel, int(knobs["chunk"])))
-    return "\n".join([
-        "#include <algorithm>", "#include <cmath>", "#include <cstdint>", "#include <vector>", "#include <omp.h>", "",
-        "constexpr int64_t BLOCK = 4096;  // elements summed in float before the sum goes into double",
-        helpers, kernel])
+    kernel = (
+        _columns_kernel(facts, parallel, simd, int(knobs["chunk"]))
+        if facts["layout"] == "columns"
+        else _rows_kernel(facts, parallel, int(knobs["chunk"]))
+    )
+    return "\n".join(
+        [
+            "#include <algorithm>",
+            "#include <cmath>",
+            "#include <cstdint>",
+            "#include <vector>",
+            "#include <omp.h>",
+            "",
+            "constexpr int64_t BLOCK = 4096;  // elements summed in float before the sum goes into double",
+            helpers,
+            kernel,
+        ]
+    )
 
 
 def _term(stat: str, value: str) -> str:
@@ -462,7 +530,9 @@ def _apply_helper(facts: Mapping[str, Any], simd: bool) -> str:
         value = f"({value}) * w[i]"
     if bias:
         value = f"{value} + b[i]"
-    params = "".join([", const float* __restrict__ w" if weight else "", ", const float* __restrict__ b" if bias else ""])
+    params = "".join(
+        [", const float* __restrict__ w" if weight else "", ", const float* __restrict__ b" if bias else ""]
+    )
     pragma = "    #pragma omp simd\n" if simd else ""
     return f"""
 // y = normalized x over a span.
@@ -486,8 +556,13 @@ def _rows_kernel(facts: Mapping[str, Any], parallel: bool, chunk: int) -> str:
     span_params = "".join(f", {p} + lo" for p, key in (("w", "weight"), ("b", "bias")) if facts[key] and per_reduced)
     row_params = "".join(f", {p}" for p, key in (("w", "weight"), ("b", "bias")) if facts[key] and per_reduced)
     if moments:
-        stats = ["double s1 = 0.0, s2 = 0.0;", "const float k = xr[0];", "moments_span(xr, count, k, s1, s2);",
-                 "float scale, shift;", "row_moments(s1, s2, k, count, scale, shift);"]
+        stats = [
+            "double s1 = 0.0, s2 = 0.0;",
+            "const float k = xr[0];",
+            "moments_span(xr, count, k, s1, s2);",
+            "float scale, shift;",
+            "row_moments(s1, s2, k, count, scale, shift);",
+        ]
     else:
         stats = ["const float scale = row_scale(reduce_span(xr, count), count);", "const float shift = 0.0f;"]
     stats += _channel_fold(facts)
@@ -514,22 +589,32 @@ def _channel_fold(facts: Mapping[str, Any]) -> list[str]:
     """Instance norm's affine map is per channel: it folds into the row's scale and shift."""
     if facts["weight_per"] != "channel" or not (facts["weight"] or facts["bias"]):
         return []
-    return ["const int64_t c = row % channels;", f"const float gain = {'w[c]' if facts['weight'] else '1.0f'};",
-            f"shift = shift * gain{' + b[c]' if facts['bias'] else ''};", "scale *= gain;"]
+    return [
+        "const int64_t c = row % channels;",
+        f"const float gain = {'w[c]' if facts['weight'] else '1.0f'};",
+        f"shift = shift * gain{' + b[c]' if facts['bias'] else ''};",
+        "scale *= gain;",
+    ]
 
 
 def _split_rows(facts: Mapping[str, Any], span_params: str) -> str:
     """Few or long rows: every thread sums its slice of the row, then scales that same slice."""
     moments = facts["stat"] == "moments"
-    partial = ("double s1 = 0.0, s2 = 0.0;\n                moments_span(xr + lo, hi - lo, k, s1, s2);\n"
-               "                partials[2 * t] = s1;\n                partials[2 * t + 1] = s2;"
-               if moments else "partials[2 * t] = reduce_span(xr + lo, hi - lo);")
-    total = ("double t1 = 0.0, t2 = 0.0;\n                for (int u = 0; u < threads; ++u) {\n"
-             "                    t1 += partials[2 * u];\n                    t2 += partials[2 * u + 1];\n"
-             "                }\n                float scale, shift;\n"
-             "                row_moments(t1, t2, k, count, scale, shift);"
-             if moments else "double s = 0.0;\n                for (int u = 0; u < threads; ++u) s += partials[2 * u];\n"
-             "                const float scale = row_scale(s, count);\n                const float shift = 0.0f;")
+    partial = (
+        "double s1 = 0.0, s2 = 0.0;\n                moments_span(xr + lo, hi - lo, k, s1, s2);\n"
+        "                partials[2 * t] = s1;\n                partials[2 * t + 1] = s2;"
+        if moments
+        else "partials[2 * t] = reduce_span(xr + lo, hi - lo);"
+    )
+    total = (
+        "double t1 = 0.0, t2 = 0.0;\n                for (int u = 0; u < threads; ++u) {\n"
+        "                    t1 += partials[2 * u];\n                    t2 += partials[2 * u + 1];\n"
+        "                }\n                float scale, shift;\n"
+        "                row_moments(t1, t2, k, count, scale, shift);"
+        if moments
+        else "double s = 0.0;\n                for (int u = 0; u < threads; ++u) s += partials[2 * u];\n"
+        "                const float scale = row_scale(s, count);\n                const float shift = 0.0f;"
+    )
     channel = "".join("\n                " + line for line in _channel_fold(facts))
     return f"""
     const int threads = omp_get_max_threads();
@@ -558,7 +643,9 @@ def _columns_kernel(facts: Mapping[str, Any], parallel: bool, simd: bool, chunk:
     tiles of the inner dims so every access is contiguous and a tile's rows stay in cache."""
     weight, bias = bool(facts["weight"]), bool(facts["bias"])
     params = "".join(f", const float* __restrict__ {p}" for p, on in (("w", weight), ("b", bias)) if on)
-    per_row = "".join(f"\n            const float {v} = {p}[r];" for v, p, on in (("g", "w", weight), ("h", "b", bias)) if on)
+    per_row = "".join(
+        f"\n            const float {v} = {p}[r];" for v, p, on in (("g", "w", weight), ("h", "b", bias)) if on
+    )
     value = "xr[i] * scale[i]" + (" * g" if weight else "") + (" + h" if bias else "")
     pragma = "#pragma omp simd" if simd else "// scalar loop"
     term = _term(facts["stat"], "v")

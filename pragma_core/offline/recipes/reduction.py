@@ -12,7 +12,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-
 import attrs
 
 from ..graph import Node, OpGraph, Ref
@@ -44,8 +43,15 @@ _VALUE_REDUCERS = {
     "min": _Reducer("INFINITY", "(b < a ? b : a)", "a"),
 }
 _INDEX_REDUCERS = {"argmax": ">", "argmin": "<"}
-_SPELLINGS = {"sum": "sum", "mean": "mean", "prod": "prod", "amax": "max", "amin": "min",
-              "argmax": "argmax", "argmin": "argmin"}
+_SPELLINGS = {
+    "sum": "sum",
+    "mean": "mean",
+    "prod": "prod",
+    "amax": "max",
+    "amin": "min",
+    "argmax": "argmax",
+    "argmin": "argmin",
+}
 _TUPLE_RESULT = {"max", "min"}  # torch.max(x, dim) gives (values, indices)
 
 
@@ -92,14 +98,16 @@ class ReductionRecipe:
         keepdim = reduction.arg(2, "keepdim", False)
         if dim is None or not isinstance(keepdim, bool):
             return None
-        shape = source.shape[:dim] + ((1,) if keepdim else ()) + source.shape[dim + 1:]
+        shape = source.shape[:dim] + ((1,) if keepdim else ()) + source.shape[dim + 1 :]
         dtype = "int64" if op in _INDEX_REDUCERS else "float32"
         result = ops[-1]
         if result.shape != shape or str(result.dtype) != f"torch.{dtype}":
             return None
-        return Match(family=self.family, summary=f"{op} over dim {dim}{' (keepdim)' if keepdim else ''}",
-                     facts={"op": op, "dim": dim, "keepdim": keepdim, "rank": rank, "input": source.name,
-                            "dtype": dtype})
+        return Match(
+            family=self.family,
+            summary=f"{op} over dim {dim}{' (keepdim)' if keepdim else ''}",
+            facts={"op": op, "dim": dim, "keepdim": keepdim, "rank": rank, "input": source.name, "dtype": dtype},
+        )
 
     def generate(self, match: Match, knobs: Mapping[str, Any], context: GenerationContext) -> str:
         facts = match.facts
@@ -111,16 +119,17 @@ class ReductionRecipe:
         else:
             cpp = _value_source(_VALUE_REDUCERS[op], simd=simd, parallel=parallel, accumulators=accumulators)
         kept = "(1,) + " if facts["keepdim"] else ""
-        forward = "\n".join([
-            f"{name} = {name}.contiguous()",
-            f"shape = {name}.shape",
-            f"out = torch.empty(shape[:{dim}] + {kept}shape[{dim + 1}:], dtype=torch.{facts['dtype']})",
-            f"lib.reduce(out, {name}, shape[:{dim}].numel(), shape[{dim}], shape[{dim + 1}:].numel())",
-            "return out",
-        ])
+        forward = "\n".join(
+            [
+                f"{name} = {name}.contiguous()",
+                f"shape = {name}.shape",
+                f"out = torch.empty(shape[:{dim}] + {kept}shape[{dim + 1}:], dtype=torch.{facts['dtype']})",
+                f"lib.reduce(out, {name}, shape[:{dim}].numel(), shape[{dim}], shape[{dim + 1}:].numel())",
+                "return out",
+            ]
+        )
         flags = [] if simd else ["-fno-tree-vectorize"]
-        return candidate_module(match=match, knobs=knobs, context=context, cpp=cpp, forward_body=forward,
-                                flags=flags)
+        return candidate_module(match=match, knobs=knobs, context=context, cpp=cpp, forward_body=forward, flags=flags)
 
 
 def _takes_values(node: Node, reduction: Node) -> bool:
@@ -132,8 +141,7 @@ def _takes_values(node: Node, reduction: Node) -> bool:
 
 def _pragmas(simd: bool, parallel: bool) -> tuple[str, str]:
     """The pragma over the outer loop and the one over contiguous inner loops."""
-    return ("#pragma omp parallel for schedule(static)" if parallel else "",
-            "#pragma omp simd" if simd else "")
+    return ("#pragma omp parallel for schedule(static)" if parallel else "", "#pragma omp simd" if simd else "")
 
 
 def _strided_parallel(parallel: bool) -> str:

@@ -57,7 +57,7 @@ def _slices(index: Any, rank: int) -> list[list[Any]] | None:
         return None
     if Ellipsis in items:
         position = items.index(Ellipsis)
-        items[position:position + 1] = [slice(None)] * (rank - len(items) + 1)
+        items[position : position + 1] = [slice(None)] * (rank - len(items) + 1)
     if len(items) > rank:
         return None
     items += [slice(None)] * (rank - len(items))
@@ -65,8 +65,10 @@ def _slices(index: Any, rank: int) -> list[list[Any]] | None:
     for item in items:
         if not isinstance(item, slice) or item.step not in (None, 1):
             return None
-        if any(bound is not None and (isinstance(bound, bool) or not isinstance(bound, int))
-               for bound in (item.start, item.stop)):
+        if any(
+            bound is not None and (isinstance(bound, bool) or not isinstance(bound, int))
+            for bound in (item.start, item.stop)
+        ):
             return None
         result.append([item.start, item.stop])
     return result
@@ -136,8 +138,12 @@ class ScanRecipe:
         if (pre_flip is None) != (post_flip is None):
             return None
         reverse = pre_flip is not None
-        if reverse and (exclusive or slices != [[None, None]] * rank
-                        or _flip_dims(pre_flip, rank) != (dim,) or _flip_dims(post_flip, rank) != (dim,)):
+        if reverse and (
+            exclusive
+            or slices != [[None, None]] * rank
+            or _flip_dims(pre_flip, rank) != (dim,)
+            or _flip_dims(post_flip, rank) != (dim,)
+        ):
             return None
         x, mask = self._operands(graph, source, used)
         if x is None or x.shape is None or len(x.shape) != rank or str(x.dtype) != _FLOAT32:
@@ -146,12 +152,25 @@ class ScanRecipe:
             return None
         if _expected_shape(x.shape, dim, exclusive, slices) != scan.shape or 0 in scan.shape:
             return None
-        variant = " ".join(word for word in ("masked" if mask else "", "reverse" if reverse else "",
-                                              "exclusive" if exclusive else "") if word)
-        return Match(family=self.family,
-                     summary=f"{variant + ' ' if variant else ''}{scan.op} along dim {dim} of a rank-{rank} tensor",
-                     facts={"op": op, "dim": dim, "rank": rank, "reverse": reverse, "exclusive": exclusive,
-                            "x": x.name, "mask": mask, "slices": slices})
+        variant = " ".join(
+            word
+            for word in ("masked" if mask else "", "reverse" if reverse else "", "exclusive" if exclusive else "")
+            if word
+        )
+        return Match(
+            family=self.family,
+            summary=f"{variant + ' ' if variant else ''}{scan.op} along dim {dim} of a rank-{rank} tensor",
+            facts={
+                "op": op,
+                "dim": dim,
+                "rank": rank,
+                "reverse": reverse,
+                "exclusive": exclusive,
+                "x": x.name,
+                "mask": mask,
+                "slices": slices,
+            },
+        )
 
     def _padded_body(self, graph: OpGraph, cat: Node, op: str, dim: int, used: set[str]) -> Node | None:
         """The tensor ``cat`` pads with the scan's identity at the front of ``dim``; None otherwise."""
@@ -160,8 +179,15 @@ class ScanRecipe:
             return None
         pad, body = graph.node(tensors[0]), graph.node(tensors[1])
         rank = len(cat.shape or ())
-        if (pad is None or body is None or body.shape is None or _normalized_dim(cat.arg(1, "dim", 0), rank) != dim
-                or pad.op != _PADS[op] or str(pad.dtype) != _FLOAT32 or str(body.dtype) != _FLOAT32):
+        if (
+            pad is None
+            or body is None
+            or body.shape is None
+            or _normalized_dim(cat.arg(1, "dim", 0), rank) != dim
+            or pad.op != _PADS[op]
+            or str(pad.dtype) != _FLOAT32
+            or str(body.dtype) != _FLOAT32
+        ):
             return None
         if pad.shape != tuple(1 if d == dim else size for d, size in enumerate(body.shape)):
             return None
@@ -188,8 +214,13 @@ class ScanRecipe:
             return None, None
         first, second = (graph.node(a) for a in source.args)
         for x, mask in ((first, second), (second, first)):
-            if (x.op == "input" and mask.op == "input" and str(x.dtype) == _FLOAT32
-                    and str(mask.dtype) == _BOOL and mask.shape == x.shape == source.shape):
+            if (
+                x.op == "input"
+                and mask.op == "input"
+                and str(x.dtype) == _FLOAT32
+                and str(mask.dtype) == _BOOL
+                and mask.shape == x.shape == source.shape
+            ):
                 used.add(source.name)
                 return x, mask.name
         return None, None
@@ -203,8 +234,10 @@ class ScanRecipe:
         lines = []
         view = [[None, None] if d == dim else bounds for d, bounds in enumerate(facts["slices"])]
         if view != [[None, None]] * rank:
-            index = ", ".join(":" if b == [None, None] else f"{'' if b[0] is None else b[0]}:{'' if b[1] is None else b[1]}"
-                              for b in view)
+            index = ", ".join(
+                ":" if b == [None, None] else f"{'' if b[0] is None else b[0]}:{'' if b[1] is None else b[1]}"
+                for b in view
+            )
             lines += [f"{t} = {t}[{index}]" for t in tensors]
         lines += [f"{t} = {t}.contiguous()" for t in tensors]
         lines.append(f"n_in = {x}.shape[{dim}]")
@@ -220,8 +253,9 @@ class ScanRecipe:
             "return out",
         ]
         flags = [] if knobs["simd"] else ["-fno-tree-vectorize"]
-        return candidate_module(match=match, knobs=knobs, context=context, cpp=cpp, forward_body="\n".join(lines),
-                                flags=flags)
+        return candidate_module(
+            match=match, knobs=knobs, context=context, cpp=cpp, forward_body="\n".join(lines), flags=flags
+        )
 
 
 def _kernel(facts: dict[str, Any], knobs: Mapping[str, Any], *, rows_last: bool) -> str:
@@ -230,9 +264,11 @@ def _kernel(facts: dict[str, Any], knobs: Mapping[str, Any], *, rows_last: bool)
     prod = facts["op"] == "prod"
     identity, combine = ("1.0", "*=") if prod else ("0.0", "+=")
     masked, reverse, exclusive = bool(facts["mask"]), facts["reverse"], facts["exclusive"]
-    parameters = ", ".join(["const float* __restrict__ x"] + (["const bool* __restrict__ mask"] if masked else [])
-                           + ["float* __restrict__ out", "int64_t outer", "int64_t n_in", "int64_t n_out",
-                              "int64_t inner"])
+    parameters = ", ".join(
+        ["const float* __restrict__ x"]
+        + (["const bool* __restrict__ mask"] if masked else [])
+        + ["float* __restrict__ out", "int64_t outer", "int64_t n_in", "int64_t n_out", "int64_t inner"]
+    )
     simd = "#pragma omp simd" if knobs["simd"] else ""
     parallel = "#pragma omp parallel for schedule(static)" if knobs["parallel"] else ""
 
@@ -250,18 +286,28 @@ def _kernel(facts: dict[str, Any], knobs: Mapping[str, Any], *, rows_last: bool)
 #include <cstdint>
 #include <vector>
 
-// {'Product' if prod else 'Sum'} scan{' (reversed)' if reverse else ''}{' (exclusive)' if exclusive else ''} \
+// {"Product" if prod else "Sum"} scan{" (reversed)" if reverse else ""}{" (exclusive)" if exclusive else ""} \
 in double, like PyTorch; each output rounded to float.
 extern "C" void scan({parameters}) {{
     if (n_out <= 0) return;
-    const int64_t m = n_out{' - 1' if exclusive else ''};  // inputs scanned per row
+    const int64_t m = n_out{" - 1" if exclusive else ""};  // inputs scanned per row
 {body}
 }}
 """
 
 
-def _rows_body(knobs: Mapping[str, Any], identity: str, combine: str, load: Callable[[str, str, str], str],
-               masked: bool, simd: str, parallel: str, reverse: bool, exclusive: bool, prod: bool) -> str:
+def _rows_body(
+    knobs: Mapping[str, Any],
+    identity: str,
+    combine: str,
+    load: Callable[[str, str, str], str],
+    masked: bool,
+    simd: str,
+    parallel: str,
+    reverse: bool,
+    exclusive: bool,
+    prod: bool,
+) -> str:
     """Rows scanned along the last dim (inner == 1): ``accumulators`` chunks per row advance together."""
     chains = int(knobs["accumulators"])
     at = (lambda p: f"m - 1 - {p}") if reverse else (lambda p: p)
@@ -314,8 +360,15 @@ def _rows_body(knobs: Mapping[str, Any], identity: str, combine: str, load: Call
         f"    o[{at('p')}] = (float)acc[A - 1];",
         "}",
     ]
-    return _body([f"constexpr int A = {chains};  // chunks per row, scanned as independent chains", parallel,
-                  "for (int64_t r = 0; r < outer; ++r) {", *_nested(*row, *chained), "}"])
+    return _body(
+        [
+            f"constexpr int A = {chains};  // chunks per row, scanned as independent chains",
+            parallel,
+            "for (int64_t r = 0; r < outer; ++r) {",
+            *_nested(*row, *chained),
+            "}",
+        ]
+    )
 
 
 def _nested(*lines: str) -> list[str]:
@@ -328,8 +381,16 @@ def _body(lines: list[str]) -> str:
     return "\n".join(_nested(*lines))
 
 
-def _columns_body(knobs: Mapping[str, Any], identity: str, combine: str, load: Callable[[str, str, str], str],
-                  masked: bool, simd: str, reverse: bool, exclusive: bool) -> str:
+def _columns_body(
+    knobs: Mapping[str, Any],
+    identity: str,
+    combine: str,
+    load: Callable[[str, str, str], str],
+    masked: bool,
+    simd: str,
+    reverse: bool,
+    exclusive: bool,
+) -> str:
     """A middle dim scanned: each step adds a contiguous run of ``block`` inner columns (all of them
     at block 0) to a row of running values."""
     block = int(knobs["block"])
@@ -353,24 +414,32 @@ def _columns_body(knobs: Mapping[str, Any], identity: str, combine: str, load: C
         "const float* xb = x + b * n_in * inner + i0;",
         *(["const bool* mb = mask + b * n_in * inner + i0;"] if masked else []),
         "float* ob = out + b * n_out * inner + i0;",
-        *([f"for (int64_t i = 0; i < w; ++i) ob[i] = {identity}f;  // the exclusive scan starts at the identity",
-           "ob += inner;"] if exclusive else []),
+        *(
+            [
+                f"for (int64_t i = 0; i < w; ++i) ob[i] = {identity}f;  // the exclusive scan starts at the identity",
+                "ob += inner;",
+            ]
+            if exclusive
+            else []
+        ),
         f"for (int64_t i = 0; i < w; ++i) acc[i] = {identity};",
         "for (int64_t j = 0; j < m; ++j) {",
         *_nested(*step),
         "}",
     ]
-    return _body([
-        f"const int64_t tile = std::min<int64_t>({tile}, inner);  // inner columns per work item",
-        "if (tile <= 0) return;",
-        "const int64_t tiles = (inner + tile - 1) / tile;",
-        "#pragma omp parallel" if parallel else "",
-        "{",
-        "    std::vector<double> running(tile);  // the running values of one run of columns",
-        "    double* __restrict__ acc = running.data();",
-        "    #pragma omp for schedule(static)" if parallel else "",
-        "    for (int64_t t = 0; t < outer * tiles; ++t) {",
-        *_nested(*_nested(*column_run)),
-        "    }",
-        "}",
-    ])
+    return _body(
+        [
+            f"const int64_t tile = std::min<int64_t>({tile}, inner);  // inner columns per work item",
+            "if (tile <= 0) return;",
+            "const int64_t tiles = (inner + tile - 1) / tile;",
+            "#pragma omp parallel" if parallel else "",
+            "{",
+            "    std::vector<double> running(tile);  // the running values of one run of columns",
+            "    double* __restrict__ acc = running.data();",
+            "    #pragma omp for schedule(static)" if parallel else "",
+            "    for (int64_t t = 0; t < outer * tiles; ++t) {",
+            *_nested(*_nested(*column_run)),
+            "    }",
+            "}",
+        ]
+    )

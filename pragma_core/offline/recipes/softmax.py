@@ -51,25 +51,33 @@ class SoftmaxRecipe:
         dim = reduced_dim(node.arg(1, "dim"), len(source.shape))
         if dim is None:
             return None
-        return Match(family=self.family, summary=f"{node.op} over dim {dim}",
-                     facts={"op": node.op, "dim": dim, "input": source.name})
+        return Match(
+            family=self.family,
+            summary=f"{node.op} over dim {dim}",
+            facts={"op": node.op, "dim": dim, "input": source.name},
+        )
 
     def generate(self, match: Match, knobs: Mapping[str, Any], context: GenerationContext) -> str:
         facts = match.facts
         dim, name = facts["dim"], forward_argument(context, 0)
         simd, fast = bool(knobs["simd"]), bool(knobs["fast_math"])
-        cpp = _source(log=facts["op"] == "log_softmax", simd=simd, parallel=bool(knobs["parallel"]),
-                      accumulators=int(knobs["accumulators"]))
-        forward = "\n".join([
-            f"{name} = {name}.contiguous()",
-            f"shape = {name}.shape",
-            f"out = torch.empty_like({name})",
-            f"lib.softmax(out, {name}, shape[:{dim}].numel(), shape[{dim}], shape[{dim + 1}:].numel())",
-            "return out",
-        ])
+        cpp = _source(
+            log=facts["op"] == "log_softmax",
+            simd=simd,
+            parallel=bool(knobs["parallel"]),
+            accumulators=int(knobs["accumulators"]),
+        )
+        forward = "\n".join(
+            [
+                f"{name} = {name}.contiguous()",
+                f"shape = {name}.shape",
+                f"out = torch.empty_like({name})",
+                f"lib.softmax(out, {name}, shape[:{dim}].numel(), shape[{dim}], shape[{dim + 1}:].numel())",
+                "return out",
+            ]
+        )
         flags = (["-ffast-math"] if fast else []) + ([] if simd else ["-fno-tree-vectorize"])
-        return candidate_module(match=match, knobs=knobs, context=context, cpp=cpp, forward_body=forward,
-                                flags=flags)
+        return candidate_module(match=match, knobs=knobs, context=context, cpp=cpp, forward_body=forward, flags=flags)
 
 
 def _source(*, log: bool, simd: bool, parallel: bool, accumulators: int) -> str:

@@ -1,4 +1,5 @@
 """Applies ELU with a given alpha. (KernelBench format, written for pragma's tests.)"""
+
 import torch
 import torch.nn as nn
 import torch.nn.functional as F

@@ -1,4 +1,5 @@
 """GELU with the exact erf form. (KernelBench format, written for pragma's tests.)"""
+
 import torch
 import torch.nn as nn
 

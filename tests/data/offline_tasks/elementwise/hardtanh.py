@@ -1,4 +1,5 @@
 """Clamps to [-1, 1] with HardTanh. (KernelBench format, written for pragma's tests.)"""
+
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
@@ -11,7 +12,7 @@ class Model(nn.Module):
         super().__init__()
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return F.hardtanh(x, min_val=-1., max_val=1.)
+        return F.hardtanh(x, min_val=-1.0, max_val=1.0)
 
 
 batch_size = 16

@@ -1,4 +1,5 @@
 """The GELU of minGPT and BERT, written out with tanh. (KernelBench format, written for pragma's tests.)"""
+
 import math
 
 import torch

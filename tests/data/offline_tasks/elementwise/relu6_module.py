@@ -1,4 +1,5 @@
 """ReLU6 as a module. (KernelBench format, written for pragma's tests.)"""
+
 import torch
 import torch.nn as nn
 

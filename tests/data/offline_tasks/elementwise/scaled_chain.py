@@ -1,4 +1,5 @@
 """A small chain: scale, shift, clamp, then SiLU. (KernelBench format, written for pragma's tests.)"""
+
 import torch
 import torch.nn as nn
 

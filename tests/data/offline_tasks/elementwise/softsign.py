@@ -1,4 +1,5 @@
 """Applies Softsign. (KernelBench format, written for pragma's tests.)"""
+
 import torch
 import torch.nn as nn
 

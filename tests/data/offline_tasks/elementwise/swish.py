@@ -1,4 +1,5 @@
 """Swish: x times its sigmoid. (KernelBench format, written for pragma's tests.)"""
+
 import torch
 import torch.nn as nn
 

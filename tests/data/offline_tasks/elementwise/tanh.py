@@ -1,4 +1,5 @@
 """Applies tanh. (KernelBench format, written for pragma's tests.)"""
+
 import torch
 import torch.nn as nn
 

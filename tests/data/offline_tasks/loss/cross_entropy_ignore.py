@@ -1,4 +1,5 @@
 """Mean cross-entropy where some rows carry the ignored label."""
+
 import torch
 import torch.nn as nn
 import torch.nn.functional as F

@@ -1,4 +1,5 @@
 """Summed cross-entropy of class logits against integer labels."""
+
 import torch
 import torch.nn as nn
 import torch.nn.functional as F

@@ -1,4 +1,5 @@
 """Hinge loss for +-1 labels, one label per prediction."""
+
 import torch
 import torch.nn as nn
 

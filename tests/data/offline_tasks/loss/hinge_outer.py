@@ -1,4 +1,5 @@
 """Hinge loss whose (batch, 1) scores broadcast against (batch,) labels: a (batch, batch) grid."""
+
 import torch
 import torch.nn as nn
 

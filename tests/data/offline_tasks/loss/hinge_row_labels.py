@@ -1,4 +1,5 @@
 """Hinge loss with one +-1 label per row, broadcast over the row's scores."""
+
 import torch
 import torch.nn as nn
 

@@ -1,4 +1,5 @@
 """Huber loss with a delta other than 1."""
+
 import torch
 import torch.nn as nn
 import torch.nn.functional as F

@@ -1,4 +1,5 @@
 """KL divergence between two softmax distributions, averaged over the batch."""
+
 import torch
 import torch.nn as nn
 import torch.nn.functional as F

@@ -1,4 +1,5 @@
 """Summed KL divergence through nn.KLDivLoss, with log-probabilities given as the input."""
+
 import torch
 import torch.nn as nn
 

@@ -1,4 +1,5 @@
 """Mean squared error through the functional API."""
+
 import torch
 import torch.nn as nn
 import torch.nn.functional as F

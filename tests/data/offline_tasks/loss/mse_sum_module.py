@@ -1,4 +1,5 @@
 """Summed squared error through the nn.MSELoss module."""
+
 import torch
 import torch.nn as nn
 

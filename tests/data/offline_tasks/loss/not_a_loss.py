@@ -1,4 +1,5 @@
 """A per-row mean of squared differences: a reduction over one dim, not a loss to a scalar."""
+
 import torch
 import torch.nn as nn
 

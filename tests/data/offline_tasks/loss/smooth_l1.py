@@ -1,4 +1,5 @@
 """Smooth L1 loss with the default beta of 1."""
+
 import torch
 import torch.nn as nn
 import torch.nn.functional as F

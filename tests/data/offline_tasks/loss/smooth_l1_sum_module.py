@@ -1,4 +1,5 @@
 """Summed smooth L1 loss with a small beta, through the module."""
+
 import torch
 import torch.nn as nn
 

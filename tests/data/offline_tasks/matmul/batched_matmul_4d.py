@@ -1,4 +1,5 @@
 """Batched matrix product over two leading dims with torch.matmul, second operand transposed."""
+
 import torch
 import torch.nn as nn
 

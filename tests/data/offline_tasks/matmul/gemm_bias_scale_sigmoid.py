@@ -1,4 +1,5 @@
 """Hand-written affine layer (weight and bias parameters), a per-feature scale, then a sigmoid."""
+
 import torch
 import torch.nn as nn
 
@@ -8,7 +9,7 @@ class Model(nn.Module):
 
     def __init__(self, in_features: int, out_features: int):
         super().__init__()
-        self.weight = nn.Parameter(torch.randn(out_features, in_features) / in_features ** 0.5)
+        self.weight = nn.Parameter(torch.randn(out_features, in_features) / in_features**0.5)
         self.bias = nn.Parameter(torch.randn(out_features))
         self.scale = nn.Parameter(torch.rand(out_features))
 

@@ -1,4 +1,5 @@
 """Fully connected layer followed by the exact (erf) GELU."""
+
 import torch
 import torch.nn as nn
 import torch.nn.functional as F

@@ -1,4 +1,5 @@
 """Rectangular matrix product whose sizes are no multiple of any tile."""
+
 import torch
 import torch.nn as nn
 

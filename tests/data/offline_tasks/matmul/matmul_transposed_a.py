@@ -1,4 +1,5 @@
 """Matrix product with the first operand stored transposed: C = A^T @ B."""
+
 import torch
 import torch.nn as nn
 

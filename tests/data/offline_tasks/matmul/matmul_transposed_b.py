@@ -1,4 +1,5 @@
 """Matrix product with the second operand stored transposed: C = A @ B^T."""
+
 import torch
 import torch.nn as nn
 

@@ -1,4 +1,5 @@
 """Matrix-vector product: a tall matrix times one column."""
+
 import torch
 import torch.nn as nn
 

@@ -1,4 +1,5 @@
 """Frobenius normalization: the whole tensor divided by its Frobenius norm."""
+
 import torch
 import torch.nn as nn
 

@@ -1,4 +1,5 @@
 """Instance normalization of a batch of multi-channel images."""
+
 import torch
 import torch.nn as nn
 

@@ -1,4 +1,5 @@
 """L1 normalization: each row divided by the sum of its absolute values."""
+
 import torch
 import torch.nn as nn
 

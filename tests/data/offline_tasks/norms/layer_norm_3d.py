@@ -1,4 +1,5 @@
 """Layer normalization over the three trailing dimensions of a 4D tensor."""
+
 import torch
 import torch.nn as nn
 

@@ -1,4 +1,5 @@
 """RMS normalization over the feature dimension of a 4D activation."""
+
 import torch
 import torch.nn as nn
 
@@ -12,7 +13,7 @@ class Model(nn.Module):
         self.eps = eps
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        rms = torch.sqrt(torch.mean(x ** 2, dim=1, keepdim=True) + self.eps)
+        rms = torch.sqrt(torch.mean(x**2, dim=1, keepdim=True) + self.eps)
         return x / rms
 
 

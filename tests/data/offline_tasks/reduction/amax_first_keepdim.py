@@ -1,4 +1,5 @@
 """Column-wise maximum of a 2D tensor, keeping the reduced dimension."""
+
 import torch
 import torch.nn as nn
 

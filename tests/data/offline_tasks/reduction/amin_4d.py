@@ -1,4 +1,5 @@
 """Minimum over the channel dimension of a 4D tensor, with negative dim."""
+
 import torch
 import torch.nn as nn
 

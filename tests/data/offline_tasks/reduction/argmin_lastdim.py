@@ -1,4 +1,5 @@
 """Index of the smallest element of each row, keeping the reduced dimension."""
+
 import torch
 import torch.nn as nn
 

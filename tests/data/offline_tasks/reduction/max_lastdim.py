@@ -1,4 +1,5 @@
 """Largest value along the last dimension of a 2D tensor."""
+
 import torch
 import torch.nn as nn
 

@@ -1,4 +1,5 @@
 """Mean of a 3D tensor over a chosen dimension."""
+
 import torch
 import torch.nn as nn
 

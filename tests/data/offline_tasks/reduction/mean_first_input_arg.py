@@ -1,4 +1,5 @@
 """Mean over the first dimension of a 2D tensor, whose forward argument is called ``input``."""
+
 import torch
 import torch.nn as nn
 

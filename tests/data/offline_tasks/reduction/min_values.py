@@ -1,4 +1,5 @@
 """Smallest value along the middle dimension, read through .values."""
+
 import torch
 import torch.nn as nn
 

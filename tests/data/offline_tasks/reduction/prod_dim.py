@@ -1,4 +1,5 @@
 """Product over a short middle dimension of a 3D tensor."""
+
 import torch
 import torch.nn as nn
 

@@ -1,4 +1,5 @@
 """Row sums of a 2D tensor."""
+
 import torch
 import torch.nn as nn
 

@@ -1,4 +1,5 @@
 """Sum over two dimensions at once (not a one-dimension reduction)."""
+
 import torch
 import torch.nn as nn
 

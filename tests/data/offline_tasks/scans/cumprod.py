@@ -1,4 +1,5 @@
 """Running product along a dim of a 2D tensor, on factors near one so the products stay finite."""
+
 import torch
 import torch.nn as nn
 

@@ -1,4 +1,5 @@
 """Running product of standard normal values: the products shrink to zero within a few hundred steps."""
+
 import torch
 import torch.nn as nn
 

@@ -1,4 +1,5 @@
 """Exclusive prefix sums built from a zero column and a slice, in the shape the reference produces."""
+
 import torch
 import torch.nn as nn
 

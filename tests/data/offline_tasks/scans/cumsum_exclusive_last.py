@@ -1,4 +1,5 @@
 """Exclusive prefix sums along the last dim: a zero first, the last element's total dropped."""
+
 import torch
 import torch.nn as nn
 

@@ -1,4 +1,5 @@
 """Prefix sums that count only the elements a boolean mask keeps."""
+
 import torch
 import torch.nn as nn
 

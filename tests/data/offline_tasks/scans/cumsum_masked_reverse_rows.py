@@ -1,4 +1,5 @@
 """Masked suffix sums along the first dim of a 2D tensor."""
+
 import torch
 import torch.nn as nn
 

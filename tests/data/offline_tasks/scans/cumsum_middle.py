@@ -1,4 +1,5 @@
 """Prefix sums along the middle dim of a 3D tensor (a time axis between batch and features)."""
+
 import torch
 import torch.nn as nn
 

@@ -1,4 +1,5 @@
 """Suffix sums: the running total from the end of each row back to each element."""
+
 import torch
 import torch.nn as nn
 

@@ -1,4 +1,5 @@
 """A running maximum: a scan, but not a sum or product."""
+
 import torch
 import torch.nn as nn
 

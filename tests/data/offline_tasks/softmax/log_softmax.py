@@ -1,4 +1,5 @@
 """Row-wise log-softmax of a 2D tensor."""
+
 import torch
 import torch.nn as nn
 

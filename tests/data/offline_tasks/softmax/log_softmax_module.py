@@ -1,4 +1,5 @@
 """Log-softmax over the last dimension of a 3D tensor, as an nn.LogSoftmax module."""
+
 import torch
 import torch.nn as nn
 

@@ -1,4 +1,5 @@
 """Softmax computed in float64 (a dtype change the softmax recipe does not write)."""
+
 import torch
 import torch.nn as nn
 

@@ -1,4 +1,5 @@
 """Softmax over the middle dimension of a 3D tensor."""
+
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
