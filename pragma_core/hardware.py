@@ -79,8 +79,8 @@ class HardwareDescription:
     or ``os`` (only a CPU count; cores are then assumed to be logical CPUs).
     """
 
-    model_name: str = attrs.field(validator=[v.instance_of(str), v.min_len(1)])
-    architecture: str = attrs.field(validator=[v.instance_of(str), v.min_len(1)])
+    model_name: str = attrs.field(validator=v.and_(v.instance_of(str), v.min_len(1)))
+    architecture: str = attrs.field(validator=v.and_(v.instance_of(str), v.min_len(1)))
     sockets: int = attrs.field(validator=_positive_int)
     physical_cores: int = attrs.field(validator=_positive_int)
     logical_cpus: int = attrs.field(validator=_positive_int)
@@ -103,7 +103,8 @@ def describe_cpu() -> HardwareDescription:
     """This machine's CPU, from ``lscpu``, else ``/proc/cpuinfo`` and sysfs, else :func:`os.cpu_count`."""
     description = _from_lscpu() or _from_cpuinfo() or _from_os()
     if description.l1d_bytes is None and description.l2_bytes is None and description.l3_bytes is None:
-        description = attrs.evolve(description, **read_sysfs_caches(_SYSFS_CPU))
+        caches: dict[str, Any] = read_sysfs_caches(_SYSFS_CPU)
+        description = attrs.evolve(description, **caches)
     return description
 
 

@@ -54,6 +54,7 @@ from .records import (
     TokenUsage,
     Verdict,
     VerdictStatus,
+    frozen_tuple,
 )
 from .run_directory import RunDirectory
 from .statistics import improves_on
@@ -72,7 +73,7 @@ class OptimizeSettings:
     model: str | None = None
     provider: str | None = None
     backend: str = "cpu-cpp"
-    profilers: tuple[str, ...] = attrs.field(default=("valgrind", "perf"), converter=tuple)
+    profilers: tuple[str, ...] = attrs.field(default=("valgrind", "perf"), converter=frozen_tuple)
     profile: bool = True
     max_attempts: int = attrs.field(default=15, validator=v.ge(1))
     patience: int = attrs.field(default=6, validator=v.ge(1))

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import enum
 import math
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +24,7 @@ import attrs
 from attrs import validators as v
 
 __all__ = [
+    "frozen_tuple",
     "Category",
     "VerdictStatus",
     "BoundClass",
@@ -92,9 +94,18 @@ class AgentRole(str, enum.Enum):
     SUMMARIZER = "summarizer"
 
 
-# -- validators ---------------------------------------------------------------------------------
+# -- converters and validators ------------------------------------------------------------------
 
-_non_empty_str = [v.instance_of(str), v.min_len(1)]
+
+def frozen_tuple(items: Iterable[Any]) -> tuple[Any, ...]:
+    """The ``converter`` of sequence fields: any iterable becomes a tuple, so records stay frozen.
+
+    ``converter=tuple`` does the same at run time, but mypy's attrs plugin cannot type a generic
+    class as a converter; this function it can."""
+    return tuple(items)
+
+
+_non_empty_str = v.and_(v.instance_of(str), v.min_len(1))
 
 
 def _non_negative(_instance: Any, attribute: attrs.Attribute, value: float | None) -> None:
@@ -124,7 +135,7 @@ def _optional_path(value: Any) -> Path | None:
 class TensorSpec:
     """Shape, dtype and size in bytes of one tensor a task takes or returns."""
 
-    shape: tuple[int, ...] = attrs.field(converter=tuple)
+    shape: tuple[int, ...] = attrs.field(converter=frozen_tuple)
     dtype: str = attrs.field(validator=_non_empty_str)
     nbytes: int = attrs.field(validator=[v.instance_of(int), v.ge(0)])
 
@@ -137,8 +148,8 @@ class TaskAnalysis:
     attention. Elementwise work counts zero there; such tasks are bound by ``min_bytes``.
     """
 
-    inputs: tuple[TensorSpec, ...] = attrs.field(converter=tuple)
-    outputs: tuple[TensorSpec, ...] = attrs.field(converter=tuple)
+    inputs: tuple[TensorSpec, ...] = attrs.field(converter=frozen_tuple)
+    outputs: tuple[TensorSpec, ...] = attrs.field(converter=frozen_tuple)
     parameter_bytes: int = attrs.field(validator=[v.instance_of(int), v.ge(0)])
     flops: int = attrs.field(validator=[v.instance_of(int), v.ge(0)])
     ops: dict[str, int] = attrs.field(factory=dict)
@@ -191,7 +202,7 @@ class Timing:
 
     median_ms: float = attrs.field(validator=_non_negative)
     iqr_ms: float = attrs.field(validator=_non_negative)
-    samples_ms: tuple[float, ...] = attrs.field(converter=tuple, default=())
+    samples_ms: tuple[float, ...] = attrs.field(converter=frozen_tuple, default=())
 
     @samples_ms.validator
     def _check_samples(self, attribute: attrs.Attribute, value: tuple[float, ...]) -> None:
@@ -228,7 +239,9 @@ class Verdict:
     failed_check: str | None = None
     max_abs_error: float | None = attrs.field(default=None, validator=_non_negative)
     max_rel_error: float | None = attrs.field(default=None, validator=_non_negative)
-    error_index: tuple[int, ...] | None = attrs.field(default=None, converter=attrs.converters.optional(tuple))
+    error_index: tuple[int, ...] | None = attrs.field(
+        default=None, converter=attrs.converters.optional(frozen_tuple)
+    )
     failing_trial: int | None = attrs.field(default=None, validator=v.optional(v.ge(0)))
     diagnostics: tuple[str, ...] = attrs.field(default=(), converter=_str_tuple)
     reference: Timing | None = None
@@ -282,7 +295,7 @@ class Profile:
     """
 
     profiler: str = attrs.field(validator=_non_empty_str)
-    metrics: tuple[Metric, ...] = attrs.field(default=(), converter=tuple)
+    metrics: tuple[Metric, ...] = attrs.field(default=(), converter=frozen_tuple)
     raw_paths: tuple[str, ...] = attrs.field(default=(), converter=_str_tuple)
     notes: tuple[str, ...] = attrs.field(default=(), converter=_str_tuple)
     not_collected: dict[str, str] = attrs.field(factory=dict)
@@ -358,15 +371,15 @@ class CompletionRequest:
     """
 
     role: AgentRole = attrs.field(converter=AgentRole)
-    messages: tuple[ChatMessage, ...] = attrs.field(converter=tuple, validator=v.min_len(1))
+    messages: tuple[ChatMessage, ...] = attrs.field(converter=frozen_tuple, validator=v.min_len(1))
     model: str | None = None
     task: Task | None = None
     candidate: Candidate | None = None
     verdict: Verdict | None = None
-    profiles: tuple[Profile, ...] = attrs.field(default=(), converter=tuple)
+    profiles: tuple[Profile, ...] = attrs.field(default=(), converter=frozen_tuple)
     diagnosis: Diagnosis | None = None
     best: Attempt | None = None
-    history: tuple[Attempt, ...] = attrs.field(default=(), converter=tuple)
+    history: tuple[Attempt, ...] = attrs.field(default=(), converter=frozen_tuple)
 
 
 @attrs.frozen(kw_only=True)
@@ -390,7 +403,7 @@ class Attempt:
     number: int = attrs.field(validator=[v.instance_of(int), v.ge(1)])
     candidate: Candidate | None = None
     verdict: Verdict | None = None
-    profiles: tuple[Profile, ...] = attrs.field(default=(), converter=tuple)
+    profiles: tuple[Profile, ...] = attrs.field(default=(), converter=frozen_tuple)
     diagnosis: Diagnosis | None = None
     guidance: Guidance | None = None
     usage: TokenUsage = attrs.field(factory=TokenUsage)
@@ -405,7 +418,7 @@ class Baseline:
     reference: Timing | None = None
     floor_ms: float | None = attrs.field(default=None, validator=_non_negative)
     bound: BoundClass | None = attrs.field(default=None, converter=attrs.converters.optional(BoundClass))
-    profiles: tuple[Profile, ...] = attrs.field(default=(), converter=tuple)
+    profiles: tuple[Profile, ...] = attrs.field(default=(), converter=frozen_tuple)
     skipped: dict[str, str] = attrs.field(factory=dict)
 
 
@@ -416,7 +429,7 @@ class RunResult:
     run_id: str = attrs.field(validator=_non_empty_str)
     task: Task
     baseline: Baseline | None = None
-    attempts: tuple[Attempt, ...] = attrs.field(default=(), converter=tuple)
+    attempts: tuple[Attempt, ...] = attrs.field(default=(), converter=frozen_tuple)
     best_attempt: int | None = None
     stop_reason: str = ""
 

@@ -71,7 +71,7 @@ def _non_negative_finite(_instance: Any, attribute: attrs.Attribute, value: Any)
         raise ValueError(f"{attribute.name} must be a finite number >= 0, got {value!r}")
 
 
-_positive_int = [v.instance_of(int), v.ge(1)]
+_positive_int = v.and_(v.instance_of(int), v.ge(1))
 
 
 @attrs.frozen(kw_only=True)
@@ -86,9 +86,9 @@ class MachinePeaks:
     bandwidth_gbs: float = attrs.field(validator=_positive_finite)
     flops_gflops: float = attrs.field(validator=_positive_finite)
     threads: int = attrs.field(validator=_positive_int)
-    torch_version: str = attrs.field(validator=[v.instance_of(str), v.min_len(1)])
+    torch_version: str = attrs.field(validator=v.and_(v.instance_of(str), v.min_len(1)))
     hardware: HardwareDescription = attrs.field(validator=v.instance_of(HardwareDescription))
-    measured_at: str = attrs.field(validator=[v.instance_of(str), v.min_len(1)])
+    measured_at: str = attrs.field(validator=v.and_(v.instance_of(str), v.min_len(1)))
     copy_bytes: int = attrs.field(validator=_positive_int)
     gemm_n: int = attrs.field(validator=_positive_int)
     repeats: int = attrs.field(validator=_positive_int)

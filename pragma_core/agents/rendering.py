@@ -19,7 +19,7 @@ __all__ = ["render_parts", "environment", "fenced"]
 
 
 def _load(name: str) -> str | None:
-    path = resources.files(__package__).joinpath("templates", name)
+    path = resources.files(__package__) / "templates" / name
     return path.read_text(encoding="utf-8") if path.is_file() else None  # None: TemplateNotFound
 
 

@@ -20,6 +20,7 @@ import attrs
 from attrs import validators as v
 
 from ..errors import PragmaError
+from ..records import frozen_tuple
 
 __all__ = ["BuildDiagnostic", "NativeBuildError", "parse_diagnostics", "SUMMARY_ERRORS", "SUMMARY_CHARS"]
 
@@ -60,7 +61,7 @@ class BuildDiagnostic:
     column: int | None = attrs.field(default=None, validator=v.optional(v.ge(1)))
     severity: str = attrs.field(validator=v.in_(_SEVERITIES))
     message: str = attrs.field(validator=v.instance_of(str))
-    context: tuple[str, ...] = attrs.field(default=(), converter=tuple)
+    context: tuple[str, ...] = attrs.field(default=(), converter=frozen_tuple)
 
     @property
     def is_error(self) -> bool:

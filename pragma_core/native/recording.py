@@ -33,6 +33,7 @@ from attrs import validators as v
 
 from ..errors import RecordError
 from ..files import atomic_write_text
+from ..records import frozen_tuple
 from . import library as _library
 from .signatures import FunctionSignature
 
@@ -54,7 +55,7 @@ class PointerArgument:
     offset: int = attrs.field(validator=[v.instance_of(int), v.ge(0)])
     buffer_nbytes: int = attrs.field(validator=[v.instance_of(int), v.ge(0)])
     dtype: str = attrs.field(validator=v.instance_of(str))
-    shape: tuple[int, ...] = attrs.field(converter=tuple)
+    shape: tuple[int, ...] = attrs.field(converter=frozen_tuple)
     const: bool = attrs.field(validator=v.instance_of(bool))
     ctype: str = attrs.field(validator=v.instance_of(str))
 
@@ -83,7 +84,7 @@ class RecordedCall:
     library: str = attrs.field(validator=v.instance_of(str))
     function: str = attrs.field(validator=v.instance_of(str))
     signature: str = ""
-    arguments: tuple[PointerArgument | ScalarArgument, ...] = attrs.field(converter=tuple)
+    arguments: tuple[PointerArgument | ScalarArgument, ...] = attrs.field(converter=frozen_tuple)
 
 
 @attrs.define
@@ -157,7 +158,7 @@ class CallRecording:
         (directory / "buffers").mkdir(parents=True, exist_ok=True)
         for buffer, contents in self.buffers.items():
             with open(directory / "buffers" / f"{buffer}.bin", "wb") as handle:
-                handle.write(memoryview(contents.numpy()))
+                handle.write(contents.numpy().data)
         document = {
             "schema_version": SCHEMA_VERSION,
             "buffers": [

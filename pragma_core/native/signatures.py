@@ -20,6 +20,7 @@ import attrs
 from attrs import validators as v
 
 from ..errors import PragmaError
+from ..records import frozen_tuple
 
 __all__ = [
     "FunctionSignature",
@@ -131,9 +132,9 @@ class Parameter:
 class FunctionSignature:
     """An exported function: its name, return type (``void`` or a scalar type) and parameters."""
 
-    name: str = attrs.field(validator=[v.instance_of(str), v.min_len(1)])
+    name: str = attrs.field(validator=v.and_(v.instance_of(str), v.min_len(1)))
     returns: str = attrs.field(validator=v.in_(RETURN_TYPES))
-    params: tuple[Parameter, ...] = attrs.field(default=(), converter=tuple)
+    params: tuple[Parameter, ...] = attrs.field(default=(), converter=frozen_tuple)
     line: int | None = None
 
     def __str__(self) -> str:

@@ -29,6 +29,7 @@ from typing import Any, Protocol
 
 import attrs
 
+from ..records import frozen_tuple
 from .graph import OpGraph
 
 __all__ = ["Knob", "Match", "Recipe", "GenerationContext", "RECIPE_MARKER", "KNOB_MEANINGS", "compiler_flags"]
@@ -54,7 +55,7 @@ class Knob:
     """One tunable of a recipe: its plain default and the values a move may set, in order."""
 
     default: Any
-    values: tuple[Any, ...] = attrs.field(converter=tuple)
+    values: tuple[Any, ...] = attrs.field(converter=frozen_tuple)
 
     def __attrs_post_init__(self) -> None:
         if self.default not in self.values:

@@ -76,7 +76,7 @@ def verify(
         )
 
     keep = job_dir is not None
-    root = Path(job_dir) if keep else Path(tempfile.mkdtemp(prefix="pragma-verify-"))
+    root = Path(job_dir) if job_dir is not None else Path(tempfile.mkdtemp(prefix="pragma-verify-"))
     try:
         files = _prepare_job(root, task, candidate, settings, references)
         hashes_before = _harness_hashes(task)
@@ -285,7 +285,7 @@ def _ended_early(files: JobFiles, outcome: SandboxOutcome, settings: VerifySetti
             message=f"no result within {settings.timeout_s:g} s (while {where}): the candidate hangs or is far too slow",
         )
     if error is not None:
-        kind = error.get("kind")
+        kind = str(error.get("kind"))
         status = {"compile": VerdictStatus.COMPILE_ERROR, "out_of_memory": VerdictStatus.OUT_OF_MEMORY}.get(
             kind, VerdictStatus.RUNTIME_ERROR
         )
