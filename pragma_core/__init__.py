@@ -24,7 +24,7 @@ from .components import (
     Profiler,
     ProfileTarget,
 )
-from .errors import PluginError, PragmaError, RecordError, SizeOverrideError, TaskError
+from .errors import CandidateError, PluginError, PragmaError, RecordError, SizeOverrideError, TaskError
 from .hookspecs import hookimpl
 from .plugins import PluginRegistry, get_registry, reset_registry
 from .records import (
@@ -109,6 +109,7 @@ __all__ = [
     # errors
     "PragmaError",
     "TaskError",
+    "CandidateError",
     "SizeOverrideError",
     "PluginError",
     "RecordError",

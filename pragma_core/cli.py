@@ -6,8 +6,10 @@ error and exits with code 2; ``--debug`` (or ``PRAGMA_DEBUG=1``) shows the trace
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -18,10 +20,10 @@ from rich.console import Console
 from rich.table import Table
 
 from . import __version__
-from .errors import PragmaError, TaskError
+from .errors import CandidateError, PragmaError, TaskError
 from .plugins import get_registry
 from .progress import progress_bar
-from .records import Task
+from .records import Candidate, Task
 from .serialization import to_dict
 from .tasks import find_task_files, load_task, parse_size_assignments, sizes_per_file
 
@@ -45,17 +47,20 @@ def cli(debug: bool) -> None:
 @cli.command("plugins")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
 def plugins_command(as_json: bool) -> None:
-    """List plugins: distribution, version, hooks, what each registers, and load failures.
+    """List plugins: distribution, version, hooks, what each registers, and load failures; then
+    whether each backend and profiler can run on this machine, and why not.
 
     Environment: PRAGMA_LOAD_PLUGINS=a,b loads only those installed plugins;
     PRAGMA_DISABLE_PLUGINS=a,b skips plugins; PRAGMA_STRICT_PLUGINS=1 makes a failure an error.
     """
     registry = get_registry()
     plugins, failures = registry.plugins(), registry.failures()
+    here = _availability(registry)
     if as_json:
         payload = {
             "plugins": [attrs.asdict(plugin) for plugin in plugins],
             "failures": [attrs.asdict(failure) for failure in failures],
+            "availability": here,
         }
         click.echo(json.dumps(payload, indent=2))
         return
@@ -82,6 +87,27 @@ def plugins_command(as_json: bool) -> None:
                 failure.name, failure.distribution or "-", failure.version or "-", failure.stage, failure.error
             )
         console.print(failed)
+    usable = Table(title="on this machine", title_justify="left")
+    for column in ("kind", "name", "runs here", "why not, or what it lacks", "what still works"):
+        usable.add_column(column, overflow="fold")
+    for row in here:
+        answer = "[green]yes[/]" if row["available"] else "[red]no[/]"
+        usable.add_row(row["kind"], row["name"], answer, row["reason"] or "-", row["still_works"] or "-")
+    console.print(usable)
+
+
+def _availability(registry: Any) -> list[dict[str, Any]]:
+    """Each backend's and profiler's probe: can it run on this machine, and if not, why."""
+    rows = []
+    for kind, components in (("backend", registry.backends()), ("profiler", registry.profilers())):
+        for name, component in sorted(components.items()):
+            try:
+                answer = component.probe()
+                available, reason, still = answer.available, answer.reason, answer.still_works
+            except Exception as error:  # a probe that fails is itself the answer
+                available, reason, still = False, f"its probe failed: {type(error).__name__}: {error}", ""
+            rows.append({"kind": kind, "name": name, "available": available, "reason": reason, "still_works": still})
+    return rows
 
 
 @cli.command("tasks")
@@ -99,7 +125,8 @@ def tasks_command(path: Path, assignments: tuple[str, ...], as_json: bool) -> No
 
     For each: category, input and output tensors, reference FLOPs (torch.utils.flop_counter: matrix
     products, convolutions, attention) and the minimal bytes moved (inputs, parameters and outputs
-    once). Files that fail are reported one line each; the exit code is then 2.
+    once). Files that fail are reported one line each on stderr, and under "errors" in the JSON
+    ({"tasks": [...], "errors": [{"path": ..., "error": ...}]}); the exit code is then 2.
     """
     sizes = parse_size_assignments(assignments)
     if not path.exists():
@@ -107,7 +134,7 @@ def tasks_command(path: Path, assignments: tuple[str, ...], as_json: bool) -> No
     files = [path] if path.is_file() else find_task_files(path)
     plan = sizes_per_file(files, sizes, where=path) if path.is_dir() else {path: sizes}
     tasks: list[Task] = []
-    errors: list[TaskError] = []
+    errors: list[tuple[Path, TaskError]] = []
     with progress_bar() as progress:
         bar = progress.add_task("tracing tasks", total=len(files))
         for file in files:
@@ -115,13 +142,17 @@ def tasks_command(path: Path, assignments: tuple[str, ...], as_json: bool) -> No
             try:
                 tasks.append(load_task(file, plan[file]))
             except TaskError as failure:
-                errors.append(failure)
+                errors.append((file, failure))
             progress.advance(bar)
     if as_json:
-        click.echo(json.dumps([_task_summary(task) for task in tasks], indent=2))
+        listing = {
+            "tasks": [_task_summary(task) for task in tasks],
+            "errors": [{"path": str(file), "error": str(error)} for file, error in errors],
+        }
+        click.echo(json.dumps(listing, indent=2))
     elif tasks:
         _stdout().print(_tasks_table(tasks))
-    for error in errors:
+    for _file, error in errors:
         click.echo(f"pragma: error: {error}", err=True)
     if errors:
         raise SystemExit(EXIT_BAD_INPUT)
@@ -131,6 +162,20 @@ def _load_one_task(path: Path, assignments: tuple[str, ...]) -> Task:
     if not path.exists():
         raise TaskError(f"{path}: no such task file")
     return load_task(path, parse_size_assignments(assignments))
+
+
+def _read_candidate(path: Path) -> Candidate:
+    """The candidate module at ``path``; a missing, unreadable or empty file is bad input."""
+
+    if not path.is_file():
+        raise CandidateError(f"{path}: no such candidate file")
+    try:
+        source = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as error:
+        raise CandidateError(f"{path}: cannot be read ({error})") from None
+    if not source.strip():
+        raise CandidateError(f"{path}: the candidate file is empty; write a module that defines class ModelNew")
+    return Candidate(source=source, backend="cpu-cpp")
 
 
 _SET_OPTION = click.option(
@@ -164,8 +209,8 @@ _SET_OPTION = click.option(
     help="compile: also time torch.compile of the reference.",
 )
 @click.option("--threads", type=int, default=None, help="Threads for both programs [default: all CPUs here].")
-@click.option("--atol", default=1e-4, show_default=True)
-@click.option("--rtol", default=1e-4, show_default=True)
+@click.option("--atol", default=1e-4, show_default=True, help="Absolute tolerance of the output comparison.")
+@click.option("--rtol", default=1e-4, show_default=True, help="Relative tolerance of the output comparison.")
 @click.option("--timeout", "timeout_s", default=600.0, show_default=True, help="Wall-time limit in seconds.")
 @click.option("--memory-gb", default=16.0, show_default=True, help="Address-space limit of the candidate.")
 @click.option("--no-timing", is_flag=True, help="Check correctness only.")
@@ -193,14 +238,11 @@ def verify_command(
 
     Exit code 0 when the candidate is correct, 1 when it is not, 2 for bad input.
     """
-    from .records import Candidate
     from .verifier import VerifySettings, verify
 
     task = _load_one_task(task_path, assignments)
-    if not candidate_path.is_file():
-        raise TaskError(f"{candidate_path}: no such candidate file")
-    source = candidate_path.read_text(encoding="utf-8")
-    options = dict(
+    candidate = _read_candidate(candidate_path)
+    options: dict[str, Any] = dict(
         trials=trials,
         warmup=warmup,
         reps=reps,
@@ -216,7 +258,7 @@ def verify_command(
         options["threads"] = threads
     settings = VerifySettings(**options)
     with Console(stderr=True).status(f"verifying {candidate_path.name} against {task.key}", spinner="dots"):
-        verdict = verify(task, Candidate(source=source, backend="cpu-cpp"), settings, job_dir=keep)
+        verdict = verify(task, candidate, settings, job_dir=keep)
     if as_json:
         click.echo(json.dumps(to_dict(verdict), indent=2))
     else:
@@ -232,14 +274,28 @@ def verify_command(
 @_SET_OPTION
 @click.option("--threads", type=int, default=None, help="Threads [default: all CPUs here].")
 @click.option("--refresh", is_flag=True, help="Measure the machine's peaks again.")
-def roofline_command(task_path: Path, assignments: tuple[str, ...], threads: int | None, refresh: bool) -> None:
+@click.option("--json", "as_json", is_flag=True, help="Print the task's floor and the machine's peaks as JSON.")
+def roofline_command(
+    task_path: Path, assignments: tuple[str, ...], threads: int | None, refresh: bool, as_json: bool
+) -> None:
     """The roofline floor of TASK on this machine: minimal bytes over peak bandwidth, FLOPs over
     peak FLOP rate (both measured once and cached)."""
-    from .roofline import machine_peaks, roofline_table
+    from .roofline import floor_ms, machine_peaks, roofline_table
     from .verifier.settings import VerifySettings
 
     task = _load_one_task(task_path, assignments)
     peaks = machine_peaks(threads or VerifySettings().threads, refresh=refresh)
+    if as_json:
+        assert task.analysis is not None  # load_task always analyzes
+        document = {
+            "task": task.key,
+            "flops": task.analysis.flops,
+            "min_bytes": task.analysis.min_bytes,
+            "floor": to_dict(floor_ms(task.analysis, peaks)),
+            "peaks": to_dict(peaks),
+        }
+        click.echo(json.dumps(document, indent=2))
+        return
     _stdout().print(roofline_table(task, peaks))
 
 
@@ -253,7 +309,12 @@ def roofline_command(task_path: Path, assignments: tuple[str, ...], threads: int
 @_SET_OPTION
 @click.option("--repetitions", default=3, show_default=True, help="Forwards (or replays) the profiler watches.")
 @click.option("--threads", type=int, default=None, help="Threads [default: all CPUs here].")
-@click.option("--keep", type=click.Path(path_type=Path), default=None, help="Folder for the job and raw tool output.")
+@click.option(
+    "--keep",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="Keep the job and the raw tool output in this folder [default: a temporary folder, removed].",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the profile as JSON.")
 def profile_command(
     task_path: Path,
@@ -269,30 +330,33 @@ def profile_command(
     """Profile CANDIDATE (or, without one, the reference of TASK) and list its metrics.
 
     Fast-path CPU candidates are recorded once in the sandbox and replayed natively under the
-    profiler, so the numbers are the kernels' own.
+    profiler, so the numbers are the kernels' own. The raw tool output is kept only with --keep.
     """
     from .profiling import profile
-    from .records import Candidate
     from .reports import profile_table
 
     task = _load_one_task(task_path, assignments)
-    candidate = None
-    if candidate_path is not None:
-        if not candidate_path.is_file():
-            raise TaskError(f"{candidate_path}: no such candidate file")
-        candidate = Candidate(source=candidate_path.read_text(encoding="utf-8"), backend="cpu-cpp")
+    candidate = _read_candidate(candidate_path) if candidate_path is not None else None
     extra = [name.strip() for name in metrics.split(",") if name.strip()]
     subject = candidate_path.name if candidate_path else "the reference"
-    with Console(stderr=True).status(f"profiling {subject} of {task.key} with {profiler_name}", spinner="dots"):
-        result = profile(
-            task,
-            candidate,
-            profiler=profiler_name,
-            metrics=extra,
-            out_dir=keep,
-            repetitions=repetitions,
-            threads=threads,
+    with contextlib.ExitStack() as cleanup:
+        folder = (
+            keep
+            if keep is not None
+            else Path(cleanup.enter_context(tempfile.TemporaryDirectory(prefix="pragma-profile-")))
         )
+        with Console(stderr=True).status(f"profiling {subject} of {task.key} with {profiler_name}", spinner="dots"):
+            result = profile(
+                task,
+                candidate,
+                profiler=profiler_name,
+                metrics=extra,
+                out_dir=folder,
+                repetitions=repetitions,
+                threads=threads,
+            )
+    if keep is None:  # the folder is gone: point to nothing in it
+        result = attrs.evolve(result, raw_paths=(), notes=(*result.notes, "raw tool output not kept (use --keep DIR)"))
     if as_json:
         click.echo(json.dumps(to_dict(result), indent=2))
     else:
@@ -300,12 +364,12 @@ def profile_command(
 
 
 @cli.command("optimize")
-@click.argument("task_path", metavar="TASK", type=click.Path(path_type=Path), required=False)
+@click.argument("task_path", metavar="[TASK]", type=click.Path(path_type=Path), required=False)
 @click.option(
     "--model",
-    envvar="PRAGMA_MODEL",
     default=None,
-    help="A litellm model string, e.g. openai/gpt-4o-mini or ollama/qwen2.5-coder [env: PRAGMA_MODEL].",
+    help="A litellm model string, e.g. openai/gpt-4o-mini or ollama/qwen2.5-coder [default: $PRAGMA_MODEL, "
+    "else the offline agents].",
 )
 @click.option(
     "--provider",
@@ -315,14 +379,39 @@ def profile_command(
     "default: litellm with a model, else offline].",
 )
 @_SET_OPTION
-@click.option("--max-attempts", default=15, show_default=True)
+@click.option("--max-attempts", default=15, show_default=True, help="Attempts at most.")
 @click.option("--patience", default=6, show_default=True, help="Stop after this many attempts without a better one.")
 @click.option("--no-profile", is_flag=True, help="Timing only, no profiler (the paper's N-PRAGMA ablation).")
-@click.option("--profilers", default="valgrind,perf", show_default=True, help="Profilers to run, comma-separated.")
+@click.option(
+    "--profilers",
+    default="valgrind,perf",
+    show_default=True,
+    help="Profilers to run, comma-separated (see `pragma plugins`); one that cannot run here is left out, and said.",
+)
 @click.option("--reps", default=100, show_default=True, help="Timed runs per verification.")
-@click.option("--threads", type=int, default=None, help="Threads [default: all CPUs here].")
-@click.option("--runs-dir", type=click.Path(path_type=Path), default=Path("runs"), show_default=True)
-@click.option("--resume", type=click.Path(path_type=Path), default=None, help="Continue the run in this folder.")
+@click.option(
+    "--threads", type=int, default=None, help="Threads for reference and candidates [default: all CPUs here]."
+)
+@click.option(
+    "--runs-dir",
+    type=click.Path(path_type=Path),
+    default=Path("runs"),
+    show_default=True,
+    help="Where each run gets its folder.",
+)
+@click.option(
+    "--resume",
+    type=click.Path(path_type=Path),
+    default=None,
+    metavar="RUN_DIR",
+    help="Continue the run in this folder (give no TASK: the run keeps its own).",
+)
+@click.option(
+    "--json",
+    "as_json",
+    is_flag=True,
+    help="Print the run summary as JSON at the end (fields in docs/loop.md); progress goes to stderr.",
+)
 @click.pass_context
 def optimize_command(
     context: click.Context,
@@ -338,18 +427,32 @@ def optimize_command(
     threads: int | None,
     runs_dir: Path,
     resume: Path | None,
+    as_json: bool,
 ) -> None:
     """Optimize TASK with the agent loop; every attempt is written under --runs-dir.
+
+    \b
+      pragma optimize TASK [OPTIONS]
+      pragma optimize --resume RUN_DIR [OPTIONS]
 
     The agents are a language model with --model (or PRAGMA_MODEL), else the built-in offline
     agents: a recipe Coder and a rule-based Conductor, no network needed.
 
     With --resume RUN_DIR the task and settings come from that run (options given on the command
     line override them, e.g. a larger --max-attempts); it continues after its last complete
-    attempt. Ctrl-C stops after saving what is complete.
+    attempt. Ctrl-C stops after saving what is complete and prints the command that continues.
     """
-    from .optimizer import OptimizeSettings, optimize, provider_name, settings_of_run
+    from .optimizer import (
+        OptimizeSettings,
+        Progress,
+        configured_model,
+        optimize,
+        provider_name,
+        settings_of_run,
+        unavailable_profilers,
+    )
     from .reports import attempt_line, run_table
+    from .run_summary import run_summary
     from .verifier import VerifySettings
 
     if resume is None and task_path is None:
@@ -379,46 +482,84 @@ def optimize_command(
         )
         changed = {key: value for key, value in verify_options.items() if key in given}
         settings = attrs.evolve(settings, verify=attrs.evolve(settings.verify, **changed))
-        task = None
     else:
-        task = _load_one_task(task_path, assignments)
         settings = OptimizeSettings(**options, runs_dir=runs_dir, verify=VerifySettings(**verify_options))
+    # Everything that can be wrong with the settings fails here, before the task is traced.
+    for name, reason in (unavailable_profilers(settings.profilers) if settings.profile else {}).items():
+        click.echo(f"pragma: profiler {name} cannot run here, the run goes on without it: {reason}", err=True)
+    task = _load_one_task(task_path, assignments) if task_path is not None else None
     if resume is None and provider_name(settings) == "offline" and not settings.provider:
         offline = get_registry().llm_provider("offline")
-        if offline.prepare is not None:
+        if offline.prepare is not None and task is not None:
             offline.prepare(task)  # a task no recipe knows fails here, with its one line
         click.echo(
             "pragma: no model configured (--model or PRAGMA_MODEL): the offline agents answer, a recipe "
             "Coder and a rule-based Conductor",
             err=True,
         )
-    console = _stdout()
-    status = Console(stderr=True).status("attempt 1: the Coder is writing", spinner="dots")
+    console = Console(stderr=True) if as_json else _stdout()
+    status = Console(stderr=True).status("starting", spinner="dots")
+    where: list[Path] = []
 
-    def show(attempt: Any, best: Any) -> None:
-        console.print(attempt_line(attempt, best))
-        status.update(f"attempt {attempt.number + 1}: the Coder is writing")
+    def show_progress(progress: Progress) -> None:
+        where[:] = [progress.run_dir]
+        status.update(_phase_text(progress))
+
+    def show_attempt(attempt: Any, best: Any) -> None:
+        console.print(attempt_line(attempt, best), markup=False, highlight=False)
 
     try:
         with status:
-            result = optimize(task, settings, resume=resume, on_attempt=show)
+            result = optimize(task, settings, resume=resume, on_attempt=show_attempt, on_progress=show_progress)
     except KeyboardInterrupt:
-        click.echo("pragma: interrupted; completed attempts are saved (continue with --resume)", err=True)
+        again = f"pragma optimize --resume {where[0]}" if where else "the same command (no run folder was created)"
+        click.echo(f"pragma: interrupted; completed attempts are saved. Continue with: {again}", err=True)
         raise SystemExit(130) from None
+    run_dir = settings.runs_dir / result.run_id
+    if as_json:
+        summary = run_summary(
+            result, run_dir=run_dir, model=configured_model(settings), provider=provider_name(settings)
+        )
+        click.echo(json.dumps(summary, indent=2))
+        return
     console.print(run_table(result))
-    console.print(f"run folder: {settings.runs_dir / result.run_id}")
+    console.print(f"run folder: {run_dir}")
+
+
+_PHASE_TEXT = {
+    "writing": "the Coder is writing",
+    "building": "building the candidate",
+    "verifying": "verifying correctness",
+    "timing": "timing candidate and reference",
+    "profiling": "profiling with {detail}",
+    "diagnosing": "diagnosing",
+    "advising": "the Conductor is advising",
+}
+
+
+def _phase_text(progress: Any) -> str:
+    """``attempt 3: profiling with valgrind``, for the live status line."""
+    if progress.phase == "baseline":
+        return "baseline: timing and profiling the reference"
+    return f"attempt {progress.attempt}: " + _PHASE_TEXT[progress.phase].format(detail=progress.detail)
 
 
 @cli.command("trace")
 @click.argument("run_dir", type=click.Path(path_type=Path))
-def trace_command(run_dir: Path) -> None:
+@click.option("--json", "as_json", is_flag=True, help="Print the trace as JSON (fields in docs/loop.md).")
+def trace_command(run_dir: Path, as_json: bool) -> None:
     """Print the Conductor's reasoning attempt by attempt: historical best against current,
-    diagnosis, analysis and actions."""
+    diagnosis, analysis and actions; first the baseline and the profilers that could not watch."""
     from .reports import trace_text
     from .run_directory import RunDirectory
+    from .run_summary import trace_document
 
     run = RunDirectory.open(run_dir)
-    _stdout().print(trace_text(run.task(), run.completed_attempts()))
+    task, attempts, baseline = run.task(), run.completed_attempts(), run.baseline()
+    if as_json:
+        click.echo(json.dumps(trace_document(run.root.name, task.key, baseline, attempts), indent=2))
+        return
+    _stdout().print(trace_text(task, attempts, baseline), markup=False, highlight=False)
 
 
 @cli.group("knowledge")

@@ -15,6 +15,7 @@ __all__ = [
     "describe_exception",
     "PragmaError",
     "TaskError",
+    "CandidateError",
     "SizeOverrideError",
     "PluginError",
     "RecordError",
@@ -29,6 +30,10 @@ class PragmaError(Exception):
 
 class TaskError(PragmaError):
     """A task file is missing, does not parse, or does not follow the KernelBench format."""
+
+
+class CandidateError(PragmaError):
+    """A candidate file given to pragma is missing, unreadable or empty."""
 
 
 class SizeOverrideError(TaskError):

@@ -15,6 +15,7 @@ Cache sizes are those of one instance (what one core, or one core complex for th
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -99,8 +100,12 @@ class HardwareDescription:
         return f"{re.sub(r'[^A-Za-z0-9_.]+', '-', self.architecture)}-{digest[:10]}"
 
 
+@functools.cache
 def describe_cpu() -> HardwareDescription:
-    """This machine's CPU, from ``lscpu``, else ``/proc/cpuinfo`` and sysfs, else :func:`os.cpu_count`."""
+    """This machine's CPU, from ``lscpu``, else ``/proc/cpuinfo`` and sysfs, else :func:`os.cpu_count`.
+
+    Read once per process (the CPU does not change under a running program); ``describe_cpu.cache_clear()``
+    reads it again."""
     description = _from_lscpu() or _from_cpuinfo() or _from_os()
     if description.l1d_bytes is None and description.l2_bytes is None and description.l3_bytes is None:
         caches: dict[str, Any] = read_sysfs_caches(_SYSFS_CPU)

@@ -20,8 +20,10 @@ import json
 import os
 import platform
 import time
-from collections.abc import Callable
+import traceback
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 import attrs
 from attrs import validators as v
@@ -32,7 +34,7 @@ from .agents.prompts import coder_messages, conductor_messages
 from .agents.replies import GuidanceParseError, parse_guidance, repair_messages
 from .components import LLMProvider
 from .diagnosis import diagnose
-from .errors import PragmaError, ProfilerUnavailable
+from .errors import PragmaError
 from .files import atomic_write_text
 from .knowledge import conductor_documentation, unmeasured_citations
 from .knowledge.conductor_docs import RELATED_ENTRIES
@@ -60,15 +62,31 @@ from .run_directory import RunDirectory
 from .statistics import improves_on
 from .verifier import VerifySettings, verify
 
-__all__ = ["OptimizeSettings", "optimize", "settings_of_run"]
+__all__ = [
+    "MODEL_VARIABLE",
+    "PHASES",
+    "OptimizeSettings",
+    "Progress",
+    "AttemptListener",
+    "ProgressListener",
+    "configured_model",
+    "provider_name",
+    "settings_of_run",
+    "unavailable_profilers",
+    "optimize",
+]
+
+MODEL_VARIABLE = "PRAGMA_MODEL"
+"""The environment variable that names the model when the settings name none."""
 
 
 @attrs.frozen(kw_only=True)
 class OptimizeSettings:
     """How a run goes. ``profile=False`` is the paper's N-PRAGMA ablation: timing only.
 
-    ``provider`` None means ``litellm`` when a model is chosen (``model`` or ``PRAGMA_MODEL``) and
-    the built-in ``offline`` agents otherwise (:func:`provider_name`)."""
+    ``model`` None means the one ``PRAGMA_MODEL`` names, if any (:func:`configured_model`).
+    ``provider`` None means ``litellm`` when there is a model and the built-in ``offline`` agents
+    otherwise (:func:`provider_name`)."""
 
     model: str | None = None
     provider: str | None = None
@@ -82,14 +100,20 @@ class OptimizeSettings:
     verify: VerifySettings = attrs.field(factory=VerifySettings)
 
 
+def configured_model(settings: OptimizeSettings) -> str | None:
+    """The model a run uses: the settings' own, else ``PRAGMA_MODEL``, else None. The one place
+    pragma reads that variable."""
+    return settings.model or os.environ.get(MODEL_VARIABLE, "").strip() or None
+
+
 def provider_name(settings: OptimizeSettings) -> str:
     """The provider a run uses: the one named, else litellm with a model, else offline."""
     if settings.provider:
         return settings.provider
-    return "litellm" if settings.model or os.environ.get("PRAGMA_MODEL") else "offline"
+    return "litellm" if configured_model(settings) else "offline"
 
 
-def settings_of_run(run_dir: Path, **changes: object) -> OptimizeSettings:
+def settings_of_run(run_dir: Path, **changes: Any) -> OptimizeSettings:
     """The settings a run was started with (from its ``run.json``), with ``changes`` applied:
     what ``--resume`` continues with."""
     stored = dict(RunDirectory.open(run_dir).info()["settings"])
@@ -98,7 +122,40 @@ def settings_of_run(run_dir: Path, **changes: object) -> OptimizeSettings:
     return attrs.evolve(settings, **changes)
 
 
+def unavailable_profilers(names: Sequence[str]) -> dict[str, str]:
+    """Of the named profilers, those that cannot run on this machine, each with its probe's reason.
+
+    A name no installed plugin registers raises :class:`~pragma_core.errors.PluginError`: a typo
+    must not turn into a run without its profiler."""
+    registry = get_registry()
+    profilers = [registry.profiler(name) for name in names]
+    unavailable = {}
+    for profiler in profilers:
+        availability = profiler.probe()
+        if not availability.available:
+            unavailable[profiler.name] = availability.reason
+    return unavailable
+
+
+PHASES = ("baseline", "writing", "building", "verifying", "timing", "profiling", "diagnosing", "advising")
+"""What a run can be doing, in the order of an attempt (``baseline`` comes once, before attempt 1)."""
+
+
+@attrs.frozen(kw_only=True)
+class Progress:
+    """Where a run is, for a live display: its folder, the attempt (0 for the baseline), one of
+    :data:`PHASES`, and a detail (the profiler's name while profiling)."""
+
+    run_dir: Path
+    attempt: int
+    phase: str = attrs.field(validator=v.in_(PHASES))
+    detail: str = ""
+
+
 AttemptListener = Callable[[Attempt, "Attempt | None"], None]
+"""Called after each attempt with the attempt and the best so far (None before a correct one)."""
+ProgressListener = Callable[[Progress], None]
+"""Called whenever the run moves to another phase."""
 
 
 def optimize(
@@ -107,44 +164,72 @@ def optimize(
     *,
     resume: Path | None = None,
     on_attempt: AttemptListener | None = None,
+    on_progress: ProgressListener | None = None,
 ) -> RunResult:
     """Run the loop on ``task``; returns the run with every attempt and the best.
 
     With ``resume`` (a run directory) the task comes from the run and, when ``settings`` is None,
-    so do the settings (:func:`settings_of_run`).
+    so do the settings (:func:`settings_of_run`). ``on_attempt(attempt, best)`` hears of each
+    completed attempt (``best`` is the best so far, or None), ``on_progress(progress)`` of each
+    phase as it starts (:class:`Progress`); both are called in the caller's thread, between steps
+    of the loop. Ctrl-C (KeyboardInterrupt) ends the run after writing what is complete, then
+    propagates.
+
+    Named profilers no plugin registers raise :class:`~pragma_core.errors.PluginError` before
+    anything is written; profilers that cannot run on this machine are left out of the run and
+    named in the baseline's ``skipped``.
     """
     if settings is None:
         settings = settings_of_run(resume) if resume is not None else OptimizeSettings()
-    registry = get_registry()
-    settings = attrs.evolve(settings, provider=provider_name(settings))
-    provider = registry.llm_provider(settings.provider)
-    backend = registry.backend(settings.backend)
     if resume is None and task is None:
         raise PragmaError("give a task to optimize, or resume= a run directory")
-    if settings.provider == "litellm" and not (settings.model or os.environ.get("PRAGMA_MODEL")):
+    settings = attrs.evolve(settings, model=configured_model(settings))
+    settings = attrs.evolve(settings, provider=provider_name(settings))
+    registry = get_registry()
+    provider = registry.llm_provider(provider_name(settings))
+    backend = registry.backend(settings.backend)
+    if settings.provider == "litellm" and not settings.model:
         raise PragmaError(
-            "no language model chosen: pass --model (e.g. openai/gpt-4o-mini or ollama/qwen2.5-coder) "
-            "or set PRAGMA_MODEL"
+            "no language model chosen: name a litellm model string (e.g. openai/gpt-4o-mini or "
+            f"ollama/qwen2.5-coder) in the settings, or set {MODEL_VARIABLE}"
         )
-    if resume is not None:
-        run = RunDirectory.open(resume)
+    unavailable = unavailable_profilers(settings.profilers) if settings.profile else {}
+    run = RunDirectory.open(resume) if resume is not None else None
+    if run is not None:
         task = run.task()
+    assert task is not None
     if provider.prepare is not None:
         provider.prepare(task)
-    if resume is not None:
+    progress = _Reporter(on_progress)
+    if run is not None:
+        progress.run_dir = run.root
         attempts = run.completed_attempts()
         run.append_event("resumed", after_attempt=attempts[-1].number if attempts else 0)
         baseline = run.baseline()
     else:
         run = RunDirectory.create(settings.runs_dir, task, _run_info(settings))
+        progress.run_dir = run.root
         attempts = []
         run.append_event("started", task=task.key, model=settings.model)
-        baseline = _baseline(task, settings, run)
+        for name, reason in unavailable.items():
+            run.append_event("profiler_unavailable", profiler=name, reason=reason)
+        progress(0, "baseline")
+        baseline = _baseline(task, settings, run, unavailable)
+    loop = _Loop(
+        task=task,
+        settings=settings,
+        agents=_Agents(provider=provider, model=settings.model, task=task),
+        guide=backend.guide,
+        run=run,
+        profilers=tuple(name for name in settings.profilers if name not in unavailable) if settings.profile else (),
+        bound=baseline.bound if baseline is not None else None,
+        progress=progress,
+    )
     best = _best_of(attempts)
     stop_reason = "max attempts"
     try:
         for number in range(len(attempts) + 1, settings.max_attempts + 1):
-            attempt = _one_attempt(number, task, settings, provider, backend.guide, run, attempts, best)
+            attempt = loop.attempt(number, attempts, best)
             attempts.append(attempt)
             if attempt.guidance is not None and improves_on(attempt.verdict, best):
                 best = attempt
@@ -154,6 +239,7 @@ def optimize(
                 attempt=number,
                 status=attempt.verdict.status.value if attempt.verdict else None,
                 best=best.number if best else None,
+                skipped=attempt.skipped,
             )
             if on_attempt is not None:
                 on_attempt(attempt, best)
@@ -179,155 +265,178 @@ def optimize(
     return result
 
 
-def _one_attempt(
-    number: int,
-    task: Task,
-    settings: OptimizeSettings,
-    provider: LLMProvider,
-    guide: str,
-    run: RunDirectory,
-    history: list[Attempt],
-    best: Attempt | None,
-) -> Attempt:
-    started = time.monotonic()
-    staging = run.staging_folder(number)
-    files: dict[str, str] = {}
-    last = history[-1] if history else None
-    run.append_event("attempt_started", attempt=number)
+@attrs.define
+class _Reporter:
+    """Passes phase changes to the caller's listener, if any."""
 
-    messages = coder_messages(
-        task=task, guide=guide, guidance=last.guidance if last else None, best=best, last=last, history=history
-    )
-    reply = _ask(
-        provider,
-        AgentRole.CODER,
-        messages,
-        settings,
-        task,
-        last.verdict if last else None,
-        (),
-        None,
-        best,
-        history=history,
-    )
-    files.update(coder_prompt=_transcript(messages), coder_reply=reply.text)
-    usage = reply.usage
-    source = extract_code(reply.text)
-    if source is None:
-        candidate = None
-        verdict = Verdict(
-            status=VerdictStatus.COMPILE_ERROR,
-            message="the Coder's reply held no Python module defining class ModelNew",
+    listener: ProgressListener | None
+    run_dir: Path = Path()
+
+    def __call__(self, attempt: int, phase: str, detail: str = "") -> None:
+        if self.listener is not None:
+            self.listener(Progress(run_dir=self.run_dir, attempt=attempt, phase=phase, detail=detail))
+
+
+@attrs.frozen(kw_only=True)
+class _Agents:
+    """The provider answering the Coder and the Conductor, with what every request carries."""
+
+    provider: LLMProvider
+    model: str | None
+    task: Task
+
+    def ask(self, role: AgentRole, messages: tuple[ChatMessage, ...], **context: Any) -> Completion:
+        """One answer; ``context`` is the structured part of the request (verdict, profiles, ...)."""
+        request = CompletionRequest(role=role, messages=messages, model=self.model, task=self.task, **context)
+        return self.provider.complete(request)
+
+
+@attrs.frozen(kw_only=True)
+class _Loop:
+    """What stays the same from one attempt of a run to the next."""
+
+    task: Task
+    settings: OptimizeSettings
+    agents: _Agents
+    guide: str
+    run: RunDirectory
+    profilers: tuple[str, ...]
+    bound: BoundClass | None
+    progress: _Reporter
+
+    def attempt(self, number: int, history: list[Attempt], best: Attempt | None) -> Attempt:
+        """Write, verify, profile, diagnose and advise once; the attempt is on disk when this returns."""
+        task, settings, run = self.task, self.settings, self.run
+        started = time.monotonic()
+        staging = run.staging_folder(number)
+        files: dict[str, str] = {}
+        last = history[-1] if history else None
+        run.append_event("attempt_started", attempt=number)
+
+        self.progress(number, "writing")
+        messages = coder_messages(
+            task=task, guide=self.guide, guidance=last.guidance if last else None, best=best, last=last, history=history
         )
-    else:
-        candidate = Candidate(source=source, backend=settings.backend, attempt=number)
-        files["candidate.py"] = source
-        verdict = verify(task, candidate, settings.verify, job_dir=None)
+        reply = self.agents.ask(
+            AgentRole.CODER, messages, verdict=last.verdict if last else None, best=best, history=tuple(history)
+        )
+        files.update(coder_prompt=_transcript(messages), coder_reply=reply.text)
+        usage = reply.usage
+        source = extract_code(reply.text)
+        if source is None:
+            candidate = None
+            verdict = Verdict(
+                status=VerdictStatus.COMPILE_ERROR,
+                message="the Coder's reply held no Python module defining class ModelNew",
+            )
+        else:
+            candidate = Candidate(source=source, backend=settings.backend, attempt=number)
+            files["candidate.py"] = source
+            self.progress(number, "building")
+            verdict = verify(
+                task, candidate, settings.verify, job_dir=None, on_phase=lambda phase: self.progress(number, phase)
+            )
 
-    profiles: list[Profile] = []
-    if verdict.ok and settings.profile and candidate is not None:
-        extra = last.guidance.extra_metrics if last and last.guidance else ()
-        profiles = _profile(task, candidate, settings, staging, extra)
-    diagnosis = diagnose(verdict, profiles, best=best, roofline_bound=_roofline_bound(task, settings))
+        profiles: list[Profile] = []
+        skipped: dict[str, str] = {}
+        if verdict.ok and self.profilers and candidate is not None:
+            extra = last.guidance.extra_metrics if last and last.guidance else ()
+            profiles, skipped = self._profile(number, candidate, staging, extra)
+        self.progress(number, "diagnosing")
+        diagnosis = diagnose(verdict, profiles, best=best, roofline_bound=self.bound)
 
-    documentation = conductor_documentation(
-        [*profiles, *(best.profiles if best else ())],
-        diagnosis,
-        related=RELATED_ENTRIES if provider.reads_messages else 0,
-    )
-    previous = last.guidance.unmeasured_citations if last and last.guidance else ()
-    messages = conductor_messages(
-        task=task,
-        candidate=candidate,
-        verdict=verdict,
-        profiles=profiles,
-        diagnosis=diagnosis,
-        best=best,
-        metric_docs=documentation.metric_docs,
-        related_docs=documentation.related,
-        unmeasured_citations=previous,
-    )
-    if documentation.note:
-        files["knowledge_note"] = documentation.note
-    reply = _ask(
-        provider,
-        AgentRole.CONDUCTOR,
-        messages,
-        settings,
-        task,
-        verdict,
-        profiles,
-        diagnosis,
-        best,
-        candidate=candidate,
-        history=history,
-    )
-    usage = usage + reply.usage
-    files.update(conductor_prompt=_transcript(messages), conductor_reply=reply.text)
-    guidance, repair_usage, note = _guidance(provider, messages, reply, settings, task, diagnosis)
-    usage = usage + repair_usage
-    guidance = _check_citations(guidance, [*profiles, *(best.profiles if best else ())])
-    if note:
-        files["conductor_note"] = note
-    attempt = Attempt(
-        number=number,
-        candidate=candidate,
-        verdict=verdict,
-        profiles=profiles,
-        diagnosis=diagnosis,
-        guidance=guidance,
-        usage=usage,
-        elapsed_s=time.monotonic() - started,
-    )
-    run.complete_attempt(
-        attempt, staging, {f"{name}.txt" if "." not in name else name: text for name, text in files.items()}
-    )
-    return attempt
+        self.progress(number, "advising")
+        documentation = conductor_documentation(
+            [*profiles, *(best.profiles if best else ())],
+            diagnosis,
+            related=RELATED_ENTRIES if self.agents.provider.reads_messages else 0,
+        )
+        previous = last.guidance.unmeasured_citations if last and last.guidance else ()
+        messages = conductor_messages(
+            task=task,
+            candidate=candidate,
+            verdict=verdict,
+            profiles=profiles,
+            diagnosis=diagnosis,
+            best=best,
+            metric_docs=documentation.metric_docs,
+            related_docs=documentation.related,
+            unmeasured_citations=previous,
+        )
+        if documentation.note:
+            files["knowledge_note"] = documentation.note
+        reply = self.agents.ask(
+            AgentRole.CONDUCTOR,
+            messages,
+            candidate=candidate,
+            verdict=verdict,
+            profiles=tuple(profiles),
+            diagnosis=diagnosis,
+            best=best,
+            history=tuple(history),
+        )
+        usage = usage + reply.usage
+        files.update(conductor_prompt=_transcript(messages), conductor_reply=reply.text)
+        guidance, repair_usage, note = _guidance(self.agents, messages, reply, diagnosis)
+        usage = usage + repair_usage
+        guidance = _check_citations(guidance, [*profiles, *(best.profiles if best else ())])
+        if note:
+            files["conductor_note"] = note
+        attempt = Attempt(
+            number=number,
+            candidate=candidate,
+            verdict=verdict,
+            profiles=profiles,
+            skipped=skipped,
+            diagnosis=diagnosis,
+            guidance=guidance,
+            usage=usage,
+            elapsed_s=time.monotonic() - started,
+        )
+        run.complete_attempt(
+            attempt, staging, {f"{name}.txt" if "." not in name else name: text for name, text in files.items()}
+        )
+        return attempt
+
+    def _profile(
+        self, number: int, candidate: Candidate, staging: Path, extra: tuple[str, ...]
+    ) -> tuple[list[Profile], dict[str, str]]:
+        """Each profiler's profile of the candidate, and why each of the others gave none."""
+        from .profiling import profile
+
+        profiles, skipped = [], {}
+        for name in self.profilers:
+            self.progress(number, "profiling", name)
+            folder = staging / f"profile-{name}"
+            try:
+                threads = self.settings.verify.threads
+                profiles.append(
+                    profile(self.task, candidate, profiler=name, metrics=extra, out_dir=folder, threads=threads)
+                )
+            except PragmaError as error:
+                skipped[name] = str(error)
+            except Exception as error:  # a broken plugin must neither end the run nor pass unseen
+                skipped[name] = _plugin_failure(name, error, folder)
+        return profiles, skipped
 
 
-def _ask(
-    provider: LLMProvider,
-    role: AgentRole,
-    messages: tuple[ChatMessage, ...],
-    settings: OptimizeSettings,
-    task: Task,
-    verdict: Verdict | None,
-    profiles: list[Profile] | tuple[()],
-    diagnosis: Diagnosis | None,
-    best: Attempt | None,
-    *,
-    candidate: Candidate | None = None,
-    history: list[Attempt] | None = None,
-) -> Completion:
-    request = CompletionRequest(
-        role=role,
-        messages=messages,
-        model=settings.model,
-        task=task,
-        candidate=candidate,
-        verdict=verdict,
-        profiles=profiles,
-        diagnosis=diagnosis,
-        best=best,
-        history=tuple(history or ()),
-    )
-    return provider.complete(request)
+def _plugin_failure(name: str, error: Exception, folder: Path) -> str:
+    """Keep the traceback of a profiler plugin's own failure next to its output; say where."""
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / "plugin-error.txt"
+    atomic_write_text(path, "".join(traceback.format_exception(type(error), error, error.__traceback__)))
+    return f"the {name} plugin failed ({type(error).__name__}: {error}); a bug in the plugin, traceback in {path}"
 
 
 def _guidance(
-    provider: LLMProvider,
-    messages: tuple[ChatMessage, ...],
-    reply: Completion,
-    settings: OptimizeSettings,
-    task: Task,
-    diagnosis: Diagnosis,
+    agents: _Agents, messages: tuple[ChatMessage, ...], reply: Completion, diagnosis: Diagnosis
 ) -> tuple[Guidance, TokenUsage, str]:
     """Parse the Conductor's reply; one repair request; else the diagnosis alone, noted."""
     try:
         return parse_guidance(reply.text), TokenUsage(), ""
     except GuidanceParseError as first:
         repair = repair_messages(messages, reply.text, str(first))
-        second = _ask(provider, AgentRole.CONDUCTOR, repair, settings, task, None, (), diagnosis, None)
+        second = agents.ask(AgentRole.CONDUCTOR, repair, diagnosis=diagnosis)
         try:
             return parse_guidance(second.text), second.usage, f"repaired after: {first}"
         except GuidanceParseError as error:
@@ -337,11 +446,8 @@ def _guidance(
                 actions=diagnosis.hints,
                 extra_metrics=diagnosis.request_metrics,
             )
-            return (
-                fallback,
-                second.usage,
-                f"unparseable twice: {first}; then: {error}\n--- repair reply ---\n{second.text}",
-            )
+            note = f"unparseable twice: {first}; then: {error}\n--- repair reply ---\n{second.text}"
+            return fallback, second.usage, note
 
 
 def _check_citations(guidance: Guidance, profiles: list[Profile]) -> Guidance:
@@ -354,33 +460,10 @@ def _check_citations(guidance: Guidance, profiles: list[Profile]) -> Guidance:
     return attrs.evolve(guidance, unmeasured_citations=cited)
 
 
-def _profile(
-    task: Task, candidate: Candidate, settings: OptimizeSettings, staging: Path, extra: tuple[str, ...]
-) -> list[Profile]:
-    from .profiling import profile
-
-    profiles = []
-    for name in settings.profilers:
-        try:
-            profiles.append(
-                profile(
-                    task,
-                    candidate,
-                    profiler=name,
-                    metrics=extra,
-                    out_dir=staging / f"profile-{name}",
-                    threads=settings.verify.threads,
-                )
-            )
-        except (ProfilerUnavailable, PragmaError):
-            continue
-    return profiles
-
-
-def _baseline(task: Task, settings: OptimizeSettings, run: RunDirectory) -> Baseline:
-    """Before attempt 1: the reference's time here, the task's roofline floor, and the reference's
-    profile from each profiler that can watch it (perf can, through Python; cachegrind needs a
-    native kernel)."""
+def _baseline(task: Task, settings: OptimizeSettings, run: RunDirectory, unavailable: dict[str, str]) -> Baseline:
+    """Before attempt 1: the reference's time here, the task's roofline floor (computed once per
+    run), and the reference's profile from each profiler that can watch it (perf can, through
+    Python; cachegrind needs a native kernel). ``unavailable`` profilers are not tried."""
     from .profiling import profile
     from .roofline import floor_ms, machine_peaks
     from .serialization import to_dict
@@ -392,14 +475,18 @@ def _baseline(task: Task, settings: OptimizeSettings, run: RunDirectory) -> Base
     if task.analysis is not None:
         floor = floor_ms(task.analysis, machine_peaks(settings.verify.threads))
         atomic_write_text(folder / "roofline.json", json.dumps(to_dict(floor), indent=2) + "\n")
-    profiles, skipped = [], {}
+    profiles, skipped = [], dict(unavailable)
     for name in settings.profilers if settings.profile else ():
+        if name in unavailable:
+            continue
         try:
             profiles.append(
                 profile(task, None, profiler=name, out_dir=folder / f"profile-{name}", threads=settings.verify.threads)
             )
         except PragmaError as error:
             skipped[name] = str(error)
+        except Exception as error:  # a broken plugin must neither end the run nor pass unseen
+            skipped[name] = _plugin_failure(name, error, folder / f"profile-{name}")
     baseline = Baseline(
         reference=reference_timing(task, settings.verify),
         floor_ms=floor.floor_ms if floor else None,
@@ -417,14 +504,6 @@ def _baseline(task: Task, settings: OptimizeSettings, run: RunDirectory) -> Base
         skipped=skipped,
     )
     return baseline
-
-
-def _roofline_bound(task: Task, settings: OptimizeSettings) -> BoundClass | None:
-    if task.analysis is None:
-        return None
-    from .roofline import floor_ms, machine_peaks
-
-    return floor_ms(task.analysis, machine_peaks(settings.verify.threads)).bound
 
 
 def _best_of(attempts: list[Attempt]) -> Attempt | None:

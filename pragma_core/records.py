@@ -239,9 +239,7 @@ class Verdict:
     failed_check: str | None = None
     max_abs_error: float | None = attrs.field(default=None, validator=_non_negative)
     max_rel_error: float | None = attrs.field(default=None, validator=_non_negative)
-    error_index: tuple[int, ...] | None = attrs.field(
-        default=None, converter=attrs.converters.optional(frozen_tuple)
-    )
+    error_index: tuple[int, ...] | None = attrs.field(default=None, converter=attrs.converters.optional(frozen_tuple))
     failing_trial: int | None = attrs.field(default=None, validator=v.optional(v.ge(0)))
     diagnostics: tuple[str, ...] = attrs.field(default=(), converter=_str_tuple)
     reference: Timing | None = None
@@ -398,12 +396,16 @@ class Completion:
 
 @attrs.frozen(kw_only=True)
 class Attempt:
-    """Everything of one iteration of the loop. Parts stay None where the iteration stopped early."""
+    """Everything of one iteration of the loop. Parts stay None where the iteration stopped early.
+
+    ``skipped`` names each profiler of the run that gave no profile of this candidate, with why:
+    it cannot watch this candidate, or it failed (a failure of the plugin itself says so)."""
 
     number: int = attrs.field(validator=[v.instance_of(int), v.ge(1)])
     candidate: Candidate | None = None
     verdict: Verdict | None = None
     profiles: tuple[Profile, ...] = attrs.field(default=(), converter=frozen_tuple)
+    skipped: dict[str, str] = attrs.field(factory=dict)
     diagnosis: Diagnosis | None = None
     guidance: Guidance | None = None
     usage: TokenUsage = attrs.field(factory=TokenUsage)
@@ -413,7 +415,9 @@ class Attempt:
 @attrs.frozen(kw_only=True)
 class Baseline:
     """What a run measures before attempt 1: the reference's time on this machine, the task's
-    roofline floor and bound, the reference's profiles, and why a profiler could not watch it."""
+    roofline floor and bound, the reference's profiles, and why a profiler could not watch it
+    (``skipped``: a profiler that cannot run on this machine at all is named there too, and the
+    run's attempts go on without it)."""
 
     reference: Timing | None = None
     floor_ms: float | None = attrs.field(default=None, validator=_non_negative)

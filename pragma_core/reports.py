@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from rich.table import Table
 
-from .records import Attempt, Profile, RunResult, Task, Timing, Verdict, VerdictStatus
+from .records import Attempt, Baseline, Profile, RunResult, Task, Timing, Verdict, VerdictStatus
+from .run_summary import trace_entries
 
 __all__ = ["verdict_table", "profile_table", "attempt_line", "run_table", "trace_text"]
 
@@ -82,13 +83,15 @@ def _speedup_text(verdict: Verdict | None) -> str:
 
 
 def attempt_line(attempt: Attempt, best: Attempt | None) -> str:
-    """One line of live progress: attempt, status, speedup, best so far, tokens."""
+    """Live progress: attempt, status, speedup, best so far, tokens; then one line per profiler
+    that gave no profile of it, with why."""
     status = attempt.verdict.status.value if attempt.verdict else "no verdict"
     best_text = f"best #{best.number} {_speedup_text(best.verdict)}" if best else "no best yet"
-    return (
+    line = (
         f"attempt {attempt.number:>2}  {status:<14} {_speedup_text(attempt.verdict):<20} {best_text}  "
         f"tokens {attempt.usage.prompt}+{attempt.usage.completion}"
     )
+    return "\n".join([line, *(f"    no {name} profile: {reason}" for name, reason in attempt.skipped.items())])
 
 
 def run_table(result: RunResult) -> Table:
@@ -115,11 +118,17 @@ def run_table(result: RunResult) -> Table:
     return table
 
 
-def trace_text(task: Task, attempts: list[Attempt]) -> str:
-    """The Conductor's reasoning per attempt, in the spirit of the paper's Listing 1."""
+def trace_text(task: Task, attempts: list[Attempt], baseline: Baseline | None = None) -> str:
+    """The Conductor's reasoning per attempt, in the spirit of the paper's Listing 1; first what
+    the baseline measured and which profilers could not watch the run."""
     lines = [f"trace of {task.key}"]
-    best: Attempt | None = None
-    for attempt in attempts:
+    if baseline is not None:
+        reference = f"{baseline.reference.median_ms:.4g} ms" if baseline.reference else "not timed"
+        floor = f", roofline floor {baseline.floor_ms:.4g} ms" if baseline.floor_ms is not None else ""
+        bound = f" ({baseline.bound.value} bound)" if baseline.bound else ""
+        lines.append(f"baseline: reference {reference}{floor}{bound}")
+        lines += [f"   no {name} profile of the reference: {reason}" for name, reason in baseline.skipped.items()]
+    for attempt, best in trace_entries(attempts):
         verdict = attempt.verdict
         lines.append("")
         lines.append(
@@ -136,21 +145,10 @@ def trace_text(task: Task, attempts: list[Attempt]) -> str:
             lines += [f"     - {hint}" for hint in d.hints]
             if d.deltas:
                 lines.append("     deltas vs best: " + ", ".join(f"{k} {v:+.3g}" for k, v in d.deltas.items()))
+        lines += [f"   no {name} profile: {reason}" for name, reason in attempt.skipped.items()]
         if attempt.guidance is not None:
             lines.append(f"   analysis: {attempt.guidance.analysis}")
             lines += [f"   action: {action}" for action in attempt.guidance.actions]
             if attempt.guidance.extra_metrics:
                 lines.append("   asks for: " + ", ".join(attempt.guidance.extra_metrics))
-        if (
-            verdict is not None
-            and verdict.ok
-            and verdict.speedup is not None
-            and (
-                best is None
-                or best.verdict is None
-                or best.verdict.speedup is None
-                or verdict.speedup.low > best.verdict.speedup.high
-            )
-        ):
-            best = attempt
     return "\n".join(lines)

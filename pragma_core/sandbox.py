@@ -19,7 +19,7 @@ import shutil
 import signal
 import subprocess
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 import attrs
@@ -154,9 +154,12 @@ class SandboxedProcess:
     def remaining_s(self) -> float:
         return self._limits.wall_s - (time.monotonic() - self._started)
 
-    def wait_for(self, path: Path, poll_s: float = 0.01) -> bool:
-        """Wait until ``path`` exists (True) or the child ends or runs out of time (False)."""
+    def wait_for(self, path: Path, poll_s: float = 0.01, on_poll: Callable[[], None] | None = None) -> bool:
+        """Wait until ``path`` exists (True) or the child ends or runs out of time (False);
+        ``on_poll`` is called between looks (a live display reads the child's progress there)."""
         while not path.exists():
+            if on_poll is not None:
+                on_poll()
             if self._process.poll() is not None:
                 return path.exists()
             if self.remaining_s() <= 0:

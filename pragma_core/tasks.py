@@ -122,7 +122,7 @@ def sizes_per_file(files: Iterable[Path], sizes: Mapping[str, Any], *, where: Pa
         unused -= set(plan[path])
     if unused:
         raise SizeOverrideError(
-            f"{where}: --set {', '.join(sorted(unused))}: no task there has a module-level int or "
+            f"{where}: size override {', '.join(sorted(unused))}: no task there has a module-level int or "
             "float constant of that name"
         )
     return plan
@@ -153,7 +153,7 @@ def parse_size_assignments(assignments: Iterable[str]) -> dict[str, str]:
         name, sep, value = assignment.partition("=")
         name, value = name.strip(), value.strip()
         if not sep or not name.isidentifier() or not value:
-            raise SizeOverrideError(f"--set {assignment}: expected NAME=VALUE, as in --set batch_size=16")
+            raise SizeOverrideError(f"size override {assignment!r}: expected NAME=VALUE, as in batch_size=16")
         sizes[name] = value
     return sizes
 
@@ -228,7 +228,7 @@ def _typed_sizes(path: Path, source: str, sizes: Mapping[str, Any]) -> dict[str,
 
 
 def _convert(path: Path, name: str, raw: Any, kind: type) -> int | float:
-    where = f"{path}: --set {name}={raw}"
+    where = f"{path}: size override {name}={raw}"
     if isinstance(raw, bool):
         raise SizeOverrideError(f"{where}: {name} is a {kind.__name__} constant, not a boolean")
     if isinstance(raw, (int, float)) and not isinstance(raw, str):
@@ -253,7 +253,7 @@ def _unknown_size_message(path: Path | None, name: str, source: str) -> str:
         known = "unknown"
     where = f"{path}: " if path else ""
     return (
-        f"{where}--set {name}: the task has no module-level int or float constant named {name!r}; "
+        f"{where}size override {name}: the task has no module-level int or float constant named {name!r}; "
         f"its size constants are: {known}"
     )
 

@@ -54,7 +54,9 @@ def test_tasks_json_has_sizes_flops_and_bytes(capsys, examples):
         "--json",
     )
     assert code == 0
-    (task,) = json.loads(out)
+    listing = json.loads(out)
+    assert listing["errors"] == []
+    (task,) = listing["tasks"]
     assert task["key"] == "level1/10_Matmul" and task["category"] == "matmul"
     assert task["sizes"] == {"M": 32, "N": 8, "K": 4}
     assert task["inputs"][0]["shape"] == [32, 4] and task["outputs"][0]["shape"] == [32, 8]
@@ -97,9 +99,9 @@ def test_plugins_json_lists_builtins(capsys):
         ),
         (
             lambda tmp: ["tasks", str(write(tmp, GOOD)), "--set", "width=3"],
-            "--set width: the task has no module-level int or float constant named 'width'",
+            "size override width: the task has no module-level int or float constant named 'width'",
         ),
-        (lambda tmp: ["tasks", str(write(tmp, GOOD)), "--set", "width"], "--set width: expected NAME=VALUE"),
+        (lambda tmp: ["tasks", str(write(tmp, GOOD)), "--set", "width"], "size override 'width': expected NAME=VALUE"),
     ],
 )
 def test_bad_input_prints_one_line_and_exits_2(capsys, tmp_path, make_args, expected):
@@ -121,6 +123,40 @@ def test_a_bad_file_in_a_tree_does_not_hide_the_good_ones(capsys, tmp_path):
     assert err.strip().splitlines() == [
         f"pragma: error: {tmp_path / 'level1' / '2_Bad.py'}:1: syntax error: '(' was never closed; fix the task file"
     ]
+
+
+def test_a_listing_with_broken_files_keeps_the_errors_in_its_json(capsys, tmp_path):
+    write(tmp_path, GOOD, "level1/1_Good.py")
+    bad = write(tmp_path, "x = (\n", "level1/2_Bad.py")
+    code, out, err = run(capsys, "tasks", str(tmp_path), "--json")
+    assert code == 2
+    listing = json.loads(out)
+    assert [task["key"] for task in listing["tasks"]] == ["level1/1_Good"]
+    assert listing["errors"] == [
+        {"path": str(bad), "error": f"{bad}:1: syntax error: '(' was never closed; fix the task file"}
+    ]
+    assert err.strip().splitlines() == [f"pragma: error: {listing['errors'][0]['error']}"]
+
+
+def test_every_option_of_every_command_says_what_it_does():
+    import click
+
+    from pragma_core.cli import cli
+
+    def commands(group, path):
+        for name, command in group.commands.items():
+            if isinstance(command, click.Group):
+                yield from commands(command, [*path, name])
+            else:
+                yield [*path, name], command
+
+    silent = [
+        f"pragma {' '.join(path)} {'/'.join(param.opts)}"
+        for path, command in commands(cli, [])
+        for param in command.params
+        if isinstance(param, click.Option) and not param.help
+    ]
+    assert silent == []
 
 
 def test_debug_shows_the_traceback(capsys, tmp_path):
@@ -178,3 +214,58 @@ def test_broken_plugin_in_strict_mode_is_one_line_and_exit_2(broken_plugin_path)
 def test_version():
     result = pragma("--version")
     assert result.returncode == 0 and result.stdout.startswith("pragma, version ")
+
+
+# -- frictions a new user met ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("command", ["verify", "profile"])
+def test_an_empty_candidate_file_is_bad_input(capsys, tmp_path, examples, command):
+    empty = tmp_path / "my_gelu.py"
+    empty.write_text("\n  \n")
+    extra = ["--profiler", "valgrind"] if command == "profile" else []
+    code, out, err = run(capsys, command, str(examples / "level1" / "1_GELUTanh.py"), str(empty), *extra)
+    assert code == 2 and out == ""
+    assert err.strip().splitlines() == [
+        f"pragma: error: {empty}: the candidate file is empty; write a module that defines class ModelNew"
+    ]
+
+
+def test_profile_without_keep_leaves_nothing_in_the_temporary_folder(capsys, tmp_path, monkeypatch, examples):
+    import tempfile
+
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(scratch))
+    task = examples / "level1" / "1_GELUTanh.py"
+    candidate = examples.parent / "candidates" / "1_GELUTanh_fast.py"
+    code, out, err = run(
+        capsys, "profile", str(task), str(candidate), "--set", "batch_size=8", "--profiler", "valgrind", "--json"
+    )
+    assert code == 0, err
+    profile = json.loads(out)
+    assert profile["metrics"] and profile["raw_paths"] == []
+    assert "raw tool output not kept (use --keep DIR)" in profile["notes"]
+    assert list(scratch.iterdir()) == []
+
+
+def test_optimize_with_a_misspelt_profiler_stops_before_anything_is_written(capsys, tmp_path, examples):
+    runs = tmp_path / "runs"
+    task = examples / "level1" / "1_GELUTanh.py"
+    code, out, err = run(capsys, "optimize", str(task), "--profilers", "valgrind,nsight", "--runs-dir", str(runs))
+    assert code == 2 and out == ""
+    (line,) = err.strip().splitlines()
+    assert line.startswith("pragma: error: no profiler named 'nsight'; installed: ") and "valgrind" in line
+    assert not runs.exists()
+
+
+def test_plugins_says_which_backends_and_profilers_can_run_here(capsys):
+    code, out, _ = run(capsys, "plugins", "--json")
+    assert code == 0
+    here = {(row["kind"], row["name"]): row for row in json.loads(out)["availability"]}
+    assert here[("backend", "cpu-cpp")]["available"] is True
+    assert here[("profiler", "valgrind")]["available"] is True  # installed on every machine this runs on
+    for row in here.values():
+        assert row["available"] or row["reason"], row  # never "no" without a why
+    code, out, _ = run(capsys, "plugins")
+    assert "on this machine" in out and "runs here" in out

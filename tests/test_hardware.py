@@ -127,21 +127,38 @@ def test_description_round_trips_through_json(tmp_path):
     assert read_record(tmp_path / "cpu.json", HardwareDescription) == cpu
 
 
-def test_describe_cpu_on_this_machine():
+@pytest.fixture
+def read_again():
+    """describe_cpu reads the machine once per process: these tests read it under their own PATH."""
+    describe_cpu.cache_clear()
+    yield
+    describe_cpu.cache_clear()
+
+
+def test_describe_cpu_on_this_machine(read_again):
     cpu = describe_cpu()
     assert cpu.logical_cpus >= 1 and cpu.physical_cores >= 1
     assert describe_cpu().fingerprint() == cpu.fingerprint()
 
 
+def test_describe_cpu_runs_lscpu_once_per_process(read_again, monkeypatch):
+    calls = []
+    real = hardware._from_lscpu
+    monkeypatch.setattr(hardware, "_from_lscpu", lambda: calls.append(1) or real())
+    first = describe_cpu()
+    assert describe_cpu() is first and describe_cpu() is first
+    assert len(calls) == 1
+
+
 @pytest.mark.skipif(not Path("/proc/cpuinfo").exists(), reason="needs Linux /proc/cpuinfo")
-def test_describe_cpu_without_lscpu_reads_proc_cpuinfo(tmp_path, monkeypatch):
+def test_describe_cpu_without_lscpu_reads_proc_cpuinfo(tmp_path, monkeypatch, read_again):
     monkeypatch.setenv("PATH", str(tmp_path))  # an empty folder: no lscpu
     cpu = describe_cpu()
     assert cpu.source == "cpuinfo"
     assert cpu.logical_cpus >= 1
 
 
-def test_describe_cpu_with_neither_tool_counts_cpus(tmp_path, monkeypatch):
+def test_describe_cpu_with_neither_tool_counts_cpus(tmp_path, monkeypatch, read_again):
     monkeypatch.setenv("PATH", str(tmp_path))
     monkeypatch.setattr(hardware, "_from_cpuinfo", lambda: None)
     cpu = describe_cpu()

@@ -18,6 +18,7 @@ from pragma_core import RunResult, load_task, read_record
 from pragma_core.optimizer import OptimizeSettings, optimize
 from pragma_core.reports import trace_text
 from pragma_core.run_directory import RunDirectory
+from pragma_core.run_summary import run_summary, trace_document
 from pragma_core.verifier import VerifySettings
 
 from .conftest import EXAMPLES
@@ -83,6 +84,27 @@ def scripted(monkeypatch, tmp_path, plugin_site):
     return script
 
 
+FLAWED_PROFILERS = """
+from pragma_core import Availability, Profiler, hookimpl
+
+
+def collect(target, metrics):
+    raise RuntimeError("the plugin's own bug")
+
+
+def parse(raw):
+    return []
+
+
+@hookimpl
+def pragma_register_profilers(register):
+    register(Profiler(name="buggy", devices=("cpu",), probe=lambda: Availability(available=True),
+                      default_metrics=("x",), collect=collect, parse=parse))
+    register(Profiler(name="absent", devices=("cpu",), default_metrics=("x",), collect=collect, parse=parse,
+                      probe=lambda: Availability(available=False, reason="its tool is not installed here")))
+"""
+
+
 def settings(tmp_path: Path, max_attempts: int) -> OptimizeSettings:
     return OptimizeSettings(
         model="openai/gpt-4o-mini",
@@ -95,10 +117,40 @@ def settings(tmp_path: Path, max_attempts: int) -> OptimizeSettings:
     )
 
 
-def test_compile_error_fix_slow_then_fast(scripted, tmp_path):
+def test_compile_error_fix_slow_then_fast(scripted, plugin_site, tmp_path):
+    """Also: a profiler plugin that raises is recorded with its traceback, one that cannot run here
+    is left out and said, and the live status hears every phase of an attempt."""
     script = scripted(CODER, CONDUCTOR)
+    plugin_site.add("flawed_profilers", FLAWED_PROFILERS)
     task = load_task(GELU, {"batch_size": 16, "dim": 1024})
-    result = optimize(task, settings(tmp_path, 4))
+    heard = []
+    run_settings = attrs.evolve(settings(tmp_path, 4), profilers=("valgrind", "buggy", "absent"))
+    result = optimize(task, run_settings, on_progress=heard.append)
+    phases = [(p.attempt, p.phase, p.detail) for p in heard]
+    assert phases[0] == (0, "baseline", "")
+    second = [(phase, detail) for attempt, phase, detail in phases if attempt == 2]
+    assert second == [
+        ("writing", ""),
+        ("building", ""),
+        ("verifying", ""),
+        ("timing", ""),
+        ("profiling", "valgrind"),
+        ("profiling", "buggy"),
+        ("diagnosing", ""),
+        ("advising", ""),
+    ]
+    assert {p.run_dir for p in heard} == {tmp_path / "runs" / result.run_id}
+    assert result.baseline.skipped["absent"] == "its tool is not installed here"
+    assert "the buggy plugin failed (RuntimeError: the plugin's own bug)" in result.baseline.skipped["buggy"]
+    bug = result.attempts[1].skipped["buggy"]
+    assert bug.startswith("the buggy plugin failed (RuntimeError: the plugin's own bug); a bug in the plugin")
+    assert "absent" not in result.attempts[1].skipped  # left out of the run, said once
+    assert (
+        "Traceback"
+        in (
+            RunDirectory(tmp_path / "runs" / result.run_id).attempt_folder(2) / "profile-buggy" / "plugin-error.txt"
+        ).read_text()
+    )
     statuses = [a.verdict.status.value for a in result.attempts]
     assert statuses == ["compile_error", "correct", "correct", "compile_error"]
     assert result.best_attempt == 3 and result.best.verdict.speedup.low > result.attempts[1].verdict.speedup.high
@@ -130,8 +182,23 @@ def test_compile_error_fix_slow_then_fast(scripted, tmp_path):
     assert result.attempts[1].guidance.unmeasured_citations == ("tma_backend_bound",)
     third = (run.attempt_folder(3) / "conductor_prompt.txt").read_text()
     assert "Citation check: your previous reply cited tma_backend_bound" in third
-    trace = trace_text(run.task(), run.completed_attempts())
+    trace = trace_text(run.task(), run.completed_attempts(), run.baseline())
     assert "historical best: #2" in trace and "action: use float math and OpenMP" in trace
+    assert "no absent profile of the reference: its tool is not installed here" in trace
+    assert "no buggy profile: the buggy plugin failed (RuntimeError" in trace
+    assert any(e["event"] == "profiler_unavailable" and e["profiler"] == "absent" for e in events)
+
+    summary = run_summary(result, run_dir=run.root, model="openai/gpt-4o-mini", provider="scripted")
+    assert summary["best_attempt"] == 3 and summary["attempts"] == 4 and summary["correct_attempts"] == 2
+    speedup = result.best.verdict.speedup
+    assert summary["speedup"] == {"value": speedup.value, "low": speedup.low, "high": speedup.high, "confidence": 0.95}
+    assert summary["reference_ms"] == result.baseline.reference.median_ms and summary["bound"] == "memory"
+    assert summary["best_candidate"] == str(run.root / "best" / "candidate.py")
+    assert set(summary["skipped_profilers"]) == {"valgrind", "buggy", "absent"}
+    document = json.loads(json.dumps(trace_document(result.run_id, task.key, run.baseline(), list(result.attempts))))
+    assert [row["best_before"] for row in document["attempts"]] == [None, None, 2, 3]
+    assert [row["status"] for row in document["attempts"]] == statuses
+    assert list(document["attempts"][1]["profiles"]) == ["valgrind"]
 
 
 def pragma_process(args: list[str], site: Path, tmp_path: Path) -> subprocess.Popen:
@@ -206,11 +273,14 @@ def test_cli_run_killed_mid_attempt_resumes_without_losing_an_attempt(scripted, 
     kept = {n: (run_dir / f"attempt-0{n}" / "attempt.json").read_bytes() for n in (1, 2)}
 
     resumed = pragma_process(
-        ["optimize", "--resume", str(run_dir), "--provider", "scripted"], plugin_site.root, tmp_path
+        ["optimize", "--resume", str(run_dir), "--provider", "scripted", "--json"], plugin_site.root, tmp_path
     )
     out, err = resumed.communicate(timeout=600)
     assert resumed.returncode == 0, err
-    assert "run folder: " + str(run_dir) in " ".join(out.split())
+    summary = json.loads(out)  # --json: stdout is the summary alone, progress went to stderr
+    assert summary["run_dir"] == str(run_dir) and summary["best_attempt"] == 3
+    assert summary["provider"] == "scripted" and summary["stop_reason"] == "max attempts"
+    assert "attempt  4" in err
     run = RunDirectory(run_dir)
     attempts = run.completed_attempts()
     assert [a.verdict.status.value for a in attempts] == ["compile_error", "correct", "correct", "compile_error"]
@@ -251,3 +321,21 @@ def test_prompt_tokens_stay_bounded_over_fifteen_attempts(scripted, tmp_path):
     prompts = [attempt.usage.prompt for attempt in result.attempts]
     assert len(prompts) == 15 and all(tokens > 500 for tokens in prompts)
     assert prompts[14] <= 1.5 * prompts[1], prompts
+
+
+def test_ctrl_c_prints_the_command_that_continues_the_run(scripted, plugin_site, tmp_path):
+    hang = tmp_path / "coder-is-writing"
+    scripted([{"hang": str(hang)}], [])
+    runs = tmp_path / "runs"
+    args = ["optimize", str(GELU), "--set", "batch_size=16", "--provider", "scripted", "--model", "openai/gpt-4o-mini"]
+    args += ["--profilers", "valgrind", "--reps", "10", "--threads", "1", "--runs-dir", str(runs)]
+    process = pragma_process(args, plugin_site.root, tmp_path)
+    wait_for(hang, process, timeout_s=300)
+    process.send_signal(signal.SIGINT)  # what a terminal sends on Ctrl-C
+    out, err = process.communicate(timeout=120)
+    (run_dir,) = runs.iterdir()
+    assert process.returncode == 130
+    assert err.strip().splitlines()[-1] == (
+        f"pragma: interrupted; completed attempts are saved. Continue with: pragma optimize --resume {run_dir}"
+    )
+    assert (run_dir / "baseline" / "baseline.json").exists() and (run_dir / "summary.json").exists()

@@ -14,6 +14,8 @@ import math
 import shutil
 import sys
 import tempfile
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 import attrs
@@ -47,12 +49,14 @@ def verify(
     settings: VerifySettings | None = None,
     *,
     job_dir: Path | None = None,
+    on_phase: Callable[[str], None] | None = None,
 ) -> Verdict:
     """Check ``candidate`` (a :class:`Candidate` or the source of a module defining ``ModelNew``)
     against ``task`` in a sandboxed child process, and time it when it is correct.
 
     ``job_dir`` keeps the job's files (outputs, logs) there; by default a temporary folder is used
-    and removed afterwards.
+    and removed afterwards. ``on_phase`` hears where the check goes after building the candidate,
+    for a live display: ``"verifying"`` (the correctness trials), then ``"timing"``.
     """
     settings = settings or VerifySettings()
     if isinstance(candidate, str):
@@ -80,7 +84,9 @@ def verify(
     try:
         files = _prepare_job(root, task, candidate, settings, references)
         hashes_before = _harness_hashes(task)
-        verdict = _run_child(files, task, settings, references, relative_norm=bool(trivial), notes=notes)
+        verdict = _run_child(
+            files, task, settings, references, relative_norm=bool(trivial), notes=notes, on_phase=on_phase
+        )
         if _harness_hashes(task) != hashes_before:
             verdict = _rejected(
                 "harness-modified",
@@ -104,7 +110,9 @@ def _run_child(
     *,
     relative_norm: bool,
     notes: list[str],
+    on_phase: Callable[[str], None] | None = None,
 ) -> Verdict:
+    watch = _PhaseWatcher(files.phase, on_phase) if on_phase is not None else None
     limits = SandboxLimits(
         wall_s=settings.timeout_s,
         address_space_bytes=int(settings.memory_gb * 1024**3),
@@ -114,8 +122,10 @@ def _run_child(
     with SandboxedProcess(
         argv, cwd=files.workdir, log_dir=files.logs, limits=limits, env=child_environment(settings.threads)
     ) as child:
-        if not child.wait_for(files.phase1):
+        if not child.wait_for(files.phase1, on_poll=watch):
             return _ended_early(files, child.finish(), settings, notes)
+        if watch is not None:
+            watch.look()  # the trials may have taken less than one look's interval
         phase1 = files.read_json(files.phase1) or {}
         problem = _judge_correctness(files, phase1, references, settings, relative_norm)
         if problem is not None or not settings.time:
@@ -130,6 +140,8 @@ def _run_child(
                 **_errors_of(files, references, settings, relative_norm),
             )
         child.send("go")
+        if on_phase is not None:
+            on_phase("timing")
         if not child.wait_for(files.phase2):
             return _ended_early(files, child.finish(), settings, notes)
         outcome = child.finish()
@@ -342,6 +354,35 @@ def _harness_hashes(task: Task) -> dict[str, str]:
     if task.path is not None and task.path.exists():
         paths.append(task.path)
     return {str(path): hashlib.sha256(path.read_bytes()).hexdigest() for path in paths}
+
+
+class _PhaseWatcher:
+    """Reads the phase the child writes (``phase.txt``) a few times a second and says when it has
+    moved from building the candidate to the correctness trials. For display only: the candidate
+    can write that file too."""
+
+    _EVERY_S = 0.25
+
+    def __init__(self, path: Path, on_phase: Callable[[str], None]) -> None:
+        self._path, self._on_phase = path, on_phase
+        self._said = False
+        self._last_look = 0.0
+
+    def __call__(self) -> None:
+        if time.monotonic() - self._last_look >= self._EVERY_S:
+            self.look()
+
+    def look(self) -> None:
+        self._last_look = time.monotonic()
+        if self._said:
+            return
+        try:
+            text = self._path.read_text(errors="replace")
+        except OSError:
+            return
+        if text.startswith(("constructing", "trial")):
+            self._said = True
+            self._on_phase("verifying")
 
 
 def _input_sets_for(task: Task) -> int:

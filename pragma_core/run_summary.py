@@ -1,0 +1,102 @@
+"""A run in a few numbers, and a run attempt by attempt: what ``pragma optimize --json`` and
+``pragma trace --json`` print, for scripts that compare runs.
+
+    summary = run_summary(result, settings, run_dir)   # a plain dict, JSON-ready
+    entries = trace_entries(result.attempts)           # each attempt with the best it was judged against
+
+The fields are documented in ``docs/loop.md``; a field is added, never renamed, within a version.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from .records import Attempt, RunResult, Speedup, TokenUsage
+from .serialization import to_dict
+from .statistics import improves_on
+
+__all__ = ["run_summary", "trace_entries", "trace_document"]
+
+
+def run_summary(result: RunResult, *, run_dir: Path, model: str | None, provider: str) -> dict[str, Any]:
+    """The run's outcome: the best attempt's speedup with its interval, times, roofline, tokens."""
+    best = result.best
+    verdict = best.verdict if best is not None else None
+    baseline = result.baseline
+    usage = TokenUsage()
+    for attempt in result.attempts:
+        usage = usage + attempt.usage
+    best_source = Path(run_dir) / "best" / "candidate.py"
+    return {
+        "run_id": result.run_id,
+        "run_dir": str(run_dir),
+        "task": result.task.key,
+        "category": result.task.category.value,
+        "provider": provider,
+        "model": model,
+        "stop_reason": result.stop_reason,
+        "attempts": len(result.attempts),
+        "correct_attempts": sum(1 for a in result.attempts if a.verdict is not None and a.verdict.ok),
+        "best_attempt": result.best_attempt,
+        "speedup": _speedup(verdict.speedup if verdict else None),
+        "best_ms": verdict.candidate.median_ms if verdict and verdict.candidate else None,
+        "reference_ms": baseline.reference.median_ms if baseline and baseline.reference else None,
+        "floor_ms": baseline.floor_ms if baseline else None,
+        "bound": baseline.bound.value if baseline and baseline.bound else None,
+        "attainment": verdict.attainment if verdict else None,
+        "skipped_profilers": dict(baseline.skipped) if baseline else {},
+        "tokens": {"prompt": usage.prompt, "completion": usage.completion},
+        "elapsed_s": round(sum(attempt.elapsed_s for attempt in result.attempts), 3),
+        "best_candidate": str(best_source) if best is not None else None,
+    }
+
+
+def trace_entries(attempts: tuple[Attempt, ...] | list[Attempt]) -> list[tuple[Attempt, Attempt | None]]:
+    """Each attempt with the historical best it was judged against (None before the first)."""
+    entries = []
+    best: Attempt | None = None
+    for attempt in attempts:
+        entries.append((attempt, best))
+        if improves_on(attempt.verdict, best):
+            best = attempt
+    return entries
+
+
+def trace_document(result_id: str, task_key: str, baseline: Any, attempts: list[Attempt]) -> dict[str, Any]:
+    """The trace as data: per attempt its verdict, the best before it, diagnosis, guidance, the
+    profilers that gave no profile and the metrics of those that did (not the candidate's source,
+    which is ``attempt-NN/candidate.py``)."""
+    rows = []
+    for attempt, best in trace_entries(attempts):
+        verdict = attempt.verdict
+        rows.append(
+            {
+                "attempt": attempt.number,
+                "status": verdict.status.value if verdict else None,
+                "message": verdict.message if verdict else None,
+                "speedup": _speedup(verdict.speedup if verdict else None),
+                "best_before": best.number if best else None,
+                "best_before_speedup": _speedup(best.verdict.speedup if best and best.verdict else None),
+                "diagnosis": to_dict(attempt.diagnosis) if attempt.diagnosis else None,
+                "guidance": to_dict(attempt.guidance) if attempt.guidance else None,
+                "profiles": {
+                    profile.profiler: [to_dict(metric) for metric in profile.metrics] for profile in attempt.profiles
+                },
+                "skipped_profilers": dict(attempt.skipped),
+                "tokens": {"prompt": attempt.usage.prompt, "completion": attempt.usage.completion},
+                "elapsed_s": attempt.elapsed_s,
+            }
+        )
+    return {
+        "run_id": result_id,
+        "task": task_key,
+        "baseline": to_dict(baseline) if baseline is not None else None,
+        "attempts": rows,
+    }
+
+
+def _speedup(speedup: Speedup | None) -> dict[str, float] | None:
+    if speedup is None:
+        return None
+    return {"value": speedup.value, "low": speedup.low, "high": speedup.high, "confidence": speedup.confidence}
