@@ -52,6 +52,14 @@ class Node:
     shape: tuple[int, ...] | None = None
     dtype: torch.dtype | None = None
 
+    @property
+    def dims(self) -> tuple[int, ...]:
+        """The result's shape, for a node the caller has found to be one tensor (an input, a
+        parameter, or an op whose dtype or shape it checked); raises ValueError for any other."""
+        if self.shape is None:
+            raise ValueError(f"{self.name} ({self.op}) is not one tensor: it has no shape")
+        return self.shape
+
     def arg(self, index: int, name: str, default: Any = None) -> Any:
         """The argument passed as ``name=`` or at position ``index`` of ``args`` (the first
         argument, usually the input tensor, is position 0), else ``default``."""
@@ -85,6 +93,13 @@ class OpGraph:
     def node(self, ref: Any) -> Node | None:
         """The node a :class:`Ref` names; None for a constant."""
         return self[ref.name] if isinstance(ref, Ref) else None
+
+    def tensor(self, ref: Any) -> Node:
+        """The node behind an argument the caller has found to be a :class:`Ref` (any of a node's
+        ``inputs``); raises ValueError for a constant and KeyError for a name not in the graph."""
+        if not isinstance(ref, Ref):
+            raise ValueError(f"{ref!r} is a constant, not a reference to a node")
+        return self[ref.name]
 
     @property
     def ops(self) -> tuple[Node, ...]:

@@ -150,14 +150,14 @@ class ElementwiseRecipe:
     def match(self, graph: OpGraph) -> Match | None:
         if len(graph.outputs) != 1 or not isinstance(graph.outputs[0], Ref) or graph.params:
             return None
-        out = graph.node(graph.outputs[0])
-        if out is None or out.shape is None or str(out.dtype) != "torch.float32" or not graph.ops:
+        out = graph.tensor(graph.outputs[0])
+        if out.shape is None or str(out.dtype) != "torch.float32" or not graph.ops:
             return None
         for name in graph.inputs:
             node = graph[name]
             if node.shape != out.shape or str(node.dtype) != "torch.float32":
                 return None
-        steps = []
+        steps: list[dict[str, Any]] = []
         for node in graph.ops:
             if node.op not in ELEMENTWISE_OPS or node.shape != out.shape:
                 return None

@@ -57,8 +57,8 @@ class LossRecipe:
     def match(self, graph: OpGraph) -> Match | None:
         if len(graph.outputs) != 1 or not isinstance(graph.outputs[0], Ref) or graph.params:
             return None
-        final = graph.node(graph.outputs[0])
-        if final is None or final.shape != () or str(final.dtype) != _FLOAT32:
+        final = graph.tensor(graph.outputs[0])
+        if final.shape != () or str(final.dtype) != _FLOAT32:
             return None
         if final.op == "cross_entropy":
             return _match_cross_entropy(graph, final)
@@ -113,11 +113,12 @@ def _match_elementwise_loss(graph: OpGraph, final: Node) -> Match | None:
     loss = _loss_facts(final)
     if loss is None:
         return None
-    operands = [graph.node(a) for a in final.args[: loss["arity"]]]
-    if any(o is None or o.shape is None for o in operands):
+    found = [graph.node(a) for a in final.args[: loss["arity"]]]
+    operands = [o for o in found if o is not None and o.shape is not None]
+    if len(operands) != len(found):
         return None
     try:
-        domain = tuple(torch.broadcast_shapes(*(o.shape for o in operands)))
+        domain = tuple(torch.broadcast_shapes(*(o.dims for o in operands)))
     except RuntimeError:
         return None
     steps = []
@@ -134,7 +135,7 @@ def _match_elementwise_loss(graph: OpGraph, final: Node) -> Match | None:
     for name in inputs:
         if str(graph[name].dtype) != _FLOAT32 or graph[name].shape is None:
             return None
-    layout = _layout(domain, {name: graph[name].shape for name in inputs})
+    layout = _layout(domain, {name: graph[name].dims for name in inputs})
     if layout is None or (loss["op"] == "reduce" and not steps):
         return None
     facts = {
@@ -146,7 +147,7 @@ def _match_elementwise_loss(graph: OpGraph, final: Node) -> Match | None:
         **layout,
     }
     if loss["reduction"] == "batchmean":
-        facts["batch"] = _batch_expression(operands[0].shape, domain, layout["dims"])
+        facts["batch"] = _batch_expression(operands[0].dims, domain, layout["dims"])
         if facts["batch"] is None:
             return None
     if loss["op"] == "kl_div" and not loss["log_target"]:

@@ -18,7 +18,7 @@ has a single column (matrix-vector), a row-blocked dot-product kernel is generat
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, TypeGuard
 
 from ..graph import Node, OpGraph, Ref
 from ..modules import candidate_module, forward_argument, param_expr
@@ -38,7 +38,8 @@ _VECTORS_PER_ROW = 2  # NR = 32 columns in the vector micro-kernel
 _SCALAR_COLUMNS = 4  # NR of the scalar micro-kernel
 
 
-def _is_float32(node: Node | None) -> bool:
+def _is_float32(node: Node | None) -> TypeGuard[Node]:
+    """Whether ``node`` is one float32 tensor (its ``dims`` then exist)."""
     return node is not None and node.shape is not None and str(node.dtype) == _FLOAT32
 
 
@@ -174,7 +175,7 @@ class MatmulRecipe:
         if left is None or right is None:
             return None
         (a, a_t, a_crossed), (b, b_t, b_crossed) = left, right
-        sa, sb = a.shape, b.shape
+        sa, sb = a.dims, b.dims
         if product.op == "linear":
             if b_t or len(sb) != 2 or len(sa) < 2 or a_t:
                 return None
@@ -201,7 +202,7 @@ class MatmulRecipe:
         if kb != k or min(m, n, k) < 1:
             return None
         expected = (*sa[:-2], m) if len(sb) == 1 else (*sa[:-2], m, n)
-        if tuple(product.shape) != tuple(expected):
+        if product.dims != expected:
             return None
         bias = None
         if bias_ref is not None:
@@ -210,7 +211,7 @@ class MatmulRecipe:
                 bias_node is None
                 or bias_node.op not in ("param", "input")
                 or not _is_float32(bias_node)
-                or tuple(bias_node.shape) != (n,)
+                or bias_node.dims != (n,)
             ):
                 return None
             bias = _operand(graph, bias_node, False)
@@ -254,12 +255,12 @@ class MatmulRecipe:
                 if argument == Ref(current.name):
                     operands.append("v")
                 elif isinstance(argument, Ref):
-                    extra = graph.node(argument)
-                    if extra is None or extra.op not in ("input", "param") or not _is_float32(extra):
+                    extra = graph.tensor(argument)
+                    if extra.op not in ("input", "param") or not _is_float32(extra):
                         return None
-                    if tuple(extra.shape) in ((), (1,)):
+                    if extra.dims in ((), (1,)):
                         broadcast = "scalar"
-                    elif tuple(extra.shape) in ((n,), (1, n)):
+                    elif extra.dims in ((n,), (1, n)):
                         broadcast = "column"
                     else:
                         return None

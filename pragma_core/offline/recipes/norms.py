@@ -68,7 +68,7 @@ class NormRecipe:
         cpp = _kernel_source(facts, knobs)
         x = context.graph.inputs[0]
         first, last = facts["dims"]
-        ndim = len(context.graph.input_node(0).shape)
+        ndim = len(context.graph.input_node(0).dims)
         outer, reduced, inner = (
             _product(x, range(0, first)),
             _product(x, range(first, last)),
@@ -121,15 +121,16 @@ def _match_layer_norm(graph: OpGraph, x: Node, node: Node) -> Match | None:
         return None
     shape = node.arg(1, "normalized_shape")
     shape = (shape,) if isinstance(shape, int) else shape
-    if not isinstance(shape, tuple) or not shape or len(shape) > len(x.shape):
+    if not isinstance(shape, tuple) or not shape or len(shape) > len(x.dims):
         return None
-    if tuple(x.shape[len(x.shape) - len(shape) :]) != tuple(shape):
+    if tuple(x.dims[len(x.dims) - len(shape) :]) != tuple(shape):
         return None
     eps = node.arg(4, "eps", 1e-5)
-    affine = [_param_path(graph, node.arg(index, name), tuple(shape)) for index, name in ((2, "weight"), (3, "bias"))]
-    if False in affine or not isinstance(eps, (int, float)):
+    affine = _param_paths(graph, (node.arg(2, "weight"), node.arg(3, "bias")), tuple(shape))
+    if affine is None or not isinstance(eps, (int, float)):
         return None
-    dims = (len(x.shape) - len(shape), len(x.shape))
+    weight, bias = affine
+    dims = (len(x.dims) - len(shape), len(x.dims))
     return Match(
         family="norm",
         summary=f"layer norm over the last {len(shape)} dim(s)",
@@ -137,10 +138,10 @@ def _match_layer_norm(graph: OpGraph, x: Node, node: Node) -> Match | None:
             kind="layer_norm",
             stat="moments",
             dims=dims,
-            ndim=len(x.shape),
+            ndim=len(x.dims),
             eps=float(eps),
-            weight=affine[0] or None,
-            bias=affine[1] or None,
+            weight=weight,
+            bias=bias,
         ),
     )
 
@@ -157,24 +158,24 @@ def _match_instance_norm(graph: OpGraph, x: Node, node: Node) -> Match | None:
         or node.kwargs.get("running_var") is not None
     ):
         return None
-    if len(x.shape) < 3 or (not functional and len(x.shape) != 4):
+    if len(x.dims) < 3 or (not functional and len(x.dims) != 4):
         return None
     eps = node.kwargs.get("eps", 1e-5)
-    channels = (x.shape[1],)
-    weight, bias = (_param_path(graph, node.kwargs.get(name), channels) for name in ("weight", "bias"))
-    if weight is False or bias is False or not isinstance(eps, (int, float)):
+    affine = _param_paths(graph, (node.kwargs.get("weight"), node.kwargs.get("bias")), (x.dims[1],))
+    if affine is None or not isinstance(eps, (int, float)):
         return None
+    weight, bias = affine
     return Match(
         family="norm",
         summary="instance norm over the spatial dims",
         facts=_facts(
             kind="instance_norm",
             stat="moments",
-            dims=(2, len(x.shape)),
-            ndim=len(x.shape),
+            dims=(2, len(x.dims)),
+            ndim=len(x.dims),
             eps=float(eps),
-            weight=weight or None,
-            bias=bias or None,
+            weight=weight,
+            bias=bias,
             weight_per="channel",
         ),
     )
@@ -184,7 +185,7 @@ def _match_normalize(x: Node, node: Node) -> Match | None:
     if node.args[:1] != (Ref(x.name),):
         return None
     p, dim, eps = node.arg(1, "p", 2.0), node.arg(2, "dim", 1), node.arg(3, "eps", 1e-12)
-    dims = _dim_range(dim, len(x.shape))
+    dims = _dim_range(dim, len(x.dims))
     if p not in (1, 2) or dims is None or not isinstance(eps, (int, float)) or node.kwargs.get("out") is not None:
         return None
     norm = "(float)s" if p == 1 else "std::sqrt((float)s)"
@@ -192,7 +193,7 @@ def _match_normalize(x: Node, node: Node) -> Match | None:
     return Match(
         family="norm",
         summary=f"F.normalize (p={p:g}) over {_dims_text(dims)}",
-        facts=_facts(kind=f"l{p:g}", stat="abs_sum" if p == 1 else "sq_sum", dims=dims, ndim=len(x.shape), scale=scale),
+        facts=_facts(kind=f"l{p:g}", stat="abs_sum" if p == 1 else "sq_sum", dims=dims, ndim=len(x.dims), scale=scale),
     )
 
 
@@ -215,10 +216,10 @@ def _match_written_out(graph: OpGraph, x: Node, ops: tuple[Node, ...]) -> Match 
         if source != "x":
             return None
         stat = "abs_sum" if order == 1 else "sq_sum"
-    ndim = len(x.shape)
-    keep_shape = tuple(1 if dims[0] <= d < dims[1] else x.shape[d] for d in range(ndim))
-    if (1,) * (ndim - len(reduction.shape)) + tuple(reduction.shape) != keep_shape:
-        return None  # the reduced value would not broadcast back over its rows
+    ndim = len(x.dims)
+    keep_shape = tuple(1 if dims[0] <= d < dims[1] else x.dims[d] for d in range(ndim))
+    if reduction.shape is None or (1,) * (ndim - len(reduction.shape)) + reduction.shape != keep_shape:
+        return None  # not one tensor, or the reduced value would not broadcast back over its rows
     statements = [f"const float v_{reduction.name} = {value};"]
     previous = reduction
     rest = list(ops[position + 1 :])
@@ -276,7 +277,7 @@ def _reduction_source(graph: OpGraph, x: Node, before: tuple[Node, ...], reducti
 def _reduction(node: Node, x: Node) -> tuple[tuple[int, int], str, int] | None:
     """The reduced dims (a contiguous range), the C expression of the reduction's value from the
     double sum ``s`` and element count ``count``, and the norm order (1 or 2)."""
-    ndim = len(x.shape)
+    ndim = len(x.dims)
     if node.kwargs.get("dtype") is not None or node.kwargs.get("out") is not None:
         return None
     if node.op in ("sum", "mean"):
@@ -356,8 +357,8 @@ def _trailing_affine(
     graph: OpGraph, combine: Node, rest: list[Node], x: Node, dims: tuple[int, int]
 ) -> tuple[str | None, str | None] | None:
     """``* weight`` then ``+ bias`` after the scaling, each a parameter over the reduced dims."""
-    ndim = len(x.shape)
-    reduced_shape = tuple(x.shape[dims[0] : dims[1]])
+    ndim = len(x.dims)
+    reduced_shape = x.dims[dims[0] : dims[1]]
     padded = (1,) * dims[0] + reduced_shape + (1,) * (ndim - dims[1])
     found: dict[str, str | None] = {"mul": None, "add": None}
     previous = combine
@@ -375,24 +376,29 @@ def _trailing_affine(
         other = [a for a in node.args if a != Ref(previous.name)]
         if len(node.args) != 2 or len(other) != 1 or not isinstance(other[0], Ref) or node.shape != x.shape:
             return None
-        param = graph.node(other[0])
-        if param is None or param.op != "param" or str(param.dtype) != _FLOAT32 or param.shape is None:
+        param = graph.tensor(other[0])
+        if param.op != "param" or str(param.dtype) != _FLOAT32 or param.shape is None:
             return None
-        if (1,) * (ndim - len(param.shape)) + tuple(param.shape) != padded:
+        if (1,) * (ndim - len(param.shape)) + param.shape != padded:
             return None
         found[node.op] = graph.params[param.name]
         previous = node
     return found["mul"], found["add"]
 
 
-def _param_path(graph: OpGraph, ref: Any, shape: tuple[int, ...]) -> str | bool:
-    """The attribute path of a float32 parameter of ``shape``; '' when absent, False when unusable."""
-    if ref is None:
-        return ""
-    node = graph.node(ref)
-    if node is None or node.op != "param" or tuple(node.shape or ()) != shape or str(node.dtype) != _FLOAT32:
-        return False
-    return graph.params[node.name]
+def _param_paths(graph: OpGraph, refs: tuple[Any, ...], shape: tuple[int, ...]) -> list[str | None] | None:
+    """The attribute path of each float32 parameter of ``shape`` among ``refs`` (None for an absent
+    one); None when one is not such a parameter."""
+    paths: list[str | None] = []
+    for ref in refs:
+        if ref is None:
+            paths.append(None)
+            continue
+        node = graph.node(ref)
+        if node is None or node.op != "param" or tuple(node.shape or ()) != shape or str(node.dtype) != _FLOAT32:
+            return None
+        paths.append(graph.params[node.name])
+    return paths
 
 
 def _kind(reduction: Node, stat: str, dims: tuple[int, int], ndim: int) -> str:

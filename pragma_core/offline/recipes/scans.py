@@ -45,8 +45,9 @@ def _flip_dims(node: Node, rank: int) -> tuple[int, ...] | None:
     dims: Any = node.kwargs.get("dims", node.args[1:])
     if len(dims) == 1 and isinstance(dims[0], tuple):
         dims = dims[0]
-    normalized = tuple(_normalized_dim(d, rank) for d in dims)
-    return None if None in normalized else tuple(sorted(set(normalized)))
+    normalized = [_normalized_dim(d, rank) for d in dims]
+    valid = [d for d in normalized if d is not None]
+    return tuple(sorted(set(valid))) if len(valid) == len(normalized) else None
 
 
 def _slices(index: Any, rank: int) -> list[list[Any]] | None:
@@ -97,19 +98,19 @@ class ScanRecipe:
         if len(graph.outputs) != 1 or not isinstance(graph.outputs[0], Ref) or graph.params:
             return None
         used: set[str] = set()
-        node = graph.node(graph.outputs[0])
+        node = graph.tensor(graph.outputs[0])
         post_flip = None
-        if node is not None and node.op == "flip" and len(node.inputs) == 1:
+        if node.op == "flip" and len(node.inputs) == 1:
             used.add(node.name)
-            post_flip, node = node, graph.node(node.inputs[0])
-        if node is None or node.op not in _SCANS or len(node.inputs) != 1 or str(node.dtype) != _FLOAT32:
+            post_flip, node = node, graph.tensor(node.inputs[0])
+        if node.op not in _SCANS or len(node.inputs) != 1 or str(node.dtype) != _FLOAT32:
             return None
         if node.kwargs.get("dtype") not in (None,) and str(node.kwargs.get("dtype")) != _FLOAT32:
             return None
         scan, op = node, _SCANS[node.op]
         used.add(scan.name)
-        source = graph.node(scan.inputs[0])
-        if source is None or source.shape is None:
+        source = graph.tensor(scan.inputs[0])
+        if source.shape is None:
             return None
         rank = len(source.shape)
         dim = _normalized_dim(scan.arg(1, "dim"), rank)
@@ -118,8 +119,8 @@ class ScanRecipe:
         slices: list[list[Any]] = [[None, None]] * rank
         if source.op == "getitem" and len(source.inputs) == 1:
             used.add(source.name)
-            sliced = graph.node(source.inputs[0])
-            if sliced is None or sliced.shape is None or len(sliced.shape) != rank:
+            sliced = graph.tensor(source.inputs[0])
+            if sliced.shape is None or len(sliced.shape) != rank:
                 return None
             found = _slices(source.arg(1, "index"), rank)
             if found is None or found[dim][0] not in (None, 0):
@@ -134,23 +135,24 @@ class ScanRecipe:
         pre_flip = None
         if source.op == "flip" and len(source.inputs) == 1:
             used.add(source.name)
-            pre_flip, source = source, graph.node(source.inputs[0])
-        if (pre_flip is None) != (post_flip is None):
-            return None
+            pre_flip, source = source, graph.tensor(source.inputs[0])
+        if pre_flip is not None and post_flip is not None:
+            if (
+                exclusive
+                or slices != [[None, None]] * rank
+                or _flip_dims(pre_flip, rank) != (dim,)
+                or _flip_dims(post_flip, rank) != (dim,)
+            ):
+                return None
+        elif pre_flip is not None or post_flip is not None:
+            return None  # flipped on one side only
         reverse = pre_flip is not None
-        if reverse and (
-            exclusive
-            or slices != [[None, None]] * rank
-            or _flip_dims(pre_flip, rank) != (dim,)
-            or _flip_dims(post_flip, rank) != (dim,)
-        ):
-            return None
         x, mask = self._operands(graph, source, used)
         if x is None or x.shape is None or len(x.shape) != rank or str(x.dtype) != _FLOAT32:
             return None
         if {node.name for node in graph.ops} != used or set(graph.inputs) != {x.name, *([mask] if mask else [])}:
             return None
-        if _expected_shape(x.shape, dim, exclusive, slices) != scan.shape or 0 in scan.shape:
+        if _expected_shape(x.shape, dim, exclusive, slices) != scan.dims or 0 in scan.dims:
             return None
         variant = " ".join(
             word
@@ -177,12 +179,10 @@ class ScanRecipe:
         tensors = cat.arg(0, "tensors")
         if not isinstance(tensors, tuple) or len(tensors) != 2 or not all(isinstance(t, Ref) for t in tensors):
             return None
-        pad, body = graph.node(tensors[0]), graph.node(tensors[1])
+        pad, body = graph.tensor(tensors[0]), graph.tensor(tensors[1])
         rank = len(cat.shape or ())
         if (
-            pad is None
-            or body is None
-            or body.shape is None
+            body.shape is None
             or _normalized_dim(cat.arg(1, "dim", 0), rank) != dim
             or pad.op != _PADS[op]
             or str(pad.dtype) != _FLOAT32
@@ -202,7 +202,7 @@ class ScanRecipe:
             if current.op not in _SHAPE_OPS:
                 return None
             seen.add(current.name)
-            pending.extend(n for n in (graph.node(r) for r in current.inputs) if n is not None)
+            pending.extend(graph.tensor(r) for r in current.inputs)
         used.update(seen)
         return body
 
@@ -212,7 +212,7 @@ class ScanRecipe:
             return source, None
         if source.op != "mul" or len(source.args) != 2 or not all(isinstance(a, Ref) for a in source.args):
             return None, None
-        first, second = (graph.node(a) for a in source.args)
+        first, second = (graph.tensor(a) for a in source.args)
         for x, mask in ((first, second), (second, first)):
             if (
                 x.op == "input"
