@@ -1,4 +1,5 @@
-"""Shared fixtures: the bundled example tasks, a clean plugin registry, fake installed plugins."""
+"""Shared fixtures: one cache per test run, the bundled example tasks, a clean plugin registry, fake
+installed plugins."""
 
 from __future__ import annotations
 
@@ -18,6 +19,19 @@ EXAMPLES = REPO / "examples" / "tasks"
 # One knowledge index for the whole session, child processes included: tests that give each run a
 # cache folder of its own would otherwise embed the compendium again for every run.
 os.environ.setdefault("PRAGMA_KNOWLEDGE_DIR", str(REPO / "build" / "test-knowledge"))
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _one_cache_per_run(tmp_path_factory):
+    """One pragma cache folder for the whole run, child processes included, never the user's: a
+    kernel built by one test is reused by every later one, and the machine's peaks are measured
+    once per thread count (on first need, by ``machine_peaks``), not once per test or module.
+    Tests about the cache itself give themselves a folder of their own."""
+    patch = pytest.MonkeyPatch()
+    cache = tmp_path_factory.mktemp("pragma-cache")
+    patch.setenv("PRAGMA_CACHE_DIR", str(cache))
+    yield cache
+    patch.undo()
 
 
 @pytest.fixture(autouse=True)

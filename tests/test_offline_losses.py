@@ -42,15 +42,6 @@ VARIANTS = {
 }
 
 
-@pytest.fixture(scope="module", autouse=True)
-def _shared_cache(tmp_path_factory):
-    """One build cache for the module, so a kernel built once is reused."""
-    patch = pytest.MonkeyPatch()
-    patch.setenv("PRAGMA_CACHE_DIR", str(tmp_path_factory.mktemp("cache")))
-    yield
-    patch.undo()
-
-
 def small(path: Path):
     source = path.read_text()
     sizes = {k: v for k, v in {**ROWS, **COLS}.items() if f"\n{k} = " in source}

@@ -60,15 +60,6 @@ CASES = {
 }
 
 
-@pytest.fixture(scope="module", autouse=True)
-def _shared_cache(tmp_path_factory):
-    """One build cache for the module."""
-    patch = pytest.MonkeyPatch()
-    patch.setenv("PRAGMA_CACHE_DIR", str(tmp_path_factory.mktemp("cache")))
-    yield
-    patch.undo()
-
-
 def _matched(path: Path, sizes: dict):
     task = load_task(path, sizes)
     graph = trace_reference(task)

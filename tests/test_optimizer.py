@@ -74,7 +74,6 @@ def scripted(monkeypatch, tmp_path, plugin_site):
     function that writes its script."""
     plugin_site.add("scripted_model", SCRIPTED_MODEL.read_text(), entry_point="scripted")
     monkeypatch.setenv("OPENAI_API_KEY", SECRET)
-    monkeypatch.setenv("PRAGMA_CACHE_DIR", str(tmp_path / "cache"))
 
     def script(coder_replies: list, conductor_replies: list) -> Path:
         path = write_script(tmp_path, coder_replies, conductor_replies)

@@ -18,11 +18,6 @@ from .test_verifier import CANDIDATES
 LAYERNORM = EXAMPLES / "level1" / "4_LayerNorm.py"
 
 
-@pytest.fixture(autouse=True)
-def _cache(tmp_path, monkeypatch):
-    monkeypatch.setenv("PRAGMA_CACHE_DIR", str(tmp_path / "cache"))
-
-
 def test_fast_path_candidate_gets_a_replay_of_its_kernel_calls(tmp_path):
     task = load_task(LAYERNORM, {"batch_size": 8, "dim": 256})
     candidate = Candidate(source=(CANDIDATES / "honest_layernorm_two_kernels.py").read_text(), backend="cpu-cpp")

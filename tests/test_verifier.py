@@ -3,6 +3,7 @@ integrity check that caught it. Honest but unusual candidates must pass."""
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
@@ -19,16 +20,6 @@ CANDIDATES = Path(__file__).parent / "candidates"
 GELU = EXAMPLES / "level1" / "1_GELUTanh.py"
 SMALL = {"batch_size": 32, "dim": 1024}
 QUICK = VerifySettings(reps=5, warmup=1, timeout_s=120, threads=2)
-
-
-@pytest.fixture(scope="module", autouse=True)
-def _shared_cache(tmp_path_factory):
-    """One build cache for the module: the first test compiles a kernel, later ones reuse it."""
-    cache = tmp_path_factory.mktemp("cache")
-    patch = pytest.MonkeyPatch()
-    patch.setenv("PRAGMA_CACHE_DIR", str(cache))
-    yield
-    patch.undo()
 
 
 FAST_GELU = EXAMPLES.parent / "candidates" / "1_GELUTanh_fast.py"
@@ -230,7 +221,7 @@ def test_cli_verify_prints_a_table_and_exit_codes(tmp_path):
     script = Path(sys.executable).with_name("pragma")
     base = [str(script), "verify", str(GELU)]
     sizes = ["--set", "batch_size=32", "--set", "dim=1024", "--reps", "5", "--warmup", "1"]
-    env = {"PRAGMA_CACHE_DIR": str(tmp_path / "cache"), "PATH": "/usr/bin:/bin"}
+    env = {"PRAGMA_CACHE_DIR": os.environ["PRAGMA_CACHE_DIR"], "PATH": "/usr/bin:/bin"}  # the run's cache
     good = subprocess.run(
         base + [str(FAST_GELU), *sizes], capture_output=True, text=True, env=env, cwd=REPO, timeout=300
     )
