@@ -1,30 +1,46 @@
 # The README's two set-up commands: `make demo` (install, then run pragma on a bundled example)
-# and `make test` (install, then every test). Both create .venv on first use. Maintainers rebuild
-# the shipped metric compendium from the docs mirror with `make compendium`.
+# and `make test` (install, then lint, types and every test). Both create .venv on first use.
+# `make check` is the quick loop while working: lint, types and the tests not marked slow.
+# Maintainers rebuild the shipped metric compendium from the docs mirror with `make compendium`.
 
 PYTHON  ?= python3
 VENV    := .venv
 BIN     := $(VENV)/bin
 PIP     := -m pip install --quiet --disable-pip-version-check -c constraints.txt
-# Every pip package of the repository: core with its test and docs tools, each profiler plugin.
+# Every pip package of the repository: core with its test, lint, docs and bench tools, each
+# profiler plugin, the knowledge builder.
 PLUGINS := $(patsubst plugins/%/pyproject.toml,%,$(wildcard plugins/*/pyproject.toml))
 STAMP   := $(VENV)/.installed
-# One more environment per plugin, holding only core and that plugin: a plugin must not lean on
-# another being installed.
+# A plugin must work with core alone. .venvs/core holds core and its test tools only; each
+# .venvs/<plugin> is an empty environment that sees .venvs/core's packages through a .pth file and
+# installs just its plugin, so the check costs seconds, not a reinstall of torch per plugin.
+CORE_STAMP    := .venvs/core/.installed
 PLUGIN_STAMPS := $(foreach p,$(PLUGINS),.venvs/$(p)/.installed)
+LINTED  := pragma_core $(foreach p,$(PLUGINS),plugins/$(p)/pragma_$(p)) knowledge_builder/knowledge_builder
 
-.PHONY: demo test test-core test-plugins test-builder install compendium clean
+.PHONY: demo test check lint test-core test-plugins test-builder install compendium clean
 
 install: $(STAMP)
 
 $(STAMP): pyproject.toml constraints.txt Makefile $(wildcard plugins/*/pyproject.toml) knowledge_builder/pyproject.toml
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/python $(PIP) -e ".[test,docs,bench]" $(foreach p,$(PLUGINS),-e plugins/$(p)) -e knowledge_builder
+	$(BIN)/python $(PIP) -e ".[test,lint,docs,bench]" $(foreach p,$(PLUGINS),-e plugins/$(p)) -e knowledge_builder
 	touch $@
 
-.venvs/%/.installed: plugins/%/pyproject.toml pyproject.toml constraints.txt
+$(CORE_STAMP): pyproject.toml constraints.txt Makefile
+	$(PYTHON) -m venv .venvs/core
+	.venvs/core/bin/python $(PIP) -e ".[test]"
+	touch $@
+
+.venvs/%/.installed: plugins/%/pyproject.toml $(CORE_STAMP)
+	rm -rf .venvs/$*
 	$(PYTHON) -m venv .venvs/$*
-	.venvs/$*/bin/python $(PIP) -e ".[test]" -e plugins/$*
+	.venvs/$*/bin/python -c "import pathlib, sysconfig, sys; \
+	  core = pathlib.Path(sys.argv[1]).resolve(); \
+	  pth = pathlib.Path(sysconfig.get_paths()['purelib']) / 'pragma-core-alone.pth'; \
+	  pth.write_text('import site; site.addsitedir(%r)\n' % str(core))" \
+	  "$$(.venvs/core/bin/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')"
+	.venvs/$*/bin/python $(PIP) --no-deps -e plugins/$*
 	touch $@
 
 # The demo: pragma optimizes a bundled example with the offline agents (no model, no key, no
@@ -36,7 +52,16 @@ demo: $(STAMP)
 	$(BIN)/pragma optimize $(DEMO_TASK) --set batch_size=256 --max-attempts 6 --reps 30 --runs-dir $(DEMO_RUNS)
 	$(BIN)/pragma trace $$(ls -td $(DEMO_RUNS)/*/ | head -1)
 
-test: test-plugins test-builder test-core
+test: lint test-plugins test-builder test-core
+
+# The quick loop: lint, types, and the core tests not marked slow (no plugin environments).
+check: lint
+	$(BIN)/python -m pytest -q -m "not slow"
+
+lint: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/mypy $(LINTED)
 
 test-core: $(STAMP)
 	$(BIN)/python -m pytest
@@ -59,4 +84,4 @@ compendium: $(STAMP)
 	cp build/knowledge/compendium/*.json pragma_core/knowledge/data/
 
 clean:
-	rm -rf $(VENV) .venvs site .pytest_cache build
+	rm -rf $(VENV) .venvs site .pytest_cache .mypy_cache .ruff_cache build

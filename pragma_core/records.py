@@ -4,7 +4,7 @@ Every record is a frozen attrs class built with keywords only, checked by valida
 made, so a record that exists is a record that makes sense. Change one with :func:`attrs.evolve`.
 :mod:`pragma_core.serialization` turns them into plain dicts and JSON and back.
 
-The names follow the design (``../shared/DESIGN.md``): a :class:`Task` is a PyTorch reference
+The names follow the design (``docs/architecture.md``): a :class:`Task` is a PyTorch reference
 program; the Coder writes a :class:`Candidate`; the Verifier returns a :class:`Verdict` with
 :class:`Timing` and a :class:`Speedup`; a Profiler returns a :class:`Profile` of :class:`Metric`;
 the Conductor's rules give a :class:`Diagnosis` and its advice is :class:`Guidance`; one iteration

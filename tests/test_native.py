@@ -568,6 +568,7 @@ def test_extension_name_must_match_its_module_declaration(cache):
     assert not cache.exists() or not list(cache.iterdir())  # refused before compiling
 
 
+@pytest.mark.slow
 def test_torch_extension_takes_tensors_and_is_counted():
     ext = load_extension(TORCH_EXTENSION, name="twice_ext", flags=["-O0"], torch=True)
     before = native_call_count()

@@ -9,6 +9,8 @@ import sys
 import textwrap
 from pathlib import Path
 
+import pytest
+
 from pragma_core import RunResult, VerdictStatus, load_task, read_record
 from pragma_core.optimizer import OptimizeSettings, optimize
 from pragma_core.run_directory import RunDirectory
@@ -26,6 +28,7 @@ def pragma(*args: str, cwd: Path) -> subprocess.CompletedProcess:
     )
 
 
+@pytest.mark.slow
 def test_optimize_without_a_model_runs_the_offline_agents(tmp_path):
     runs = tmp_path / "runs"
     done = pragma(
@@ -63,6 +66,7 @@ def test_optimize_without_a_model_runs_the_offline_agents(tmp_path):
     assert "From the profilers' documentation" not in prompt
 
 
+@pytest.mark.slow
 def test_a_task_written_outside_the_project_is_optimized_end_to_end(tmp_path):
     task_file = tmp_path / "kb" / "level1" / "77_ScaledSoftsignShift.py"
     task_file.parent.mkdir(parents=True)

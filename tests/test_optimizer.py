@@ -225,6 +225,7 @@ def wait_for(path: Path, process: subprocess.Popen, timeout_s: float) -> None:
         time.sleep(0.2)
 
 
+@pytest.mark.slow
 def test_cli_run_killed_mid_attempt_resumes_without_losing_an_attempt(scripted, plugin_site, tmp_path):
     """The scripted run from the command line; SIGKILL while the Conductor thinks about attempt 3,
     then ``--resume`` in a new process finishes it."""
@@ -301,6 +302,7 @@ def test_cli_run_killed_mid_attempt_resumes_without_losing_an_attempt(scripted, 
     assert trace.returncode == 0 and "historical best: #2" in trace.stdout
 
 
+@pytest.mark.slow
 def test_prompt_tokens_stay_bounded_over_fifteen_attempts(scripted, tmp_path):
     """Attempt 15's prompts (Coder and Conductor, as the model counts them) are at most 1.5 times
     attempt 2's, though the history has grown by 13 attempts."""

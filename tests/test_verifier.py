@@ -195,11 +195,13 @@ def test_several_kernels_own_scratch_and_in_place_work_pass():
     assert verdict.status is VerdictStatus.CORRECT, verdict.message
 
 
+@pytest.mark.slow
 def test_pybind11_module_with_openmp_passes():
     verdict = check("honest_softmax_pybind11", EXAMPLES / "level1" / "3_Softmax.py", {"batch_size": 16, "dim": 512})
     assert verdict.status is VerdictStatus.CORRECT, verdict.message
 
 
+@pytest.mark.slow
 def test_load_inline_candidate_passes(tmp_path, monkeypatch):
     monkeypatch.setenv("TORCH_EXTENSIONS_DIR", str(tmp_path / "torch_extensions"))
     settings = VerifySettings(reps=5, warmup=1, timeout_s=300, threads=2)
@@ -207,6 +209,7 @@ def test_load_inline_candidate_passes(tmp_path, monkeypatch):
     assert verdict.status is VerdictStatus.CORRECT, verdict.message
 
 
+@pytest.mark.slow
 def test_compile_baseline_times_torch_compile():
     settings = VerifySettings(reps=5, warmup=1, timeout_s=300, threads=2, baseline="compile")
     verdict = check("gelu_correct_fast", settings=settings)

@@ -1,7 +1,7 @@
 """The integrity checks the verifier runs, by name.
 
 Each name is what a rejected :class:`~pragma_core.records.Verdict` carries in ``failed_check``; the
-number is the entry of the catalogue in the project's INTEGRITY.md that the check answers.
+number is the entry it answers in the catalogue of ways to fool a harness (``docs/integrity.md``).
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ CHECKS: dict[str, tuple[int, str]] = {
     "harness-modified": (21, "files of the task or of pragma changed while the candidate ran"),
     "spawned-process": (22, "forward started a process"),
 }
-"""name -> (INTEGRITY.md entry, what it means)."""
+"""name -> (catalogue entry in docs/integrity.md, what it means)."""
 
 
 def describe_check(name: str) -> str:
