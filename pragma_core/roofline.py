@@ -226,8 +226,8 @@ def _best_seconds(run: Callable[[], Any], repeats: int, step: Callable[[], None]
 def machine_peaks(threads: int, *, refresh: bool = False) -> MachinePeaks:
     """This machine's peaks at ``threads`` threads: from the cache, else measured and cached.
 
-    The cache is ``$PRAGMA_CACHE_DIR/roofline/`` (else ``$XDG_CACHE_HOME/pragma/roofline/`` or
-    ``~/.cache/pragma/roofline/``), one file per machine kind, thread count and torch version. A
+    The cache is ``roofline/`` in pragma's cache folder (:func:`pragma_core.paths.cache_dir`), one
+    file per machine kind, thread count and torch version. A
     file that cannot be read, or that was measured differently, is measured again and replaced;
     ``refresh`` measures again regardless (say, after measuring on a busy machine).
     """
