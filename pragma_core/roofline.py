@@ -227,8 +227,8 @@ def machine_peaks(threads: int, *, refresh: bool = False) -> MachinePeaks:
     """This machine's peaks at ``threads`` threads: from the cache, else measured and cached.
 
     The cache is ``roofline/`` in pragma's cache folder (:func:`pragma_core.paths.cache_dir`), one
-    file per machine kind, thread count and torch version. A
-    file that cannot be read, or that was measured differently, is measured again and replaced;
+    file per machine kind, thread count and torch version. A file that cannot be read, or that was
+    measured differently, is measured again and replaced;
     ``refresh`` measures again regardless (say, after measuring on a busy machine).
     """
     _check_threads(threads)
