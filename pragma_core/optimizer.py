@@ -37,6 +37,7 @@ from .files import atomic_write_text
 from .knowledge import conductor_documentation, unmeasured_citations
 from .knowledge.conductor_docs import RELATED_ENTRIES
 from .plugins import get_registry
+from .providers.litellm_provider import check_model
 from .records import (
     AgentRole,
     Attempt,
@@ -125,6 +126,8 @@ def optimize(
             "no language model chosen: pass --model (e.g. openai/gpt-4o-mini or ollama/qwen2.5-coder) "
             "or set PRAGMA_MODEL"
         )
+    if settings.provider == "litellm":
+        check_model(settings.model)  # a missing key or a dead server fails now, not after the baseline
     if resume is not None:
         run = RunDirectory.open(resume)
         task = run.task()

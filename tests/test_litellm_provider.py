@@ -19,9 +19,11 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 
 from pragma_core.errors import PragmaError
+from pragma_core.optimizer import OptimizeSettings, optimize
 from pragma_core.plugins import PluginRegistry
 from pragma_core.providers import litellm_provider as lp
 from pragma_core.records import ChatMessage, CompletionRequest
+from pragma_core.tasks import load_task
 
 from .conftest import EXAMPLES
 
@@ -486,6 +488,19 @@ def test_the_messages_quoted_in_the_docs_are_the_real_ones(litellm):
         with pytest.raises(PragmaError) as caught:
             lp.check_model(model)
         assert f"`{caught.value}`" in docs
+
+
+@pytest.mark.parametrize("fault", ["no key", "dead server"])
+def test_optimize_checks_the_model_before_the_reference_is_timed(litellm, monkeypatch, tmp_path, closed_port, fault):
+    if fault == "no key":
+        model, expected = MODEL, "needs the environment variable OPENAI_API_KEY"
+    else:
+        monkeypatch.setenv("OLLAMA_API_BASE", f"http://127.0.0.1:{closed_port}")
+        model, expected = "ollama/qwen2.5-coder", "(connection refused)"
+    task = load_task(EXAMPLES / "level1" / "1_GELUTanh.py", {"batch_size": 16})
+    with pytest.raises(PragmaError, match=re.escape(expected)):
+        optimize(task, OptimizeSettings(model=model, runs_dir=tmp_path / "runs"))
+    assert not (tmp_path / "runs").exists()  # no run folder, so no baseline was timed
 
 
 # -- a server during the run: the real litellm.completion ------------------------------------------
