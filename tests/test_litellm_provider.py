@@ -534,6 +534,19 @@ def test_a_refused_connection_through_api_base_fails_at_once(litellm, closed_por
     assert clock.sleeps == []
 
 
+def test_a_client_without_its_key_fails_at_once(litellm, monkeypatch):
+    # litellm reports the OpenAI SDK's "Missing credentials" as a 500; no request was sent
+    def no_network(*_arguments, **_options):
+        raise AssertionError("the call connected somewhere")
+
+    monkeypatch.setattr(socket, "create_connection", no_network)
+    monkeypatch.setattr(socket, "getaddrinfo", no_network)
+    clock = Clock()
+    with pytest.raises(PragmaError, match=r"Missing credentials.*; set OPENAI_API_KEY \(not set now\)$"):
+        real(clock).complete(ask())
+    assert clock.sleeps == []
+
+
 def test_a_server_answering_503_is_retried_until_it_answers(litellm, model_server):
     overloaded = (503, {"error": {"message": "overloaded"}})
     model_server.answers[:] = [overloaded, overloaded, (200, _chat_reply("hello"))]

@@ -194,7 +194,7 @@ class LiteLLMProvider:
             except Exception as error:
                 if not _from_litellm(litellm, error):
                     raise
-                if not _is_transient(litellm, error) or _refused(error):
+                if not _is_transient(litellm, error) or _refused(error) or _unsent(error):
                     raise PragmaError(_refusal(litellm, model, error, self.settings.api_base)) from None
                 if attempt == self.settings.max_retries:
                     raise PragmaError(_gave_up(litellm, model, error, attempt + 1, self.settings)) from None
@@ -355,18 +355,29 @@ def _refused(error: BaseException) -> bool:
     return isinstance(_root_os_error(error), ConnectionRefusedError)
 
 
+def _unsent(error: BaseException) -> bool:
+    """Whether the OpenAI SDK refused to send the request at all (a client with no key: litellm
+    reports it as a 500, but no server was asked, and asking again changes nothing)."""
+    import openai
+
+    return type(_chain(error)[-1]) is openai.OpenAIError
+
+
+def _chain(error: BaseException) -> list[BaseException]:
+    """The error and its causes, outermost first."""
+    chain: list[BaseException] = []
+    cause: BaseException | None = error
+    while cause is not None and all(cause is not seen for seen in chain):
+        chain.append(cause)
+        cause = cause.__cause__ or cause.__context__
+    return chain
+
+
 def _root_os_error(error: BaseException) -> OSError | None:
     """The operating system's error at the bottom of litellm's chain (httpx's ``ConnectError`` wraps
     ``ConnectionRefusedError`` or ``socket.gaierror``), if there is one."""
-    found: OSError | None = None
-    seen: set[int] = set()
-    cause: BaseException | None = error
-    while cause is not None and id(cause) not in seen:
-        seen.add(id(cause))
-        if isinstance(cause, OSError):
-            found = cause
-        cause = cause.__cause__ or cause.__context__
-    return found
+    errors = [cause for cause in _chain(error) if isinstance(cause, OSError)]
+    return errors[-1] if errors else None
 
 
 def _refusal(litellm: Any, model: str, error: Exception, api_base: str | None) -> str:
