@@ -39,6 +39,7 @@ from .files import atomic_write_text
 from .knowledge import conductor_documentation, unmeasured_citations
 from .knowledge.conductor_docs import RELATED_ENTRIES
 from .plugins import get_registry
+from .providers.litellm_provider import check_model
 from .records import (
     AgentRole,
     Attempt,
@@ -193,6 +194,8 @@ def optimize(
             "no language model chosen: name a litellm model string (e.g. openai/gpt-4o-mini or "
             f"ollama/qwen2.5-coder) in the settings, or set {MODEL_VARIABLE}"
         )
+    if settings.provider == "litellm":
+        check_model(settings.model)  # a missing key or a dead server fails now, not after the baseline
     unavailable = unavailable_profilers(settings.profilers) if settings.profile else {}
     run = RunDirectory.open(resume) if resume is not None else None
     if run is not None:

@@ -1,4 +1,6 @@
-"""The built-in ``litellm`` provider, driven through litellm's own ``mock_response``: no network."""
+"""The built-in ``litellm`` provider, driven through litellm's own ``mock_response``, and against
+real servers on 127.0.0.1 (a closed port, a listener that never accepts, an HTTP server answering
+503): no network beyond this machine."""
 
 from __future__ import annotations
 
@@ -6,16 +8,24 @@ import json
 import logging
 import os
 import re
+import socket
 import subprocess
 import sys
 import textwrap
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
 from pragma_core.errors import PragmaError
+from pragma_core.optimizer import OptimizeSettings, optimize
 from pragma_core.plugins import PluginRegistry
 from pragma_core.providers import litellm_provider as lp
 from pragma_core.records import ChatMessage, CompletionRequest
+from pragma_core.tasks import load_task
+
+from .conftest import EXAMPLES
 
 MODEL = "openai/gpt-4o-mini"  # litellm knows its price and context window
 
@@ -32,6 +42,12 @@ def _no_model_or_keys(monkeypatch):
         "OPENAI_API_KEY",
         "ANTHROPIC_API_KEY",
         "DEEPSEEK_API_KEY",
+        "ANTHROPIC_AUTH_TOKEN",
+        "GEMINI_API_KEY",
+        "GOOGLE_API_KEY",
+        "AZURE_API_KEY",
+        "AZURE_API_BASE",
+        "AZURE_API_VERSION",
         "OLLAMA_API_BASE",
         "HOSTED_VLLM_API_BASE",
     ):
@@ -174,7 +190,7 @@ def test_transient_errors_are_retried_with_growing_waits(litellm):
 def test_connection_errors_and_5xx_are_transient(litellm):
     script = Script(
         litellm,
-        litellm.APIConnectionError(message="connection refused", llm_provider="openai", model="gpt-4o-mini"),
+        litellm.APIConnectionError(message="connection reset by peer", llm_provider="openai", model="gpt-4o-mini"),
         litellm.ServiceUnavailableError(message="503", llm_provider="openai", model="gpt-4o-mini"),
         litellm.BadGatewayError(message="502", llm_provider="openai", model="gpt-4o-mini"),
         "ok",
@@ -247,8 +263,8 @@ def test_server_providers_are_told_to_set_the_address(litellm, model, variable):
 
 
 def test_an_unreachable_server_is_named_after_the_retries(litellm):
-    refused = litellm.APIConnectionError(message="connection refused", llm_provider="ollama", model="llama3")
-    script = Script(litellm, refused, refused)
+    lost = litellm.APIConnectionError(message="server disconnected", llm_provider="ollama", model="llama3")
+    script = Script(litellm, lost, lost)
     with pytest.raises(PragmaError, match=r"failed 2 times .*server at OLLAMA_API_BASE .* is running"):
         provider(script, max_retries=1).complete(ask(model="ollama/llama3"))
 
@@ -259,6 +275,297 @@ def test_errors_that_are_not_litellms_are_bugs_and_pass_through():
 
     with pytest.raises(KeyError):
         lp.LiteLLMProvider(completion=broken).complete(ask())
+
+
+# -- servers on this machine ---------------------------------------------------------------------
+
+
+@pytest.fixture
+def closed_port():
+    """A port on 127.0.0.1 that nothing listens on: bound, then closed."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+@pytest.fixture
+def silent_port():
+    """A port on 127.0.0.1 whose listener never accepts: its backlog is full, so the kernel drops
+    further connection requests, as a hung or firewalled server does."""
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(0)
+    port = listener.getsockname()[1]
+    waiting = []
+    for _ in range(8):
+        client = socket.socket()
+        client.settimeout(0.3)
+        waiting.append(client)
+        try:
+            client.connect(("127.0.0.1", port))
+        except TimeoutError:
+            break
+    else:
+        pytest.fail("the listener's backlog never filled")
+    yield port
+    for client in waiting:
+        client.close()
+    listener.close()
+
+
+def _chat_reply(text):
+    return {
+        "id": "chatcmpl-1",
+        "object": "chat.completion",
+        "created": 1,
+        "model": "m",
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
+        "usage": {"prompt_tokens": 3, "completion_tokens": 1, "total_tokens": 4},
+    }
+
+
+@pytest.fixture
+def model_server():
+    """An OpenAI-compatible server on 127.0.0.1 answering each request with the next (status, body)."""
+    answers: list[tuple[int, dict]] = []
+    requests: list[str] = []
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self):
+            self.rfile.read(int(self.headers.get("content-length", 0)))
+            requests.append(self.path)
+            status, body = answers[min(len(requests), len(answers)) - 1]
+            data = json.dumps(body).encode()
+            self.send_response(status)
+            self.send_header("content-type", "application/json")
+            self.send_header("content-length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def log_message(self, *_arguments):
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    server.answers, server.requests = answers, requests
+    server.url = f"http://127.0.0.1:{server.server_address[1]}/v1"
+    yield server
+    server.shutdown()
+    server.server_close()
+    thread.join(timeout=5)
+
+
+def _listening(port):
+    with socket.socket() as probe:
+        probe.settimeout(0.5)
+        return probe.connect_ex(("127.0.0.1", port)) == 0
+
+
+# -- before a run --------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("model", "variable"),
+    [
+        (MODEL, "OPENAI_API_KEY"),
+        ("anthropic/claude-sonnet-4-5", "ANTHROPIC_API_KEY"),
+        ("deepseek/deepseek-chat", "DEEPSEEK_API_KEY"),
+    ],
+)
+def test_a_missing_key_is_named_before_the_run(litellm, monkeypatch, model, variable):
+    started = time.monotonic()
+    with pytest.raises(PragmaError) as caught:
+        lp.check_model(model)
+    assert time.monotonic() - started < 1.0  # litellm is imported already: the check itself is instant
+    assert (
+        str(caught.value)
+        == f"{model} needs the environment variable {variable}, which is not set: set it and run again"
+    )
+
+    def no_network(*_arguments, **_options):
+        raise AssertionError("the check connected somewhere")
+
+    monkeypatch.setattr(socket, "create_connection", no_network)
+    monkeypatch.setattr(socket, "getaddrinfo", no_network)
+    monkeypatch.setenv(variable, "sk-present")
+    lp.check_model(model)  # a hosted provider with its key: nothing more to check without a paid call
+
+
+@pytest.mark.parametrize(
+    ("model", "variables"),
+    [
+        ("gemini/gemini-1.5-pro", "GOOGLE_API_KEY, GEMINI_API_KEY"),
+        ("azure/my-deployment", "AZURE_API_BASE, AZURE_API_VERSION, AZURE_API_KEY"),
+    ],
+)
+def test_other_providers_are_checked_by_litellms_own_list(litellm, model, variables):
+    with pytest.raises(PragmaError, match=rf"^{model} needs the environment variables {variables}, which are not set"):
+        lp.check_model(model)
+
+
+@pytest.mark.parametrize("model", ["nosuch/model", "gpt4"])
+def test_a_model_string_litellm_cannot_place_is_refused(litellm, model):
+    with pytest.raises(PragmaError, match=rf"litellm cannot tell which provider serves the model '{model}'"):
+        lp.check_model(model)
+
+
+def test_the_checked_model_comes_from_pragma_model(litellm, monkeypatch):
+    with pytest.raises(PragmaError, match="no language model chosen"):
+        lp.check_model()
+    monkeypatch.setenv("PRAGMA_MODEL", "deepseek/deepseek-chat")
+    with pytest.raises(PragmaError, match="^deepseek/deepseek-chat needs the environment variable DEEPSEEK_API_KEY"):
+        lp.check_model()
+
+
+@pytest.mark.parametrize(
+    ("model", "variable", "path"),
+    [
+        ("ollama/qwen2.5-coder", "OLLAMA_API_BASE", ""),
+        ("ollama_chat/qwen2.5-coder", "OLLAMA_API_BASE", ""),
+        ("hosted_vllm/Qwen/Qwen2.5-Coder-32B-Instruct", "HOSTED_VLLM_API_BASE", "/v1"),
+    ],
+)
+def test_a_dead_server_is_reported_within_seconds(litellm, monkeypatch, closed_port, model, variable, path):
+    address = f"http://127.0.0.1:{closed_port}{path}"
+    monkeypatch.setenv(variable, address)
+    started = time.monotonic()
+    with pytest.raises(PragmaError) as caught:
+        lp.check_model(model)
+    assert time.monotonic() - started < lp.CONNECT_TIMEOUT_S  # refused at once, not timed out
+    assert str(caught.value).startswith(
+        f"{model}: nothing answers at {address} (connection refused); "
+        f"start the server, or set {variable} to its address (e.g. http://localhost:"
+    )
+
+
+def test_a_server_that_never_accepts_is_given_the_connect_timeout(litellm, monkeypatch, silent_port):
+    monkeypatch.setenv("OLLAMA_API_BASE", f"http://127.0.0.1:{silent_port}")
+    started = time.monotonic()
+    with pytest.raises(PragmaError, match=r"nothing answers at .* \(no connection within 0\.5 s\)"):
+        lp.check_model("ollama/qwen2.5-coder", connect_timeout_s=0.5)
+    assert 0.5 <= time.monotonic() - started < 2.0
+
+
+def test_a_running_server_passes_and_is_not_asked_anything(litellm, monkeypatch, model_server):
+    monkeypatch.setenv("HOSTED_VLLM_API_BASE", model_server.url)
+    lp.check_model("hosted_vllm/m")
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-present")
+    lp.check_model(MODEL, api_base=model_server.url)
+    assert model_server.requests == []  # a TCP connection only: no request, so no cost and no load
+
+
+def test_a_dead_api_base_is_named_as_such(litellm, monkeypatch, closed_port):
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-present")
+    with pytest.raises(
+        PragmaError, match=r"nothing answers at http://127\.0\.0\.1:\d+/v1 .*; start the server, or correct api_base$"
+    ):
+        lp.check_model(MODEL, api_base=f"http://127.0.0.1:{closed_port}/v1")
+
+
+def test_ollama_without_an_address_is_looked_for_where_litellm_looks(litellm):
+    if _listening(11434):
+        pytest.skip("an ollama server is running here")
+    with pytest.raises(PragmaError, match=r"nothing answers at http://localhost:11434 \(connection refused\)"):
+        lp.check_model("ollama/qwen2.5-coder")
+
+
+def test_hosted_vllm_without_an_address_says_to_set_it(litellm):
+    with pytest.raises(PragmaError, match=r"whose address is not set: set HOSTED_VLLM_API_BASE \(e\.g\. http://"):
+        lp.check_model("hosted_vllm/my/model")
+
+
+def test_an_address_without_a_port_number_is_refused(litellm, monkeypatch):
+    monkeypatch.setenv("OLLAMA_API_BASE", "http://localhost:ollama")
+    with pytest.raises(PragmaError, match=r"nothing answers at http://localhost:ollama \(not an address"):
+        lp.check_model("ollama/qwen2.5-coder")
+
+
+def test_the_messages_quoted_in_the_docs_are_the_real_ones(litellm):
+    docs = (EXAMPLES.parents[1] / "docs" / "models.md").read_text()
+    faults = [MODEL] + ([] if _listening(11434) else ["ollama/qwen2.5-coder"])
+    for model in faults:
+        with pytest.raises(PragmaError) as caught:
+            lp.check_model(model)
+        assert f"`{caught.value}`" in docs
+
+
+@pytest.mark.parametrize("fault", ["no key", "dead server"])
+def test_optimize_checks_the_model_before_the_reference_is_timed(litellm, monkeypatch, tmp_path, closed_port, fault):
+    if fault == "no key":
+        model, expected = MODEL, "needs the environment variable OPENAI_API_KEY"
+    else:
+        monkeypatch.setenv("OLLAMA_API_BASE", f"http://127.0.0.1:{closed_port}")
+        model, expected = "ollama/qwen2.5-coder", "(connection refused)"
+    task = load_task(EXAMPLES / "level1" / "1_GELUTanh.py", {"batch_size": 16})
+    with pytest.raises(PragmaError, match=re.escape(expected)):
+        optimize(task, OptimizeSettings(model=model, runs_dir=tmp_path / "runs"))
+    assert not (tmp_path / "runs").exists()  # no run folder, so no baseline was timed
+
+
+# -- a server during the run: the real litellm.completion ------------------------------------------
+
+
+def real(clock, **settings):
+    return lp.LiteLLMProvider(lp.LiteLLMSettings(**settings), sleep=clock.sleep, jitter=lambda: 1.0, clock=clock)
+
+
+def test_a_refused_connection_fails_the_call_at_once(litellm, monkeypatch, closed_port):
+    address = f"http://127.0.0.1:{closed_port}"
+    monkeypatch.setenv("OLLAMA_API_BASE", address)
+    clock = Clock()
+    started = time.monotonic()
+    with pytest.raises(PragmaError) as caught:
+        real(clock).complete(ask(model="ollama/llama3"))
+    assert time.monotonic() - started < 3.0
+    assert clock.sleeps == []  # no backing off: a retry would not start the server
+    assert str(caught.value).startswith(f"ollama/llama3: the connection to {address} was refused (APIConnectionError: ")
+    assert str(caught.value).endswith(
+        "start the server, or set OLLAMA_API_BASE to its address (e.g. http://localhost:11434)"
+    )
+
+
+def test_a_refused_connection_through_api_base_fails_at_once(litellm, closed_port):
+    # litellm reports this one as an InternalServerError; the refusal underneath decides
+    address = f"http://127.0.0.1:{closed_port}/v1"
+    clock = Clock()
+    with pytest.raises(PragmaError, match=rf"the connection to {re.escape(address)} was refused .*correct api_base$"):
+        real(clock, api_base=address).complete(ask(model="hosted_vllm/my/model"))
+    assert clock.sleeps == []
+
+
+def test_a_client_without_its_key_fails_at_once(litellm, monkeypatch):
+    # litellm reports the OpenAI SDK's "Missing credentials" as a 500; no request was sent
+    def no_network(*_arguments, **_options):
+        raise AssertionError("the call connected somewhere")
+
+    monkeypatch.setattr(socket, "create_connection", no_network)
+    monkeypatch.setattr(socket, "getaddrinfo", no_network)
+    clock = Clock()
+    with pytest.raises(PragmaError, match=r"Missing credentials.*; set OPENAI_API_KEY \(not set now\)$"):
+        real(clock).complete(ask())
+    assert clock.sleeps == []
+
+
+def test_a_server_answering_503_is_retried_until_it_answers(litellm, model_server):
+    overloaded = (503, {"error": {"message": "overloaded"}})
+    model_server.answers[:] = [overloaded, overloaded, (200, _chat_reply("hello"))]
+    clock = Clock()
+    completion = real(clock, api_base=model_server.url).complete(ask(model="hosted_vllm/m"))
+    assert completion.text == "hello"
+    assert model_server.requests == ["/v1/chat/completions"] * 3  # litellm itself did not retry
+    assert clock.sleeps == [1.0, 2.0]
+
+
+def test_a_server_that_keeps_answering_503_is_given_up_on(litellm, model_server):
+    model_server.answers[:] = [(503, {"error": {"message": "overloaded"}})]
+    clock = Clock()
+    with pytest.raises(
+        PragmaError, match=r"failed 3 times \(ServiceUnavailableError: .*overloaded.*failing on its side"
+    ):
+        real(clock, api_base=model_server.url, max_retries=2).complete(ask(model="hosted_vllm/m"))
+    assert len(model_server.requests) == 3
+    assert clock.sleeps == [1.0, 2.0]
 
 
 # -- context window ------------------------------------------------------------------------------

@@ -4,9 +4,12 @@ Models are litellm's strings (``openai/gpt-4o-mini``, ``anthropic/...``, ``deeps
 ``ollama/...``, ``hosted_vllm/...``), taken from the request, else from ``PRAGMA_MODEL``. Each call
 is ``litellm.completion`` with an explicit timeout and litellm's own retries off; the provider
 retries by itself, with exponential backoff and jitter, on transient errors only (rate limits,
-timeouts, lost connections, 5xx). Bad credentials and bad requests fail at once, saying what to
-set. A prompt too long for the model is cut in the middle of its longest user message and sent
-once more.
+timeouts, lost connections, 5xx). Bad credentials, bad requests and a refused connection (nothing
+listens at the server's address) fail at once, saying what to set. A prompt too long for the model
+is cut in the middle of its longest user message and sent once more.
+
+:func:`check_model` is what a run calls before it spends minutes on the reference: it fails in
+seconds when the model's provider is unknown, its key variable is not set, or its server is down.
 
 litellm is imported on the first call, after it is told to use its bundled price list, so that
 importing pragma stays fast and never touches the network. API keys stay in the environment:
@@ -28,7 +31,9 @@ import math
 import os
 import random
 import re
+import socket
 import time
+import urllib.parse
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -43,8 +48,10 @@ from ..records import Completion, CompletionRequest, TokenUsage
 __all__ = [
     "MODEL_VARIABLE",
     "DEFAULT_TIMEOUT_S",
+    "CONNECT_TIMEOUT_S",
     "LiteLLMSettings",
     "LiteLLMProvider",
+    "check_model",
     "complete",
     "redact",
 ]
@@ -56,6 +63,9 @@ MODEL_VARIABLE = "PRAGMA_MODEL"
 
 DEFAULT_TIMEOUT_S = 600.0
 """Seconds one call may take before it counts as a (transient) timeout."""
+
+CONNECT_TIMEOUT_S = 2.0
+"""Seconds :func:`check_model` waits for a model server to accept a connection."""
 
 _OFFLINE_ENVIRONMENT = {
     "LITELLM_LOCAL_MODEL_COST_MAP": "True",  # else import downloads the price list
@@ -69,10 +79,20 @@ _CUT_MARKER = "[... {n} characters cut to fit the context window ...]"
 _KEEP_AT_EACH_END = 200  # characters of the cut message always kept at its head and its tail
 _UNKNOWN_FIT = 0.5  # share of the prompt kept when the model's context window is unknown
 
-# Providers that run on a server of the user's own: they need an address, not a key.
-_SERVER_PROVIDERS = {
-    "ollama": ("OLLAMA_API_BASE", "http://localhost:11434"),
-    "hosted_vllm": ("HOSTED_VLLM_API_BASE", "http://localhost:8000/v1"),
+
+@attrs.frozen
+class _Server:
+    """A provider that runs on a server of the user's own: it needs an address, not a key."""
+
+    variable: str  # where the user sets the address
+    example: str  # an address to show in messages
+    default: str | None  # the address litellm uses when the variable is not set (litellm/main.py)
+
+
+_SERVERS = {
+    "ollama": _Server("OLLAMA_API_BASE", "http://localhost:11434", "http://localhost:11434"),
+    "ollama_chat": _Server("OLLAMA_API_BASE", "http://localhost:11434", "http://localhost:11434"),
+    "hosted_vllm": _Server("HOSTED_VLLM_API_BASE", "http://localhost:8000/v1", None),
 }
 _KEY_VARIABLES = {
     "openai": ("OPENAI_API_KEY",),
@@ -128,7 +148,7 @@ class LiteLLMProvider:
         litellm's one-time import (seconds) happens before the clock starts, so the first answer's
         latency is comparable with the rest.
         """
-        model = _model(request)
+        model = _chosen_model(request.model)
         litellm = _litellm()
         started = self.clock()
         messages = [{"role": message.role, "content": message.content} for message in request.messages]
@@ -174,8 +194,8 @@ class LiteLLMProvider:
             except Exception as error:
                 if not _from_litellm(litellm, error):
                     raise
-                if not _is_transient(litellm, error):
-                    raise PragmaError(_refusal(litellm, model, error)) from None
+                if not _is_transient(litellm, error) or _refused(error) or _unsent(error):
+                    raise PragmaError(_refusal(litellm, model, error, self.settings.api_base)) from None
                 if attempt == self.settings.max_retries:
                     raise PragmaError(_gave_up(litellm, model, error, attempt + 1, self.settings)) from None
                 delay = self._delay(attempt)
@@ -219,11 +239,90 @@ def _litellm() -> Any:
     return litellm
 
 
-def _model(request: CompletionRequest) -> str:
-    model = (request.model or os.environ.get(MODEL_VARIABLE, "")).strip()
-    if not model:
+def _chosen_model(model: str | None) -> str:
+    chosen = (model or os.environ.get(MODEL_VARIABLE, "")).strip()
+    if not chosen:
         raise PragmaError(f"no language model chosen: pass --model (e.g. openai/gpt-4o-mini) or set {MODEL_VARIABLE}")
-    return model
+    return chosen
+
+
+# -- before a run --------------------------------------------------------------------------------
+
+
+def check_model(
+    model: str | None = None, *, api_base: str | None = None, connect_timeout_s: float = CONNECT_TIMEOUT_S
+) -> None:
+    """Raise :class:`PragmaError` when ``model`` (None: ``PRAGMA_MODEL``) surely cannot answer.
+
+    Checked, in seconds and without calling the model: litellm knows the model's provider; the
+    environment holds the variables litellm needs for it (``litellm.validate_environment``, e.g.
+    ``OPENAI_API_KEY``); and for a model on a server of the user's own (``ollama/``,
+    ``ollama_chat/``, ``hosted_vllm/``, or any ``api_base``) the server's address is known and
+    accepts a TCP connection within ``connect_timeout_s``. A key's value is not tried, since that
+    takes a paid call: a wrong key fails the run's first call at once instead.
+    """
+    model = _chosen_model(model)
+    litellm = _litellm()
+    try:
+        provider = litellm.get_llm_provider(model, api_base=api_base)[1]
+    except Exception:  # litellm's BadRequestError "LLM Provider NOT provided", or worse
+        raise PragmaError(
+            f"litellm cannot tell which provider serves the model {model!r}: write it as provider/model, "
+            "e.g. openai/gpt-4o-mini or ollama/qwen2.5-coder (providers: https://docs.litellm.ai/docs/providers)"
+        ) from None
+    address = _server_address(provider, api_base)
+    if provider in _SERVERS and address is None:
+        raise PragmaError(f"{model} runs on a server of your own, whose address is not set: {_setup(litellm, model)}")
+    missing = list(litellm.validate_environment(model=model, api_base=address).get("missing_keys") or ())
+    if len(missing) == 1:
+        raise PragmaError(
+            f"{model} needs the environment variable {missing[0]}, which is not set: set it and run again"
+        )
+    if missing:
+        raise PragmaError(
+            f"{model} needs the environment variables {', '.join(missing)}, which are not set: set them and run again"
+        )
+    if address is not None:
+        problem = _cannot_connect(address, connect_timeout_s)
+        if problem:
+            raise PragmaError(f"{model}: nothing answers at {address} ({problem}); {_start_server(provider, api_base)}")
+
+
+def _server_address(provider: str, api_base: str | None) -> str | None:
+    """The address litellm will call for a server provider (or any given ``api_base``), else None."""
+    if api_base:
+        return api_base
+    server = _SERVERS.get(provider)
+    if server is None:
+        return None
+    return os.environ.get(server.variable, "").strip() or server.default
+
+
+def _cannot_connect(address: str, timeout_s: float) -> str | None:
+    """Why no TCP connection to the address's host and port opens within ``timeout_s``; None if one does."""
+    url = urllib.parse.urlsplit(address if "://" in address else f"http://{address}")
+    try:
+        host, port = url.hostname, url.port or (443 if url.scheme == "https" else 80)
+    except ValueError:  # a port that is not a number
+        return "not an address: expected e.g. http://localhost:11434"
+    if not host:
+        return "not an address: expected e.g. http://localhost:11434"
+    try:
+        with socket.create_connection((host, port), timeout=timeout_s):
+            return None
+    except socket.gaierror:
+        return f"the host name {host} does not resolve"
+    except TimeoutError:
+        return f"no connection within {timeout_s:g} s"
+    except OSError as error:
+        return (error.strerror or str(error) or type(error).__name__).lower()
+
+
+def _start_server(provider: str, api_base: str | None) -> str:
+    server = _SERVERS.get(provider)
+    if api_base or server is None:
+        return "start the server, or correct api_base"
+    return f"start the server, or set {server.variable} to its address (e.g. {server.example})"
 
 
 # -- errors --------------------------------------------------------------------------------------
@@ -250,8 +349,44 @@ def _is_transient(litellm: Any, error: Exception) -> bool:
     return isinstance(error, litellm.APIError) and isinstance(status, int) and status >= 500
 
 
-def _refusal(litellm: Any, model: str, error: Exception) -> str:
+def _refused(error: BaseException) -> bool:
+    """Whether the error comes from a refused connection: nothing listens at the address, and
+    backing off for seconds will not start a server."""
+    return isinstance(_root_os_error(error), ConnectionRefusedError)
+
+
+def _unsent(error: BaseException) -> bool:
+    """Whether the OpenAI SDK refused to send the request at all (a client with no key: litellm
+    reports it as a 500, but no server was asked, and asking again changes nothing)."""
+    import openai
+
+    return type(_chain(error)[-1]) is openai.OpenAIError
+
+
+def _chain(error: BaseException) -> list[BaseException]:
+    """The error and its causes, outermost first."""
+    chain: list[BaseException] = []
+    cause: BaseException | None = error
+    while cause is not None and all(cause is not seen for seen in chain):
+        chain.append(cause)
+        cause = cause.__cause__ or cause.__context__
+    return chain
+
+
+def _root_os_error(error: BaseException) -> OSError | None:
+    """The operating system's error at the bottom of litellm's chain (httpx's ``ConnectError`` wraps
+    ``ConnectionRefusedError`` or ``socket.gaierror``), if there is one."""
+    errors = [cause for cause in _chain(error) if isinstance(cause, OSError)]
+    return errors[-1] if errors else None
+
+
+def _refusal(litellm: Any, model: str, error: Exception, api_base: str | None) -> str:
     detail = _detail(error)
+    if _refused(error):
+        provider = _provider(litellm, model)
+        address = _server_address(provider, api_base)
+        to = f" to {address}" if address else ""
+        return f"{model}: the connection{to} was refused ({detail}); {_start_server(provider, api_base)}"
     if isinstance(error, (litellm.AuthenticationError, litellm.PermissionDeniedError)):
         return f"{model} refused the credentials ({detail}); {_setup(litellm, model)}"
     if isinstance(error, litellm.NotFoundError):
@@ -270,9 +405,9 @@ def _gave_up(litellm: Any, model: str, error: Exception, attempts: int, settings
         advice = "the provider is limiting the rate: wait and rerun, or raise the account's limit"
     elif isinstance(error, litellm.Timeout):
         advice = f"no answer within {settings.timeout_s:g} s: rerun, or allow more time"
-    elif isinstance(error, litellm.APIConnectionError):
-        server = _SERVER_PROVIDERS.get(_provider(litellm, model))
-        where = f" and that the server at {server[0]} (or api_base) is running" if server else ""
+    elif isinstance(error, litellm.APIConnectionError) or _root_os_error(error) is not None:
+        server = _SERVERS.get(_provider(litellm, model))
+        where = f" and that the server at {server.variable} (or api_base) is running" if server else ""
         advice = f"could not reach the provider: check the network{where}"
     else:
         advice = "the provider is failing on its side: rerun later"
@@ -291,11 +426,11 @@ def _provider(litellm: Any, model: str) -> str:
 def _setup(litellm: Any, model: str) -> str:
     """What to set for the model's provider: its key variable, or its server's address."""
     provider = _provider(litellm, model)
-    if provider in _SERVER_PROVIDERS:
-        variable, example = _SERVER_PROVIDERS[provider]
+    server = _SERVERS.get(provider)
+    if server is not None:
         key = " (and HOSTED_VLLM_API_KEY if the server wants a key)" if provider == "hosted_vllm" else ""
-        return f"set {variable} (e.g. {example}) or api_base to the server's address{key}"
-    variables = _KEY_VARIABLES.get(provider)
+        return f"set {server.variable} (e.g. {server.example}) or api_base to the server's address{key}"
+    variables: tuple[str, ...] | None = _KEY_VARIABLES.get(provider)
     if variables is None:
         try:
             variables = tuple(litellm.validate_environment(model).get("missing_keys") or ())
