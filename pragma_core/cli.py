@@ -485,6 +485,16 @@ def optimize_command(
     else:
         settings = OptimizeSettings(**options, runs_dir=runs_dir, verify=VerifySettings(**verify_options))
     # Everything that can be wrong with the settings fails here, before the task is traced.
+    if provider_name(settings) == "litellm":
+        chosen = configured_model(settings)
+        if chosen is None:
+            raise PragmaError(
+                "no language model chosen: pass --model (e.g. openai/gpt-4o-mini or ollama/qwen2.5-coder) "
+                "or set PRAGMA_MODEL"
+            )
+        from .providers.litellm_provider import check_model
+
+        check_model(chosen)  # a missing key or a dead server, in seconds
     for name, reason in (unavailable_profilers(settings.profilers) if settings.profile else {}).items():
         click.echo(f"pragma: profiler {name} cannot run here, the run goes on without it: {reason}", err=True)
     task = _load_one_task(task_path, assignments) if task_path is not None else None

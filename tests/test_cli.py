@@ -269,3 +269,18 @@ def test_plugins_says_which_backends_and_profilers_can_run_here(capsys):
         assert row["available"] or row["reason"], row  # never "no" without a why
     code, out, _ = run(capsys, "plugins")
     assert "on this machine" in out and "runs here" in out
+
+
+def test_a_model_without_its_key_fails_at_once_naming_the_variable(capsys, tmp_path, monkeypatch, examples):
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    runs = tmp_path / "runs"
+    code, out, err = run(
+        capsys, "optimize", str(examples / "level1" / "1_GELUTanh.py"), "--model", "openai/gpt-4o-mini",
+        "--runs-dir", str(runs),
+    )  # fmt: skip
+    assert code == 2 and out == ""
+    assert err.strip().splitlines() == [
+        "pragma: error: openai/gpt-4o-mini needs the environment variable OPENAI_API_KEY, which is not set: "
+        "set it and run again"
+    ]
+    assert not runs.exists()  # before the run folder, so before the reference was timed

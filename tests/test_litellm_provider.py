@@ -124,19 +124,12 @@ def test_a_model_litellm_has_no_price_for_costs_none(litellm):
     assert completion.cost_usd is None
 
 
-def test_the_model_comes_from_pragma_model_when_the_request_has_none(litellm, monkeypatch):
-    monkeypatch.setenv("PRAGMA_MODEL", "deepseek/deepseek-chat")
+def test_a_request_without_a_model_is_refused_before_any_call(litellm, monkeypatch):
+    monkeypatch.setenv("PRAGMA_MODEL", "deepseek/deepseek-chat")  # the loop reads it, not the provider
     script = Script(litellm, "ok")
-    completion = provider(script).complete(ask(model=None))
-    assert script.calls[0]["model"] == "deepseek/deepseek-chat"
-    assert completion.model == "deepseek/deepseek-chat"
-
-
-def test_no_model_says_how_to_choose_one(litellm):
-    script = Script(litellm, "ok")
-    with pytest.raises(PragmaError, match=r"pass --model .* or set PRAGMA_MODEL") as caught:
+    with pytest.raises(PragmaError, match=r"^no language model named: give a litellm model string") as caught:
         provider(script).complete(ask(model=None))
-    assert "\n" not in str(caught.value)
+    assert "\n" not in str(caught.value) and "--" not in str(caught.value)
     assert script.calls == []
 
 
@@ -410,12 +403,12 @@ def test_a_model_string_litellm_cannot_place_is_refused(litellm, model):
         lp.check_model(model)
 
 
-def test_the_checked_model_comes_from_pragma_model(litellm, monkeypatch):
-    with pytest.raises(PragmaError, match="no language model chosen"):
-        lp.check_model()
+def test_the_optimizer_checks_the_model_pragma_model_names(litellm, monkeypatch, tmp_path):
     monkeypatch.setenv("PRAGMA_MODEL", "deepseek/deepseek-chat")
+    task = load_task(EXAMPLES / "level1" / "1_GELUTanh.py", {"batch_size": 4})
     with pytest.raises(PragmaError, match="^deepseek/deepseek-chat needs the environment variable DEEPSEEK_API_KEY"):
-        lp.check_model()
+        optimize(task, OptimizeSettings(runs_dir=tmp_path / "runs"))
+    assert not (tmp_path / "runs").exists()
 
 
 @pytest.mark.parametrize(
@@ -708,5 +701,5 @@ def test_the_module_registers_the_litellm_provider():
     registry = PluginRegistry(builtins=("pragma_core.providers.litellm_provider",), entry_points=lambda: [], environ={})
     provider = registry.llm_provider("litellm")
     assert provider.complete == lp.complete
-    assert "PRAGMA_MODEL" in provider.description
+    assert "litellm" in provider.description
     assert registry.failures() == ()

@@ -1,7 +1,7 @@
 """Built-in LLM provider ``litellm``: any model litellm can call, retried with care, offline-safe.
 
 Models are litellm's strings (``openai/gpt-4o-mini``, ``anthropic/...``, ``deepseek/...``,
-``ollama/...``, ``hosted_vllm/...``), taken from the request, else from ``PRAGMA_MODEL``. Each call
+``ollama/...``, ``hosted_vllm/...``), taken from the request (the loop resolves ``PRAGMA_MODEL``). Each call
 is ``litellm.completion`` with an explicit timeout and litellm's own retries off; the provider
 retries by itself, with exponential backoff and jitter, on transient errors only (rate limits,
 timeouts, lost connections, 5xx). Bad credentials, bad requests and a refused connection (nothing
@@ -46,7 +46,6 @@ from ..hookspecs import hookimpl
 from ..records import Completion, CompletionRequest, TokenUsage
 
 __all__ = [
-    "MODEL_VARIABLE",
     "DEFAULT_TIMEOUT_S",
     "CONNECT_TIMEOUT_S",
     "LiteLLMSettings",
@@ -57,9 +56,6 @@ __all__ = [
 ]
 
 log = logging.getLogger(__name__)
-
-MODEL_VARIABLE = "PRAGMA_MODEL"
-"""The environment variable naming the model when a request names none."""
 
 DEFAULT_TIMEOUT_S = 600.0
 """Seconds one call may take before it counts as a (transient) timeout."""
@@ -240,19 +236,17 @@ def _litellm() -> Any:
 
 
 def _chosen_model(model: str | None) -> str:
-    chosen = (model or os.environ.get(MODEL_VARIABLE, "")).strip()
+    chosen = (model or "").strip()
     if not chosen:
-        raise PragmaError(f"no language model chosen: pass --model (e.g. openai/gpt-4o-mini) or set {MODEL_VARIABLE}")
+        raise PragmaError("no language model named: give a litellm model string, e.g. openai/gpt-4o-mini")
     return chosen
 
 
 # -- before a run --------------------------------------------------------------------------------
 
 
-def check_model(
-    model: str | None = None, *, api_base: str | None = None, connect_timeout_s: float = CONNECT_TIMEOUT_S
-) -> None:
-    """Raise :class:`PragmaError` when ``model`` (None: ``PRAGMA_MODEL``) surely cannot answer.
+def check_model(model: str, *, api_base: str | None = None, connect_timeout_s: float = CONNECT_TIMEOUT_S) -> None:
+    """Raise :class:`PragmaError` when ``model`` surely cannot answer.
 
     Checked, in seconds and without calling the model: litellm knows the model's provider; the
     environment holds the variables litellm needs for it (``litellm.validate_environment``, e.g.
@@ -390,7 +384,7 @@ def _refusal(litellm: Any, model: str, error: Exception, api_base: str | None) -
     if isinstance(error, (litellm.AuthenticationError, litellm.PermissionDeniedError)):
         return f"{model} refused the credentials ({detail}); {_setup(litellm, model)}"
     if isinstance(error, litellm.NotFoundError):
-        return f"{model} is unknown to its provider ({detail}); check the name given to --model or {MODEL_VARIABLE}"
+        return f"{model} is unknown to its provider ({detail}); check the model string"
     if isinstance(error, litellm.BadRequestError):
         return (
             f"{model} rejected the request ({detail}); check the model string "
@@ -577,7 +571,7 @@ def pragma_register_llm_providers(register):
         LLMProvider(
             name="litellm",
             description="any model litellm can call (openai/..., anthropic/..., deepseek/..., ollama/..., "
-            f"hosted_vllm/...), chosen by --model or {MODEL_VARIABLE}",
+            "hosted_vllm/...), the run's model",
             complete=complete,
         )
     )
