@@ -501,7 +501,10 @@ def optimize_command(
     if resume is None and provider_name(settings) == "offline" and not settings.provider:
         offline = get_registry().llm_provider("offline")
         if offline.prepare is not None and task is not None:
-            offline.prepare(task)  # a task no recipe knows fails here, with its one line
+            try:
+                offline.prepare(task)  # a task no recipe knows fails here, with its one line
+            except PragmaError as error:
+                raise PragmaError(f"{error}: pass --model, or set PRAGMA_MODEL") from None
         click.echo(
             "pragma: no model configured (--model or PRAGMA_MODEL): the offline agents answer, a recipe "
             "Coder and a rule-based Conductor",

@@ -31,7 +31,7 @@ def recognized(task: Task) -> tuple[Recipe, Match, OpGraph]:
         except NotRecognized as error:
             raise NotRecognized(
                 f"{task.key}: no offline recipe knows this task ({error}); a language model is "
-                "needed: pass --model (see docs/models.md)"
+                "needed (see docs/models.md)"
             ) from None
         _RECOGNIZED[key] = (recipe, match, graph)
     return _RECOGNIZED[key]

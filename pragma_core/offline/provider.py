@@ -23,7 +23,7 @@ def complete(request: CompletionRequest) -> Completion:
     if request.role is AgentRole.SUMMARIZER:
         raise PragmaError(
             "the offline provider answers only the Coder and the Conductor; summarize "
-            "documentation with a model (--model), or build with no model at all"
+            "documentation with a language model, or build with no model at all"
         )
     started = time.monotonic()
     text = write_module_reply(request) if request.role is AgentRole.CODER else advise(request)
