@@ -189,12 +189,12 @@ def optimize(
     registry = get_registry()
     provider = registry.llm_provider(provider_name(settings))
     backend = registry.backend(settings.backend)
-    if settings.provider == "litellm" and not settings.model:
-        raise PragmaError(
-            "no language model chosen: name a litellm model string (e.g. openai/gpt-4o-mini or "
-            f"ollama/qwen2.5-coder) in the settings, or set {MODEL_VARIABLE}"
-        )
     if settings.provider == "litellm":
+        if not settings.model:
+            raise PragmaError(
+                "no language model chosen: name a litellm model string (e.g. openai/gpt-4o-mini or "
+                f"ollama/qwen2.5-coder) in the settings, or set {MODEL_VARIABLE}"
+            )
         check_model(settings.model)  # a missing key or a dead server fails now, not after the baseline
     unavailable = unavailable_profilers(settings.profilers) if settings.profile else {}
     run = RunDirectory.open(resume) if resume is not None else None
