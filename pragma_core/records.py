@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import enum
 import math
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -111,6 +112,10 @@ def _str_tuple(value: Any) -> tuple[str, ...]:
     if isinstance(value, str):
         raise TypeError(f"expected a sequence of strings, got the single string {value!r}")
     return tuple(value)
+
+
+def _metric_tuple(value: Iterable[Metric]) -> tuple[Metric, ...]:
+    return tuple(value)  # typed, unlike ``converter=tuple``, so mypy checks what callers pass
 
 
 def _optional_path(value: Any) -> Path | None:
@@ -282,7 +287,7 @@ class Profile:
     """
 
     profiler: str = attrs.field(validator=_non_empty_str)
-    metrics: tuple[Metric, ...] = attrs.field(default=(), converter=tuple)
+    metrics: tuple[Metric, ...] = attrs.field(default=(), converter=_metric_tuple)
     raw_paths: tuple[str, ...] = attrs.field(default=(), converter=_str_tuple)
     notes: tuple[str, ...] = attrs.field(default=(), converter=_str_tuple)
     not_collected: dict[str, str] = attrs.field(factory=dict)
