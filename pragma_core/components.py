@@ -124,7 +124,8 @@ class ProfileTarget:
     kernel_sources: tuple[str, ...] = attrs.field(default=(), converter=_strings)
     kernel_libraries: tuple[str, ...] = attrs.field(default=(), converter=_strings)
     repetitions: int = attrs.field(default=1, validator=v.ge(1))
-    env: dict[str, str] = attrs.field(factory=_current_environment, converter=_environment)
+    # not in repr: a whole environment holds API keys, and targets end up in logs and test reports
+    env: dict[str, str] = attrs.field(factory=_current_environment, converter=_environment, repr=False)
     timeout_s: float = attrs.field(default=DEFAULT_PROFILE_TIMEOUT_S, validator=v.gt(0))
 
 

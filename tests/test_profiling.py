@@ -148,3 +148,5 @@ def test_a_target_refuses_an_environment_no_process_can_have(tmp_path):
         ProfileTarget(task=task, candidate=None, out_dir=tmp_path, timeout_s=0)
     by_hand = ProfileTarget(task=task, candidate=None, out_dir=tmp_path)
     assert by_hand.env == dict(os.environ) and by_hand.env is not os.environ
+    secret = ProfileTarget(task=task, candidate=None, out_dir=tmp_path, env={"OPENAI_API_KEY": "sk-do-not-print"})
+    assert "sk-do-not-print" not in repr(secret)
