@@ -18,17 +18,19 @@ hands it to the ``register`` callback of the matching hook (:mod:`pragma_core.ho
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import os
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
 import attrs
 from attrs import validators as v
 
-from .records import Candidate, Completion, CompletionRequest, Metric, Profile, Task
+from .records import Candidate, Completion, CompletionRequest, Metric, Profile, Task, frozen_strings
 
 __all__ = [
     "DEVICE_KINDS",
+    "DEFAULT_PROFILE_TIMEOUT_S",
     "Availability",
     "ProfileTarget",
     "Probe",
@@ -61,6 +63,29 @@ class Availability:
             raise ValueError("an unavailable component must say why")
 
 
+DEFAULT_PROFILE_TIMEOUT_S = 600.0
+"""How long one run of a profiling tool may take unless the caller says otherwise: the replay or the
+forwards of a target usually take seconds, a tool's own passes (ncu's replays) can take minutes."""
+
+
+def _optional_strings(value: Iterable[str] | None) -> tuple[str, ...] | None:
+    return None if value is None else frozen_strings(value)
+
+
+def _environment(value: Mapping[str, str]) -> dict[str, str]:
+    """A copy of the environment, refusing what no process can be given (a None, a number)."""
+    if not isinstance(value, Mapping):
+        raise TypeError(f"env must map variable names to strings, got {type(value).__name__}")
+    bad = [key for key, item in value.items() if not isinstance(key, str) or not isinstance(item, str)]
+    if bad:
+        raise TypeError(f"environment variables must be strings; {bad[0]!r} is {value[bad[0]]!r}")
+    return dict(value)
+
+
+def _current_environment() -> dict[str, str]:
+    return dict(os.environ)
+
+
 @attrs.frozen(kw_only=True)
 class ProfileTarget:
     """What a profiler is asked to measure, prepared by pragma so that plugins only run tools.
@@ -72,19 +97,30 @@ class ProfileTarget:
     Python around it. ``kernel_functions``, ``kernel_sources`` and ``kernel_libraries`` name the
     candidate's kernels, their source files as compiled and the built libraries, so metrics can be
     attributed to them and not to the harness. Raw tool output goes into ``out_dir``.
+
+    ``env`` is the complete environment of the profiled program (``prepare_target`` builds it with
+    the thread counts and allocator settings of :func:`~pragma_core.sandbox.child_environment`; a
+    target built by hand gets a copy of this process's environment at construction). A plugin runs
+    its tool with it, adding on top only what the tool needs (``LC_ALL=C`` for perf's numbers), and
+    never tops it up from ``os.environ``: what is not in ``env`` is not in the program's
+    environment. ``timeout_s`` is the longest one run of the tool may take; past it the tool is
+    killed with everything it started (:func:`pragma_core.profiling.tools.run_tool`) and the run is
+    reported as timed out.
     """
 
     task: Task
     candidate: Candidate | None
     out_dir: Path = attrs.field(converter=Path)
     device: str = attrs.field(default="cpu", validator=v.in_(DEVICE_KINDS))
-    python_argv: tuple[str, ...] = attrs.field(default=(), converter=tuple)
-    replay_argv: tuple[str, ...] | None = attrs.field(default=None, converter=attrs.converters.optional(tuple))
-    kernel_functions: tuple[str, ...] = attrs.field(default=(), converter=tuple)
-    kernel_sources: tuple[str, ...] = attrs.field(default=(), converter=tuple)
-    kernel_libraries: tuple[str, ...] = attrs.field(default=(), converter=tuple)
+    python_argv: tuple[str, ...] = attrs.field(default=(), converter=frozen_strings)
+    replay_argv: tuple[str, ...] | None = attrs.field(default=None, converter=_optional_strings)
+    kernel_functions: tuple[str, ...] = attrs.field(default=(), converter=frozen_strings)
+    kernel_sources: tuple[str, ...] = attrs.field(default=(), converter=frozen_strings)
+    kernel_libraries: tuple[str, ...] = attrs.field(default=(), converter=frozen_strings)
     repetitions: int = attrs.field(default=1, validator=v.ge(1))
-    env: dict[str, str] = attrs.field(factory=dict)
+    # not in repr: a whole environment holds API keys, and targets end up in logs and test reports
+    env: dict[str, str] = attrs.field(factory=_current_environment, converter=_environment, repr=False)
+    timeout_s: float = attrs.field(default=DEFAULT_PROFILE_TIMEOUT_S, validator=v.gt(0))
 
 
 class Probe(Protocol):
@@ -163,13 +199,13 @@ class Profiler:
     """
 
     name: str = attrs.field(validator=_name)
-    devices: tuple[str, ...] = attrs.field(converter=tuple, validator=_devices)
+    devices: tuple[str, ...] = attrs.field(converter=frozen_strings, validator=_devices)
     description: str = ""
     probe: Probe
-    default_metrics: tuple[str, ...] = attrs.field(converter=tuple)
+    default_metrics: tuple[str, ...] = attrs.field(converter=frozen_strings)
     collect: CollectProfile
     parse: ParseOutput
-    doc_sources: tuple[str, ...] = attrs.field(default=(), converter=tuple)
+    doc_sources: tuple[str, ...] = attrs.field(default=(), converter=frozen_strings)
     formulas: dict[str, str] = attrs.field(factory=dict)
 
 

@@ -25,6 +25,7 @@ from attrs import validators as v
 
 __all__ = [
     "frozen_tuple",
+    "frozen_strings",
     "Category",
     "VerdictStatus",
     "BoundClass",
@@ -118,7 +119,9 @@ def _finite(_instance: Any, attribute: attrs.Attribute, value: float) -> None:
         raise ValueError(f"{attribute.name} must be a finite number, got {value!r}")
 
 
-def _str_tuple(value: Any) -> tuple[str, ...]:
+def frozen_strings(value: Iterable[str]) -> tuple[str, ...]:
+    """The ``converter`` of string-sequence fields: a tuple, refusing one string (which ``tuple``
+    would split into characters)."""
     if isinstance(value, str):
         raise TypeError(f"expected a sequence of strings, got the single string {value!r}")
     return tuple(value)
@@ -241,14 +244,14 @@ class Verdict:
     max_rel_error: float | None = attrs.field(default=None, validator=_non_negative)
     error_index: tuple[int, ...] | None = attrs.field(default=None, converter=attrs.converters.optional(frozen_tuple))
     failing_trial: int | None = attrs.field(default=None, validator=v.optional(v.ge(0)))
-    diagnostics: tuple[str, ...] = attrs.field(default=(), converter=_str_tuple)
+    diagnostics: tuple[str, ...] = attrs.field(default=(), converter=frozen_strings)
     reference: Timing | None = None
     candidate: Timing | None = None
     speedup: Speedup | None = None
     compiled_reference: Timing | None = None
     speedup_vs_compiled: Speedup | None = None
     floor_ms: float | None = attrs.field(default=None, validator=_non_negative)
-    notes: tuple[str, ...] = attrs.field(default=(), converter=_str_tuple)
+    notes: tuple[str, ...] = attrs.field(default=(), converter=frozen_strings)
 
     def __attrs_post_init__(self) -> None:
         if self.status is VerdictStatus.REJECTED and not self.failed_check:
@@ -294,8 +297,8 @@ class Profile:
 
     profiler: str = attrs.field(validator=_non_empty_str)
     metrics: tuple[Metric, ...] = attrs.field(default=(), converter=frozen_tuple)
-    raw_paths: tuple[str, ...] = attrs.field(default=(), converter=_str_tuple)
-    notes: tuple[str, ...] = attrs.field(default=(), converter=_str_tuple)
+    raw_paths: tuple[str, ...] = attrs.field(default=(), converter=frozen_strings)
+    notes: tuple[str, ...] = attrs.field(default=(), converter=frozen_strings)
     not_collected: dict[str, str] = attrs.field(factory=dict)
 
     def get(self, name: str, kernel: str | None = None) -> Metric | None:
@@ -313,8 +316,8 @@ class Diagnosis:
     bound: BoundClass = attrs.field(converter=BoundClass)
     roofline_attainment: float | None = attrs.field(default=None, validator=_non_negative)
     deltas: dict[str, float] = attrs.field(factory=dict)
-    hints: tuple[str, ...] = attrs.field(default=(), converter=_str_tuple)
-    request_metrics: tuple[str, ...] = attrs.field(default=(), converter=_str_tuple)
+    hints: tuple[str, ...] = attrs.field(default=(), converter=frozen_strings)
+    request_metrics: tuple[str, ...] = attrs.field(default=(), converter=frozen_strings)
 
 
 @attrs.frozen(kw_only=True)
@@ -324,11 +327,11 @@ class Guidance:
     no profile it read had measured (the loop's citation check), shown to it on the next turn."""
 
     analysis: str = attrs.field(validator=v.instance_of(str))
-    actions: tuple[str, ...] = attrs.field(default=(), converter=_str_tuple)
-    extra_metrics: tuple[str, ...] = attrs.field(default=(), converter=_str_tuple)
+    actions: tuple[str, ...] = attrs.field(default=(), converter=frozen_strings)
+    extra_metrics: tuple[str, ...] = attrs.field(default=(), converter=frozen_strings)
     new_best: bool = attrs.field(default=False, validator=v.instance_of(bool))
     done: bool = attrs.field(default=False, validator=v.instance_of(bool))
-    unmeasured_citations: tuple[str, ...] = attrs.field(default=(), converter=_str_tuple)
+    unmeasured_citations: tuple[str, ...] = attrs.field(default=(), converter=frozen_strings)
 
 
 # -- model traffic ------------------------------------------------------------------------------

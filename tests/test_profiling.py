@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
 
 from pragma_core import Candidate, load_task
-from pragma_core.errors import PluginError, ProfilerUnavailable
+from pragma_core.components import DEFAULT_PROFILE_TIMEOUT_S, ProfileTarget
+from pragma_core.errors import PluginError, PragmaError, ProfilerUnavailable
 from pragma_core.native.recording import CallRecording
 from pragma_core.profiling import prepare_target, profile
 
@@ -90,3 +93,55 @@ def test_unavailable_profiler_says_why(monkeypatch):
         match="profiler 'missing' cannot run here: missing-tool is not installed; still works: perf",
     ):
         profile(task, profiler="missing")
+
+
+def test_the_target_carries_the_timeout_and_the_programs_whole_environment(monkeypatch, tmp_path):
+    from pragma_core import Availability, Profile, Profiler
+    from pragma_core.plugins import get_registry
+    from pragma_core.sandbox import child_environment
+
+    targets = []
+
+    def collect(target, metrics):
+        targets.append(target)
+        return Profile(profiler="watching")
+
+    watching = Profiler(
+        name="watching",
+        devices=("cpu",),
+        default_metrics=("x",),
+        description="d",
+        probe=lambda: Availability(available=True),
+        collect=collect,
+        parse=lambda raw: [],
+    )
+    registry = get_registry()
+    registry.profilers()
+    monkeypatch.setitem(registry._components["profilers"], "watching", watching)
+    task = load_task(LAYERNORM, {"batch_size": 8, "dim": 256})
+    profile(task, profiler="watching", out_dir=tmp_path, threads=1, timeout_s=42)
+    assert targets[0].timeout_s == 42
+    assert targets[0].env == child_environment(1)
+    profile(task, profiler="watching", out_dir=tmp_path, threads=1)
+    assert targets[1].timeout_s == DEFAULT_PROFILE_TIMEOUT_S
+
+
+def test_the_timeout_bounds_the_recording_too(tmp_path):
+    gelu = load_task(EXAMPLES / "level1" / "1_GELUTanh.py", {"batch_size": 4, "dim": 64})
+    hanging = Candidate(source=(CANDIDATES / "gelu_infinite_loop.py").read_text(), backend="cpu-cpp")
+    started = time.monotonic()
+    with pytest.raises(PragmaError, match=r"recording the candidate's kernel calls failed \(timed out\)"):
+        profile(gelu, hanging, profiler="perf", out_dir=tmp_path, timeout_s=5)
+    assert time.monotonic() - started < 20
+
+
+def test_a_target_refuses_an_environment_no_process_can_have(tmp_path):
+    task = load_task(LAYERNORM, {"batch_size": 8, "dim": 256})
+    with pytest.raises(TypeError, match="'OMP_NUM_THREADS' is 4"):
+        ProfileTarget(task=task, candidate=None, out_dir=tmp_path, env={"PATH": "/bin", "OMP_NUM_THREADS": 4})
+    with pytest.raises(ValueError, match="timeout_s"):
+        ProfileTarget(task=task, candidate=None, out_dir=tmp_path, timeout_s=0)
+    by_hand = ProfileTarget(task=task, candidate=None, out_dir=tmp_path)
+    assert by_hand.env == dict(os.environ) and by_hand.env is not os.environ
+    secret = ProfileTarget(task=task, candidate=None, out_dir=tmp_path, env={"OPENAI_API_KEY": "sk-do-not-print"})
+    assert "sk-do-not-print" not in repr(secret)

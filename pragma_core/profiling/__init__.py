@@ -7,7 +7,8 @@
     for metric in result.metrics: print(metric.name, metric.value, metric.unit, metric.meaning)
 
 pragma prepares the target (records the candidate's kernel calls in the sandbox and builds a
-replay driver, see :mod:`pragma_core.profiling.targets`); the profiler plugin runs its tool on it.
+replay driver, see :mod:`pragma_core.profiling.targets`); the profiler plugin runs its tool on it
+with :func:`pragma_core.profiling.tools.run_tool`, within the target's ``timeout_s``.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
+from ..components import DEFAULT_PROFILE_TIMEOUT_S
 from ..errors import ProfilerUnavailable
 from ..plugins import get_registry
 from ..records import Candidate, Profile, Task
@@ -34,12 +36,16 @@ def profile(
     out_dir: str | Path | None = None,
     repetitions: int = 3,
     threads: int | None = None,
+    timeout_s: float = DEFAULT_PROFILE_TIMEOUT_S,
 ) -> Profile:
     """Run ``profiler`` on the candidate (the reference when None) and return its profile.
 
     ``metrics`` adds to the profiler's defaults as the selector gives them; names the tool does not
     know come back in ``Profile.not_collected`` with the reason. ``out_dir`` keeps the job and the
     raw tool output (default: a new temporary folder, kept, whose path is in ``raw_paths``).
+    ``timeout_s`` bounds the recording of the candidate's kernel calls and each run of the
+    profiler's tool; a run past it is stopped and reported (in ``not_collected``, or as
+    :class:`~pragma_core.errors.ProfilerUnavailable` by profilers that cannot give a partial profile).
     """
     registry = get_registry()
     chosen = registry.profiler(profiler)
@@ -56,5 +62,7 @@ def profile(
     folder = (
         Path(out_dir).resolve() if out_dir is not None else Path(tempfile.mkdtemp(prefix=f"pragma-profile-{profiler}-"))
     )
-    target = prepare_target(task, candidate, folder, device=device, repetitions=repetitions, threads=threads)
+    target = prepare_target(
+        task, candidate, folder, device=device, repetitions=repetitions, threads=threads, timeout_s=timeout_s
+    )
     return chosen.collect(target, wanted)

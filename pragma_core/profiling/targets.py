@@ -12,13 +12,15 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from ..components import ProfileTarget
-from ..native.recording import CallRecording
-from ..native.replay import build_replay
+from ..components import DEFAULT_PROFILE_TIMEOUT_S, ProfileTarget
 from ..records import Candidate, Task
 from ..sandbox import SandboxedProcess, SandboxLimits, child_environment
 from ..tasks import task_program
+
+if TYPE_CHECKING:  # importing them imports torch, which profiler plugins must not pay for at load time
+    from ..native.recording import CallRecording
 
 __all__ = ["prepare_target"]
 
@@ -31,9 +33,15 @@ def prepare_target(
     device: str = "cpu",
     repetitions: int = 3,
     threads: int | None = None,
-    timeout_s: float = 600.0,
+    timeout_s: float = DEFAULT_PROFILE_TIMEOUT_S,
 ) -> ProfileTarget:
-    """Write the job into ``out_dir``, record and build the replay where it applies."""
+    """Write the job into ``out_dir``, record and build the replay where it applies.
+
+    ``timeout_s`` bounds the recording in the sandbox and, carried by the target, each run of the
+    profiler's tool. The target's ``env`` is :func:`~pragma_core.sandbox.child_environment` for
+    ``threads``: the complete environment of the profiled program.
+    """
+    from ..native.replay import build_replay
     from ..verifier.settings import VerifySettings
 
     threads = threads or VerifySettings().threads
@@ -61,6 +69,7 @@ def prepare_target(
             python_argv=python_argv,
             repetitions=repetitions,
             env=env,
+            timeout_s=timeout_s,
         )
 
     (job_dir / "candidate.py").write_text(candidate.source)
@@ -74,6 +83,7 @@ def prepare_target(
             python_argv=python_argv,
             repetitions=repetitions,
             env=env,
+            timeout_s=timeout_s,
         )
     libraries = tuple(dict.fromkeys(call.library for call in recording.calls))
     sources = tuple(str(source) for library in libraries for source in _sources_of(Path(library)))
@@ -90,12 +100,14 @@ def prepare_target(
         kernel_libraries=libraries,
         repetitions=repetitions,
         env=env,
+        timeout_s=timeout_s,
     )
 
 
 def _record(job_dir: Path, env: dict[str, str], timeout_s: float) -> CallRecording | None:
     """Record one forward's native calls in the sandbox; None when the candidate made none."""
     from ..errors import PragmaError
+    from ..native.recording import CallRecording
 
     argv = [sys.executable, "-m", "pragma_core.profiling.worker", "record", str(job_dir)]
     limits = SandboxLimits(wall_s=timeout_s)

@@ -5,19 +5,21 @@ with whatever the program printed), ``ncu-stderr.txt``, the report ``ncu-report.
 in Nsight Compute) and ``ncu-details.csv`` (its details page, with the rule results). The metrics
 are the requested ones, per kernel launch inside the ``pragma_forward`` range, restricted to the
 candidate's kernels when the target names them; ncu's rule results become the profile's notes.
+
+Both ncu commands run through :func:`pragma_core.profiling.tools.run_tool` with the target's
+environment, each stopped (with the program ncu profiles) after ``target.timeout_s``.
 """
 
 from __future__ import annotations
 
-import os
 import re
 import shlex
-import subprocess
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from pragma_core.components import ProfileTarget
 from pragma_core.errors import ProfileParseError, ProfilerUnavailable
+from pragma_core.profiling.tools import run_tool
 from pragma_core.records import Metric, Profile
 
 from .command import NVTX_RANGE, REPORT_SUFFIX, details_command, kernel_regex, profile_command
@@ -25,12 +27,7 @@ from .metrics import ALTERNATIVES, rejection_reason
 from .parse import PROFILER_NAME, Reading, Rule, read, rules
 from .probe import find_ncu, probe
 
-__all__ = ["TIMEOUT_S", "PERMISSION_REASON", "collect"]
-
-TIMEOUT_S = 1800.0
-"""How long one profiling run may take: ncu replays every kernel once per pass, dozens of passes."""
-
-_IMPORT_TIMEOUT_S = 300.0
+__all__ = ["PERMISSION_REASON", "collect"]
 
 PERMISSION_REASON = (
     "ncu may not read the GPU performance counters (ERR_NVGPUCTRPERM): the driver restricts them "
@@ -39,8 +36,11 @@ PERMISSION_REASON = (
 )
 
 
-def collect(target: ProfileTarget, metrics: Sequence[str], *, timeout_s: float = TIMEOUT_S) -> Profile:
-    """Profile the target's forwards with ncu and return the requested metrics per kernel launch."""
+def collect(target: ProfileTarget, metrics: Sequence[str]) -> Profile:
+    """Profile the target's forwards with ncu and return the requested metrics per kernel launch.
+
+    ncu replays each kernel once per pass of its counters: allow for that in ``target.timeout_s``.
+    """
     availability = probe()
     if not availability.available:
         raise ProfilerUnavailable(availability.reason)
@@ -75,15 +75,16 @@ def collect(target: ProfileTarget, metrics: Sequence[str], *, timeout_s: float =
         "stderr": out_dir / "ncu-stderr.txt",
     }
     outputs["command"].write_text(shlex.join(argv) + "\n")
-    try:
-        with outputs["stdout"].open("w") as stdout, outputs["stderr"].open("w") as stderr:
-            done = subprocess.run(
-                argv, stdout=stdout, stderr=stderr, timeout=timeout_s, env={**os.environ, **target.env}
-            )
-    except subprocess.TimeoutExpired:
-        return _failed(
-            accepted, not_collected, _existing(outputs.values()), f"ncu did not finish within {timeout_s:g} s"
-        )
+    done = run_tool(
+        argv,
+        tool="ncu",
+        env=target.env,
+        timeout_s=target.timeout_s,
+        stdout_path=outputs["stdout"],
+        stderr_path=outputs["stderr"],
+    )
+    if done.timed_out:
+        return _failed(accepted, not_collected, _existing(outputs.values()), f"ncu {done.ending}")
     stdout_text = outputs["stdout"].read_text(errors="replace")
     stderr_text = outputs["stderr"].read_text(errors="replace")
     if "ERR_NVGPUCTRPERM" in stdout_text or "ERR_NVGPUCTRPERM" in stderr_text:
@@ -120,7 +121,7 @@ def collect(target: ProfileTarget, metrics: Sequence[str], *, timeout_s: float =
     if report_file.exists():
         raw_paths.insert(0, report_file)
         details = out_dir / "ncu-details.csv"
-        advice, problem = _rules(ncu, report_file, details, kept)
+        advice, problem = _rules(ncu, report_file, details, kept, target)
         raw_paths.append(details)
         notes.extend(rule.describe() for rule in advice)
         if problem:
@@ -159,15 +160,18 @@ def _why_missing(reading: Reading, name: str, kept: set[str]) -> str:
     return f"ncu did not report it for any profiled kernel (see `ncu --query-metrics`){hint}"
 
 
-def _rules(ncu: str, report: Path, details: Path, kept: set[str]) -> tuple[list[Rule], str]:
+def _rules(ncu: str, report: Path, details: Path, kept: set[str], target: ProfileTarget) -> tuple[list[Rule], str]:
     """The report's rule results for the kept launches, once each, and a note when none came."""
     try:
-        done = subprocess.run(details_command(ncu, report), capture_output=True, text=True, timeout=_IMPORT_TIMEOUT_S)
-    except (OSError, subprocess.TimeoutExpired) as error:
+        done = run_tool(
+            details_command(ncu, report), tool="ncu", env=target.env, timeout_s=target.timeout_s, stdout_path=details
+        )
+    except ProfilerUnavailable as error:
         return [], f"ncu rule results unavailable: reading the report failed ({error})"
-    details.write_text(done.stdout)
+    if done.timed_out:
+        return [], f"ncu rule results unavailable: `ncu --import` {done.ending}"
     try:
-        found = rules(done.stdout)
+        found = rules(details.read_text(errors="replace"))
     except ProfileParseError as error:
         return [], f"ncu rule results unavailable: {error}"
     unique: dict[tuple[object, ...], Rule] = {}
@@ -185,7 +189,7 @@ def _first_error(text: str) -> str:
     return ""
 
 
-def _existing(paths) -> tuple[str, ...]:
+def _existing(paths: Iterable[Path]) -> tuple[str, ...]:
     return tuple(str(path) for path in paths if Path(path).exists())
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from pragma_core import Profiler, hookimpl
 
 from .collect import collect
@@ -20,7 +22,7 @@ and the Customization Guide (sections and rules)."""
 
 
 @hookimpl
-def pragma_register_profilers(register):
+def pragma_register_profilers(register: Callable[[Profiler], None]) -> None:
     register(
         Profiler(
             name=PROFILER_NAME,

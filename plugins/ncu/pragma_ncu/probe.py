@@ -11,10 +11,11 @@ import functools
 import glob
 import os
 import shutil
-import subprocess
 from pathlib import Path
 
 from pragma_core.components import Availability
+from pragma_core.errors import ProfilerUnavailable
+from pragma_core.profiling.tools import run_tool
 
 __all__ = ["NCU_LOCATIONS", "find_ncu", "find_gpu", "probe"]
 
@@ -26,6 +27,7 @@ NCU_LOCATIONS = (
 """Where CUDA toolkits and standalone Nsight Compute installs put ncu, when not on PATH."""
 
 _PROC_GPUS = Path("/proc/driver/nvidia/gpus")
+_SMI_TIMEOUT_S = 1.5  # nvidia-smi hangs on a wedged driver; the probe must stay fast
 _STILL_WORKS = "parsing saved ncu output (pragma_ncu.parse and pragma_ncu.rules); profilers of other devices"
 
 
@@ -49,13 +51,15 @@ def find_gpu() -> tuple[bool, str]:
     if smi is None:
         return False, f"{_PROC_GPUS} does not exist and nvidia-smi is not installed"
     try:
-        done = subprocess.run([smi, "-L"], capture_output=True, text=True, timeout=1.5)
-    except (OSError, subprocess.TimeoutExpired) as error:
-        return False, f"nvidia-smi -L failed ({type(error).__name__}: {error})"
-    gpus = [line for line in done.stdout.splitlines() if line.startswith("GPU ")]
-    if done.returncode == 0 and gpus:
+        done = run_tool([smi, "-L"], tool="nvidia-smi", env=os.environ, timeout_s=_SMI_TIMEOUT_S)
+    except ProfilerUnavailable as error:
+        return False, f"nvidia-smi -L failed ({error})"
+    if done.timed_out:
+        return False, f"nvidia-smi -L {done.ending}"
+    gpus = [line for line in done.stdout_tail.splitlines() if line.startswith("GPU ")]
+    if done.ok and gpus:
         return True, gpus[0]
-    said = (done.stderr or done.stdout).strip().splitlines()
+    said = (done.stderr_tail or done.stdout_tail).strip().splitlines()
     detail = said[0] if said else f"exit code {done.returncode}"
     return False, f"nvidia-smi -L lists no GPU ({detail})"
 

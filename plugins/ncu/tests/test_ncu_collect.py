@@ -1,17 +1,27 @@
-"""collect() with ncu's runs replayed from recorded output, and, where ncu and a GPU exist, for real."""
+"""collect() against a stand-in ncu that prints recorded output, and, where ncu and a GPU exist, for real.
+
+There is no NVIDIA GPU here. The stand-in is a small script on the path collect() finds ncu at: it
+notes its command line, runs the profiled program as ncu does (with ncu's environment, in its
+process group), then prints the *recorded* ncu output the test chose and writes a report file; for
+``--import`` it prints the recorded details page. So collect() runs a real process through
+run_tool, and reads real ncu output.
+"""
 
 from __future__ import annotations
 
 import importlib
-import subprocess
+import json
+import sys
+import textwrap
 from pathlib import Path
 
 import pytest
 from ncu_data import fixture_text
 
-from pragma_core.components import Availability, ProfileTarget
+from pragma_core.components import Availability, Profiler, ProfileTarget
 from pragma_core.errors import ProfilerUnavailable
 from pragma_core.records import Task
+from pragma_core.testing import ProfilerContractTests
 from pragma_ncu.collect import PERMISSION_REASON, collect
 from pragma_ncu.probe import probe
 
@@ -20,45 +30,78 @@ collect_module = importlib.import_module("pragma_ncu.collect")
 
 RAW_CSV = "ncu-raw-page-csv-stdout-with-app-output-gtx1080.txt"
 CSV_DETAILS = "ncu-csv-details-set-full-b200-cc100-with-rules.log"
-PROGRAM = ("python", "-m", "pragma_core.profiling.worker", "run", "job", "3")
+PROGRAM = (sys.executable, "-c", "pass")
+
+STAND_IN = textwrap.dedent("""\
+    import json, os, subprocess, sys, time
+    here = os.path.dirname(os.path.abspath(__file__))
+    args = sys.argv[1:]
+    with open(os.path.join(here, "calls.jsonl"), "a") as calls:
+        calls.write(json.dumps(args) + "\\n")
+    answer = json.load(open(os.path.join(here, "answer.json")))
+    if "--import" in args:
+        sys.stdout.write(answer["details"])
+        sys.exit(0)
+    report = args[args.index("-o") + 1]
+    subprocess.run(args[args.index("-o") + 2:])  # ncu's own options end with -f -o REPORT
+    time.sleep(answer["sleep"])
+    sys.stdout.write(answer["profile"])
+    open(report + ".ncu-rep", "wb").write(b"report")
+""")
 
 
 def target(tmp_path: Path, **fields) -> ProfileTarget:
     task = Task(name="vector_add", source="", category="other")
     return ProfileTarget(
-        task=task, candidate=None, out_dir=tmp_path / "out", device="cuda", python_argv=PROGRAM, **fields
+        **{"task": task, "candidate": None, "out_dir": tmp_path / "out", "device": "cuda", "python_argv": PROGRAM}
+        | fields
     )
 
 
+class StandIn:
+    """The stand-in ncu: ``answer`` chooses what it prints, ``calls`` are its command lines."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+        self.path = folder / "ncu"
+        self.path.write_text(f"#!{sys.executable}\n{STAND_IN}")
+        self.path.chmod(0o755)
+        self.answer()
+
+    def answer(self, profile: str = RAW_CSV, details: str | None = None, sleep: float = 0) -> None:
+        """``profile`` and ``details``: a file of tests/data, or the output itself (with a newline)."""
+
+        def text(choice: str | None) -> str:
+            return "" if choice is None else choice if "\n" in choice else fixture_text(choice)
+
+        answer = {"profile": text(profile), "details": text(details), "sleep": sleep}
+        (self.folder / "answer.json").write_text(json.dumps(answer))
+
+    @property
+    def calls(self) -> list[list[str]]:
+        log = self.folder / "calls.jsonl"
+        return [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
+
+
 @pytest.fixture
-def ncu(monkeypatch):
-    """A machine where ncu runs: each run prints the recorded output named in ``ncu.outputs``."""
-
-    class FakeNcu:
-        outputs = {"profile": RAW_CSV, "details": None}
-        calls: list[list[str]] = []
-        timeout = False
-
-        def run(self, argv, **kwargs):
-            self.calls.append(list(argv))
-            if "--import" in argv:
-                text = fixture_text(self.outputs["details"]) if self.outputs["details"] else ""
-                return subprocess.CompletedProcess(argv, 0, text, "")
-            if self.timeout:
-                raise subprocess.TimeoutExpired(argv, kwargs["timeout"])
-            kwargs["stdout"].write(
-                self.outputs["profile"] if "\n" in self.outputs["profile"] else fixture_text(self.outputs["profile"])
-            )
-            if "-o" in argv:
-                Path(argv[argv.index("-o") + 1] + ".ncu-rep").write_bytes(b"report")
-            return subprocess.CompletedProcess(argv, 0)
-
-    fake = FakeNcu()
-    fake.calls = []
+def ncu(monkeypatch, tmp_path) -> StandIn:
+    """A machine where ncu runs: the stand-in, found by collect, on a GPU the probe believes in."""
+    folder = tmp_path / "stand-in"
+    folder.mkdir()
+    stand_in = StandIn(folder)
     monkeypatch.setattr(collect_module, "probe", lambda: Availability(available=True))
-    monkeypatch.setattr(collect_module, "find_ncu", lambda: "/opt/nvidia/nsight-compute/ncu")
-    monkeypatch.setattr(collect_module.subprocess, "run", fake.run)
-    return fake
+    monkeypatch.setattr(collect_module, "find_ncu", lambda: str(stand_in.path))
+    return stand_in
+
+
+class TestContractWithTheStandIn(ProfilerContractTests):
+    """The profiler contract, checked on collect() running the stand-in."""
+
+    profiler_name = "ncu"
+
+    @pytest.fixture
+    def runnable(self, profiler: Profiler, ncu: StandIn) -> Profiler:
+        return profiler
 
 
 def test_requested_metrics_per_launch_and_why_the_others_are_missing(ncu, tmp_path):
@@ -106,8 +149,8 @@ def test_the_run_and_its_raw_output_are_kept(ncu, tmp_path):
     ]
     assert (out / "ncu-raw.csv").read_text() == fixture_text(RAW_CSV)
     profile_argv, import_argv = ncu.calls
-    assert profile_argv[:6] == [
-        "/opt/nvidia/nsight-compute/ncu",
+    assert [str(ncu.path), *profile_argv[:5]] == [
+        str(ncu.path),
         "--csv",
         "--page",
         "raw",
@@ -116,14 +159,13 @@ def test_the_run_and_its_raw_output_are_kept(ncu, tmp_path):
     ]
     assert profile_argv[-len(PROGRAM) :] == list(PROGRAM)
     assert import_argv == [
-        "/opt/nvidia/nsight-compute/ncu",
         "--import",
         str(out / "ncu-report.ncu-rep"),
         "--csv",
         "--page",
         "details",
     ]
-    assert (out / "ncu-command.txt").read_text().startswith("/opt/nvidia/nsight-compute/ncu --csv")
+    assert (out / "ncu-command.txt").read_text().startswith(f"{ncu.path} --csv")
 
 
 def test_only_the_candidates_kernels_count(ncu, tmp_path):
@@ -138,7 +180,7 @@ def test_only_the_candidates_kernels_count(ncu, tmp_path):
 
 
 def test_rule_results_become_notes(ncu, tmp_path):
-    ncu.outputs = {"profile": CSV_DETAILS, "details": CSV_DETAILS}
+    ncu.answer(profile=CSV_DETAILS, details=CSV_DETAILS)
     profile = collect(target(tmp_path), ["gpu__time_duration.sum"])
     assert "gpu__time_duration.sum" in profile.not_collected  # this page shows labels, not names
     rules = profile.notes[1:]
@@ -150,8 +192,8 @@ def test_rule_results_become_notes(ncu, tmp_path):
 
 def test_permission_error_is_unavailability(ncu, tmp_path):
     # the message as the Profiling Guide's FAQ and FORMATS.md quote it
-    ncu.outputs["profile"] = (
-        "==ERROR== ERR_NVGPUCTRPERM - The user does not have permission to access "
+    ncu.answer(
+        profile="==ERROR== ERR_NVGPUCTRPERM - The user does not have permission to access "
         "NVIDIA GPU Performance Counters on the target device.\n"
     )
     with pytest.raises(ProfilerUnavailable) as error:
@@ -160,9 +202,7 @@ def test_permission_error_is_unavailability(ncu, tmp_path):
 
 
 def test_no_kernel_results(ncu, tmp_path):
-    ncu.outputs["profile"] = (
-        "\n".join(fixture_text("ncu-2022-default-details-rtx3070-matrix_sums.txt").splitlines()[:1]) + "\n"
-    )
+    ncu.answer(profile=fixture_text("ncu-2022-default-details-rtx3070-matrix_sums.txt").splitlines()[0] + "\n")
     profile = collect(target(tmp_path), ["gpu__time_duration.sum"])
     assert profile.metrics == ()
     reason = profile.not_collected["gpu__time_duration.sum"]
@@ -173,9 +213,16 @@ def test_no_kernel_results(ncu, tmp_path):
 
 
 def test_timeout(ncu, tmp_path):
-    ncu.timeout = True
-    profile = collect(target(tmp_path), ["gpu__time_duration.sum"], timeout_s=5)
-    assert profile.not_collected == {"gpu__time_duration.sum": "ncu did not finish within 5 s"}
+    ncu.answer(sleep=60)
+    profile = collect(target(tmp_path, timeout_s=1), ["gpu__time_duration.sum"])
+    assert profile.not_collected == {"gpu__time_duration.sum": "ncu did not finish within 1 s and was stopped"}
+    assert len(ncu.calls) == 1  # no report to import
+
+
+def test_an_ncu_that_cannot_be_started_is_named(ncu, tmp_path):
+    ncu.path.chmod(0o644)
+    with pytest.raises(ProfilerUnavailable, match=f"^`ncu` cannot be started: Permission denied: {ncu.path}"):
+        collect(target(tmp_path), ["gpu__time_duration.sum"])
 
 
 def test_nothing_known_to_ask_for(ncu, tmp_path):

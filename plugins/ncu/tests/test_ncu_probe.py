@@ -1,9 +1,10 @@
-"""The probe's answers, with the machine's tools faked."""
+"""The probe's answers, with the machine's tools faked: nvidia-smi is a stand-in script."""
 
 from __future__ import annotations
 
 import importlib
-import subprocess
+import shlex
+import time
 
 import pytest
 
@@ -23,12 +24,16 @@ def machine(monkeypatch, tmp_path):
     return tools
 
 
-def fake_smi(monkeypatch, returncode: int, stdout: str = "", stderr: str = ""):
-    def run(argv, **kwargs):
-        assert argv[1:] == ["-L"] and kwargs["timeout"] <= 2
-        return subprocess.CompletedProcess(argv, returncode, stdout, stderr)
-
-    monkeypatch.setattr(probe_module.subprocess, "run", run)
+def fake_smi(machine, tmp_path, returncode: int = 0, stdout: str = "", stderr: str = "", body: str = ""):
+    """An nvidia-smi that answers ``-L`` with this output and exit code (or runs ``body``)."""
+    smi = tmp_path / "nvidia-smi"
+    body = body or (
+        f'[ "$*" = "-L" ] || exit 64\nprintf %s {shlex.quote(stdout)}\nprintf %s {shlex.quote(stderr)} >&2\n'
+        f"exit {returncode}"
+    )
+    smi.write_text(f"#!/bin/sh\n{body}\n")
+    smi.chmod(0o755)
+    machine["nvidia-smi"] = str(smi)
 
 
 def test_nothing_installed(machine):
@@ -40,11 +45,11 @@ def test_nothing_installed(machine):
     assert "parsing saved ncu output" in availability.still_works
 
 
-def test_ncu_without_gpu(machine, monkeypatch):
+def test_ncu_without_gpu(machine, tmp_path):
     machine["ncu"] = "/usr/bin/ncu"
-    machine["nvidia-smi"] = "/usr/bin/nvidia-smi"
     fake_smi(
-        monkeypatch,
+        machine,
+        tmp_path,
         9,
         stderr="NVIDIA-SMI has failed because it couldn't communicate with the "
         "NVIDIA driver. Make sure that the latest NVIDIA driver is installed and running.\n",
@@ -55,9 +60,8 @@ def test_ncu_without_gpu(machine, monkeypatch):
     assert "\n" not in availability.reason
 
 
-def test_gpu_without_ncu(machine, monkeypatch):
-    machine["nvidia-smi"] = "/usr/bin/nvidia-smi"
-    fake_smi(monkeypatch, 0, stdout="GPU 0: NVIDIA A100-SXM4-40GB (UUID: GPU-1234)\n")
+def test_gpu_without_ncu(machine, tmp_path):
+    fake_smi(machine, tmp_path, 0, stdout="GPU 0: NVIDIA A100-SXM4-40GB (UUID: GPU-1234)\n")
     assert find_gpu() == (True, "GPU 0: NVIDIA A100-SXM4-40GB (UUID: GPU-1234)")
     availability = probe()
     assert not availability.available
@@ -75,15 +79,19 @@ def test_ncu_in_a_cuda_toolkit_and_gpu_in_proc(machine, monkeypatch, tmp_path):
     assert probe().available
 
 
-def test_nvidia_smi_that_hangs(machine, monkeypatch):
-    machine["nvidia-smi"] = "/usr/bin/nvidia-smi"
-
-    def run(argv, **kwargs):
-        raise subprocess.TimeoutExpired(argv, kwargs["timeout"])
-
-    monkeypatch.setattr(probe_module.subprocess, "run", run)
+def test_nvidia_smi_that_hangs_is_stopped(machine, tmp_path):
+    fake_smi(machine, tmp_path, body="sleep 60")
+    started = time.monotonic()
     has_gpu, detail = find_gpu()
-    assert not has_gpu and detail.startswith("nvidia-smi -L failed (TimeoutExpired")
+    assert time.monotonic() - started < 5
+    assert not has_gpu and detail == "nvidia-smi -L did not finish within 1.5 s and was stopped"
+
+
+def test_nvidia_smi_that_cannot_be_started(machine, tmp_path):
+    fake_smi(machine, tmp_path, stdout="GPU 0: never printed")
+    (tmp_path / "nvidia-smi").chmod(0o644)
+    has_gpu, detail = find_gpu()
+    assert not has_gpu and detail.startswith("nvidia-smi -L failed (`nvidia-smi` cannot be started: Permission denied")
 
 
 def test_the_answer_is_cached(machine):

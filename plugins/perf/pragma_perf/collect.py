@@ -7,45 +7,48 @@ perf counts the native replay (``target.replay_argv``) when pragma built one: th
 calls with no Python around them. Otherwise it counts ``target.python_argv``, a Python process
 running the forward, and the counts include the interpreter (``Profile.notes`` says so). perf writes
 CSV to ``<out_dir>/perf-stat.csv``; the program's output and perf's messages go to
-``perf-stat.log``. Each requested name missing from the profile is in ``Profile.not_collected`` with
-the reason: hardware counters absent, perf's ``<not supported>``, a name perf does not know, ...
+``perf-stat.log``. perf runs with the target's environment plus ``LC_ALL=C`` through
+:func:`pragma_core.profiling.tools.run_tool`, and is stopped, with the program, after
+``target.timeout_s``. Each requested name missing from the profile is in ``Profile.not_collected``
+with the reason: hardware counters absent, perf's ``<not supported>``, a name perf does not know, a
+run that did not finish in time, ...
 """
 
 from __future__ import annotations
 
-import os
 import re
-import signal
-import subprocess
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
 import attrs
 
 from pragma_core.components import ProfileTarget
 from pragma_core.errors import ProfileParseError, ProfilerUnavailable
+from pragma_core.profiling.tools import run_tool
 from pragma_core.records import Metric, Profile
 
 from .metrics import DERIVED, HARDWARE_EVENTS, SOFTWARE_EVENTS, TOPDOWN_L1, base_name, needs_hardware
 from .parse import PROFILER, Reading, parse, read_rows, unsupported
 from .probe import PerfSetup, classify_name, paranoid_text, perf_setup
 
-__all__ = ["OUTPUT_NAME", "LOG_NAME", "TIMEOUT_ENV", "Plan", "plan_request", "build_command", "collect"]
+__all__ = ["OUTPUT_NAME", "LOG_NAME", "Plan", "plan_request", "build_command", "collect"]
 
 OUTPUT_NAME = "perf-stat.csv"
 LOG_NAME = "perf-stat.log"
-TIMEOUT_ENV = "PRAGMA_PERF_TIMEOUT_S"
-DEFAULT_TIMEOUT_S = 600.0
 
 _MODIFIERS = re.compile(r":[ukhHGIpPSDWeb]+$")
+
+
+def _strings(value: Iterable[str]) -> tuple[str, ...]:
+    return tuple(value)
 
 
 @attrs.frozen(kw_only=True)
 class Plan:
     """What to ask perf for: events (``-e``), metric options (``-M ...``), and names refused up front."""
 
-    events: tuple[str, ...] = attrs.field(default=(), converter=tuple)
-    metric_args: tuple[str, ...] = attrs.field(default=(), converter=tuple)
+    events: tuple[str, ...] = attrs.field(default=(), converter=_strings)
+    metric_args: tuple[str, ...] = attrs.field(default=(), converter=_strings)
     refused: dict[str, str] = attrs.field(factory=dict)
 
 
@@ -115,16 +118,23 @@ def collect(target: ProfileTarget, metrics: Sequence[str]) -> Profile:
     out_dir.mkdir(parents=True, exist_ok=True)
     output, log = out_dir / OUTPUT_NAME, out_dir / LOG_NAME
     output.unlink(missing_ok=True)
-    env = {**(target.env or os.environ), "LC_ALL": "C"}  # C locale: no digit grouping, decimal point
-    timeout = _timeout()
-    code = _execute(build_command(setup.perf, target, plan, output), env, timeout, log, cwd=out_dir)
+    run = run_tool(
+        build_command(setup.perf, target, plan, output),
+        tool="perf",
+        env={**target.env, "LC_ALL": "C"},  # C locale: no digit grouping, a decimal point
+        timeout_s=target.timeout_s,
+        cwd=out_dir,
+        stdout_path=log,
+        stderr_to_stdout=True,
+    )
     raw_paths = tuple(str(path) for path in (output, log) if path.exists())
     notes = [_target_note(target)]
     if not setup.hardware:
         notes.append(f"{setup.hardware_reason}: perf counted only software events")
 
+    code = run.returncode
     if code is None:
-        reason = f"perf stat did not finish within {timeout:g} s (set {TIMEOUT_ENV} to allow longer)"
+        reason = f"perf stat {run.ending}, with the program it counted; allow more with timeout_s"
         return Profile(
             profiler=PROFILER,
             raw_paths=raw_paths,
@@ -157,39 +167,6 @@ def collect(target: ProfileTarget, metrics: Sequence[str]) -> Profile:
 
 
 # -- helpers ------------------------------------------------------------------------------------
-
-
-def _timeout() -> float:
-    try:
-        return float(os.environ.get(TIMEOUT_ENV, DEFAULT_TIMEOUT_S))
-    except ValueError:
-        return DEFAULT_TIMEOUT_S
-
-
-def _execute(command: list[str], env: dict[str, str], timeout: float, log: Path, *, cwd: Path) -> int | None:
-    """Exit code of perf (the program's, when it ran), or None after killing it on timeout."""
-    with open(log, "wb") as sink:
-        try:
-            process = subprocess.Popen(
-                command,
-                stdin=subprocess.DEVNULL,
-                stdout=sink,
-                stderr=subprocess.STDOUT,
-                env=env,
-                cwd=cwd,
-                start_new_session=True,
-            )
-        except OSError as error:
-            raise ProfilerUnavailable(f"`{command[0]}` cannot be started: {error.strerror or error}") from None
-        try:
-            return process.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            try:
-                os.killpg(process.pid, signal.SIGKILL)  # perf and the program it started
-            except ProcessLookupError:
-                pass
-            process.wait()
-            return None
 
 
 def _log_error(log: Path) -> str:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from pragma_core import Profiler, hookimpl
 
 from .collect import collect
@@ -28,7 +30,7 @@ perf_event_paranoid (kernel.org), and Intel's description of the top-down method
 
 
 @hookimpl
-def pragma_register_profilers(register):
+def pragma_register_profilers(register: Callable[[Profiler], None]) -> None:
     register(
         Profiler(
             name=PROFILER,

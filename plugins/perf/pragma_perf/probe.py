@@ -16,17 +16,17 @@ from __future__ import annotations
 import functools
 import os
 import shutil
-import subprocess
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 import attrs
 
 from pragma_core.components import Availability
-from pragma_core.errors import ProfileParseError
+from pragma_core.errors import ProfileParseError, ProfilerUnavailable
+from pragma_core.profiling.tools import run_tool
 
 from .metrics import base_name
-from .parse import read_rows
+from .parse import Reading, read_rows
 
 __all__ = [
     "HARDWARE_UNAVAILABLE_VM",
@@ -57,6 +57,10 @@ _PARANOID_ALLOWS = {
 Runner = Callable[[list[str]], tuple[int | None, str]]
 
 
+def _strings(value: Iterable[str]) -> tuple[str, ...]:
+    return tuple(value)
+
+
 @attrs.frozen(kw_only=True)
 class PerfSetup:
     """What perf can do on this machine, as :func:`perf_setup` found it."""
@@ -70,7 +74,7 @@ class PerfSetup:
     paranoid: int | None = None
     privileged: bool = False
     user_only: bool = False
-    topdown_args: tuple[str, ...] = attrs.field(default=(), converter=tuple)
+    topdown_args: tuple[str, ...] = attrs.field(default=(), converter=_strings)
     topdown_reason: str = ""
 
 
@@ -114,19 +118,19 @@ def read_setup(perf: str, run: Runner, *, paranoid: int | None, privileged: bool
     code, text = run([perf, "stat", "-x,", "-e", "task-clock,instructions", "true"])
     rows = _rows(text)
     software = [r for r in rows if base_name(r.name) in ("task-clock", "cpu-clock") and r.value is not None]
-    common = dict(
+    known = PerfSetup(
         perf=perf, version=version.strip() if version_code == 0 else "", paranoid=paranoid, privileged=privileged
     )
     if code != 0 or not software:
-        return PerfSetup(**common, reason=_failure(code, text, paranoid, privileged))
+        return attrs.evolve(known, reason=_failure(code, text, paranoid, privileged))
     instructions = [r for r in rows if base_name(r.name) == "instructions"]
     hardware = bool(instructions) and instructions[0].value is not None
     hardware_reason = ""
     if not hardware:
         hardware_reason = HARDWARE_UNAVAILABLE_VM if virtual_machine else HARDWARE_UNAVAILABLE
     topdown_args, topdown_reason = _topdown(perf, run)
-    return PerfSetup(
-        **common,
+    return attrs.evolve(
+        known,
         runs=True,
         hardware=hardware,
         hardware_reason=hardware_reason,
@@ -180,22 +184,15 @@ def read_classification(perf: str, name: str, run: Runner) -> tuple[str, str]:
 def _run(argv: list[str]) -> tuple[int | None, str]:
     """Exit code and stderr (stdout for ``--version``) of a short perf command."""
     try:
-        done = subprocess.run(
-            argv,
-            capture_output=True,
-            text=True,
-            timeout=PROBE_TIMEOUT_S,
-            env={**os.environ, "LC_ALL": "C"},
-            stdin=subprocess.DEVNULL,
-        )
-    except subprocess.TimeoutExpired:
-        return None, f"`{' '.join(argv)}` did not finish within {PROBE_TIMEOUT_S:g} s"
-    except OSError as error:
-        return None, f"`{argv[0]}` cannot be run: {error.strerror or error}"
-    return done.returncode, done.stdout if argv[1:] == ["--version"] else done.stderr
+        run = run_tool(argv, tool="perf", env={**os.environ, "LC_ALL": "C"}, timeout_s=PROBE_TIMEOUT_S)
+    except ProfilerUnavailable as error:
+        return None, str(error)
+    if run.timed_out:
+        return None, f"`{' '.join(argv)}` {run.ending}"
+    return run.returncode, run.stdout_tail if argv[1:] == ["--version"] else run.stderr_tail
 
 
-def _rows(text: str):
+def _rows(text: str) -> list[Reading]:
     try:
         return read_rows(text)
     except ProfileParseError:

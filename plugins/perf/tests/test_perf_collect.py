@@ -5,6 +5,7 @@ from __future__ import annotations
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -13,7 +14,7 @@ from perf_data import DATA
 import pragma_perf.collect as collect_module
 from pragma_core import ProfileTarget, Task
 from pragma_core.errors import ProfilerUnavailable
-from pragma_perf.collect import OUTPUT_NAME, TIMEOUT_ENV, Plan, build_command, collect, plan_request
+from pragma_perf.collect import OUTPUT_NAME, Plan, build_command, collect, plan_request
 from pragma_perf.metrics import DEFAULT_METRICS, HARDWARE_EVENTS, SOFTWARE_EVENTS, TOPDOWN_L1
 from pragma_perf.probe import HARDWARE_UNAVAILABLE_VM, PerfSetup, perf_setup
 
@@ -175,9 +176,27 @@ def test_a_failing_program_is_noted(tmp_path):
 
 
 @needs_perf
-def test_a_program_that_overruns_the_timeout_is_killed(tmp_path, monkeypatch):
-    monkeypatch.setenv(TIMEOUT_ENV, "0.5")
-    profile = collect(target(tmp_path, replay_argv=("sleep", "30")), ["task-clock", "cycles"])
+def test_a_program_that_overruns_the_timeout_is_killed(tmp_path):
+    started = time.monotonic()
+    profile = collect(target(tmp_path, replay_argv=("sleep", "30"), timeout_s=0.5), ["task-clock", "cycles"])
+    assert time.monotonic() - started < 10
     assert profile.metrics == ()
     assert set(profile.not_collected) == {"task-clock", "cycles"}
-    assert all("did not finish within 0.5 s" in reason for reason in profile.not_collected.values())
+    timeout = profile.not_collected["task-clock"]
+    assert (
+        timeout
+        == "perf stat did not finish within 0.5 s and was stopped, with the program it counted; allow more with timeout_s"
+    )
+    if perf_setup().hardware:  # without a PMU, cycles was refused before perf ran
+        assert profile.not_collected["cycles"] == timeout
+
+
+@needs_perf
+def test_perf_and_the_program_run_with_the_targets_environment_and_the_c_locale(tmp_path, monkeypatch):
+    monkeypatch.setenv("PRAGMA_PERF_TEST_OUTSIDE", "not for the program")
+    seen = tmp_path / "env.txt"
+    program = ("sh", "-c", f'echo "$LC_ALL ${{PRAGMA_PERF_TEST_GIVEN-}} ${{PRAGMA_PERF_TEST_OUTSIDE-unset}}" > {seen}')
+    env = {"PATH": "/usr/bin:/bin", "LC_ALL": "uk_UA.UTF-8", "PRAGMA_PERF_TEST_GIVEN": "given"}
+    profile = collect(target(tmp_path, replay_argv=program, env=env), ["task-clock"])
+    assert profile.get("task-clock") is not None
+    assert seen.read_text() == "C given unset\n"

@@ -1,9 +1,12 @@
 """Runs rocprofv3 on a target and returns the metrics of the candidate's kernels.
 
-One run per counter pass (:mod:`pragma_rocprof.commands`), each writing its CSV and a log under
-``target.out_dir/rocprof/pass_<n>/``. A pass the hardware cannot count at once (rocprofv3 says the
-request "exceeds the capabilities of the hardware", or aborts) is split in two and run again, up
-to ``max_runs`` runs in all. The first run's kernel trace gives the durations; the counter files of
+One run per counter pass (:mod:`pragma_rocprof.commands`), each writing its CSV, its command line
+and a log under ``target.out_dir/rocprof/pass_<n>/``. Each run goes through
+:func:`pragma_core.profiling.tools.run_tool` with the target's environment and is stopped, with
+the program, after ``target.timeout_s``; the passes after a run that timed out are not run (they
+would wait as long). A pass the hardware cannot count at once (rocprofv3 says the request "exceeds
+the capabilities of the hardware", or aborts) is split in two and run again, up to ``max_runs``
+runs in all. The first run's kernel trace gives the durations; the counter files of
 all runs are merged per kernel, then :func:`~pragma_rocprof.parse.derive` adds the hit rates and
 bandwidth.
 
@@ -17,10 +20,9 @@ result is in ``Profile.not_collected`` with the reason.
 
 from __future__ import annotations
 
-import os
 import re
+import shlex
 import signal
-import subprocess
 from collections import deque
 from collections.abc import Sequence
 from pathlib import Path
@@ -29,6 +31,7 @@ import attrs
 
 from pragma_core.components import ProfileTarget
 from pragma_core.errors import ProfileParseError, ProfilerUnavailable
+from pragma_core.profiling.tools import ToolRun, run_tool
 from pragma_core.records import Metric, Profile
 
 from .commands import COUNTERS_PER_PASS, build_command, kernel_include_regex, split_passes
@@ -36,11 +39,11 @@ from .metrics import counters_for, info, validate
 from .parse import PROFILER, derive, parse
 from .probe import find_rocprofv3, probe
 
-__all__ = ["DEFAULT_TIMEOUT_S", "MAX_RUNS", "collect", "kernel_matches"]
+__all__ = ["MAX_RUNS", "LOG_NAME", "COMMAND_NAME", "collect", "kernel_matches"]
 
-DEFAULT_TIMEOUT_S = 900.0
-"""Seconds one rocprofv3 run may take; counter collection serialises kernels and replays nothing,
-but the target's own start-up (Python, torch, compilation) counts too."""
+LOG_NAME = "rocprofv3.log"
+"""What rocprofv3 and the program printed in one run (stdout and stderr together)."""
+COMMAND_NAME = "rocprofv3-command.txt"
 
 MAX_RUNS = 12
 """Most rocprofv3 runs one collect makes, splits of over-full passes included."""
@@ -56,24 +59,23 @@ class _Run:
     number: int
     counters: tuple[str, ...]
     directory: Path
-    returncode: int | None  # None: killed at the timeout
+    tool: ToolRun
     output: str
-    timeout_s: float
 
     @property
     def ok(self) -> bool:
-        return self.returncode == 0
+        return self.tool.ok
 
     def exceeds_hardware(self) -> bool:
         """True when this pass holds more than the hardware counts at once (older versions abort)."""
-        return bool(_EXCEEDS_HARDWARE.search(self.output)) or self.returncode in _ABORT_CODES
+        return bool(_EXCEEDS_HARDWARE.search(self.output)) or self.tool.returncode in _ABORT_CODES
 
     def failure(self) -> str:
-        if self.returncode is None:
-            return f"rocprofv3 run {self.number} did not finish within {self.timeout_s:g} s and was stopped"
+        if self.tool.timed_out:
+            return f"rocprofv3 run {self.number} {self.tool.ending}"
         lines = [line.strip() for line in self.output.splitlines() if line.strip()]
         last = lines[-1][:200] if lines else "no output"
-        return f"rocprofv3 run {self.number} exited with code {self.returncode}: {last}"
+        return f"rocprofv3 run {self.number} {self.tool.ending}: {last}"
 
     def files(self, kind: str) -> list[Path]:
         return sorted(self.directory.rglob(f"*{kind}.csv"))
@@ -84,10 +86,13 @@ def collect(
     metrics: Sequence[str],
     *,
     per_pass: int = COUNTERS_PER_PASS,
-    timeout_s: float = DEFAULT_TIMEOUT_S,
     max_runs: int = MAX_RUNS,
 ) -> Profile:
-    """Profile ``target.python_argv`` under rocprofv3; ProfilerUnavailable where it cannot run."""
+    """Profile ``target.python_argv`` under rocprofv3; ProfilerUnavailable where it cannot run.
+
+    Each run may take ``target.timeout_s``; a collect makes one run per pass of ``per_pass``
+    counters, more when the hardware refuses a pass, at most ``max_runs``.
+    """
     availability = probe()
     if not availability.available:
         raise ProfilerUnavailable(availability.reason)
@@ -102,7 +107,7 @@ def collect(
     wanted, rejected = validate(metrics)
     regex = kernel_include_regex(target.kernel_functions)
     root = Path(target.out_dir) / "rocprof"
-    runs, failed, notes = _run_passes(tool, counters_for(wanted), root, target, regex, per_pass, timeout_s, max_runs)
+    runs, failed, notes = _run_passes(tool, counters_for(wanted), root, target, regex, per_pass, max_runs)
 
     merged, parse_notes = _merge(runs)
     kept, attribution_note = _attribute(merged, target.kernel_functions)
@@ -128,20 +133,34 @@ def kernel_matches(kernel: str, function: str) -> bool:
     return re.search(rf"(?<![A-Za-z0-9_]){re.escape(function)}(?![A-Za-z0-9])", kernel) is not None
 
 
-def _run_passes(tool, counters, root, target, regex, per_pass, timeout_s, max_runs):
+def _run_passes(
+    tool: str,
+    counters: Sequence[str],
+    root: Path,
+    target: ProfileTarget,
+    regex: str | None,
+    per_pass: int,
+    max_runs: int,
+) -> tuple[list[_Run], dict[str, str], list[str]]:
+    """Run the passes in order, splitting those the hardware refuses; the runs, why counters
+    failed, and notes."""
     queue: deque[tuple[str, ...]] = deque(split_passes(counters, per_pass) or [()])
     runs: list[_Run] = []
     failed: dict[str, str] = {}
     notes: list[str] = []
     while queue:
         pass_counters = queue.popleft()
+        stop = ""
         if len(runs) == max_runs:
+            stop = f"not run: pragma stops after {max_runs} rocprofv3 runs"
+        elif runs and runs[-1].tool.timed_out:
+            stop = f"not run: run {runs[-1].number} did not finish within {target.timeout_s:g} s, and this one would wait as long"
+        if stop:
             skipped = [counter for group in (pass_counters, *queue) for counter in group]
-            reason = f"not run: pragma stops after {max_runs} rocprofv3 runs"
-            failed.update(dict.fromkeys(skipped, reason))
-            notes.append(f"{reason}; {len(skipped)} counters left: {', '.join(skipped)}")
+            failed.update(dict.fromkeys(skipped, stop))
+            notes.append(f"{stop}; {len(skipped)} counters left: {', '.join(skipped)}")
             break
-        run = _run(tool, pass_counters, root / f"pass_{len(runs) + 1}", len(runs) + 1, target, regex, timeout_s)
+        run = _run(tool, pass_counters, root / f"pass_{len(runs) + 1}", len(runs) + 1, target, regex)
         runs.append(run)
         if run.ok:
             continue
@@ -164,31 +183,21 @@ def _run(
     number: int,
     target: ProfileTarget,
     regex: str | None,
-    timeout_s: float,
 ) -> _Run:
     directory.mkdir(parents=True, exist_ok=True)
     command = build_command(tool, counters, directory, target.python_argv, kernel_regex=regex)
-    log_path = directory / "rocprofv3.log"
-    with log_path.open("w", encoding="utf-8") as log:
-        log.write("$ " + subprocess.list2cmdline(command) + "\n")
-        log.flush()
-        process = subprocess.Popen(
-            command,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            env={**os.environ, **target.env},
-            start_new_session=True,
-        )
-        try:
-            returncode: int | None = process.wait(timeout=timeout_s)
-        except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)  # the session this run started: rocprofv3 and the target
-            process.wait()
-            returncode = None
-    output = log_path.read_text(encoding="utf-8", errors="replace").split("\n", 1)[-1]
-    return _Run(
-        number=number, counters=counters, directory=directory, returncode=returncode, output=output, timeout_s=timeout_s
+    (directory / COMMAND_NAME).write_text(shlex.join(command) + "\n")
+    log_path = directory / LOG_NAME
+    tool_run = run_tool(
+        command,
+        tool="rocprofv3",
+        env=target.env,
+        timeout_s=target.timeout_s,
+        stdout_path=log_path,
+        stderr_to_stdout=True,
     )
+    output = log_path.read_text(encoding="utf-8", errors="replace")
+    return _Run(number=number, counters=counters, directory=directory, tool=tool_run, output=output)
 
 
 def _merge(runs: Sequence[_Run]) -> tuple[list[Metric], list[str]]:

@@ -378,8 +378,9 @@ def _read_properties(kernel: _Kernel, record: dict[str, str], number: int) -> No
     for name, columns in _DIMENSIONS.items():
         if all(column in record for column in columns):
             sizes = [_number(record[column], number, column) for column in columns]
-            if all(size is not None for size in sizes):
-                kernel.property(name, math.prod(sizes))
+            known = [size for size in sizes if size is not None]
+            if len(known) == len(sizes):
+                kernel.property(name, math.prod(known))
 
 
 def _read_counter_collection(table: _Table, kernels: _Kernels) -> None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from pragma_core import Profiler, hookimpl
 
 from .collect import collect
@@ -27,7 +29,7 @@ metric reference, and rocprofiler-compute's (Omniperf's) performance model pages
 
 
 @hookimpl
-def pragma_register_profilers(register):
+def pragma_register_profilers(register: Callable[[Profiler], None]) -> None:
     register(
         Profiler(
             name=PROFILER,

@@ -11,10 +11,12 @@ import glob
 import os
 import re
 import shutil
-import subprocess
+import tempfile
 from pathlib import Path
 
 from pragma_core import Availability
+from pragma_core.errors import ProfilerUnavailable
+from pragma_core.profiling.tools import run_tool
 
 __all__ = ["probe", "find_rocprofv3", "gpu_targets", "STILL_WORKS"]
 
@@ -100,11 +102,18 @@ def _rocminfo_targets() -> list[str] | None:
     rocminfo = shutil.which("rocminfo") or next(iter(sorted(glob.glob("/opt/rocm*/bin/rocminfo"))), None)
     if rocminfo is None:
         return None
-    try:
-        result = subprocess.run([rocminfo], capture_output=True, text=True, timeout=ROCMINFO_SECONDS, check=False)
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    return sorted(set(re.findall(r"^\s*Name:\s+(gfx[0-9a-f]+)\s*$", result.stdout, re.MULTILINE)))
+    with tempfile.TemporaryDirectory(prefix="pragma-rocminfo-") as folder:
+        listing = Path(folder) / "rocminfo.txt"  # a few KB per agent: more than a message's tail
+        try:
+            result = run_tool(
+                [rocminfo], tool="rocminfo", env=os.environ, timeout_s=ROCMINFO_SECONDS, stdout_path=listing
+            )
+        except ProfilerUnavailable:
+            return None
+        if result.timed_out:
+            return None
+        text = listing.read_text(errors="replace")
+    return sorted(set(re.findall(r"^\s*Name:\s+(gfx[0-9a-f]+)\s*$", text, re.MULTILINE)))
 
 
 def _gfx_name(version: int) -> str:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import attrs
@@ -19,10 +20,11 @@ import pytest
 
 import pragma_rocprof.collect as collect_module
 from pragma_core import Availability
-from pragma_core.components import ProfileTarget
+from pragma_core.components import Profiler, ProfileTarget
 from pragma_core.errors import ProfilerUnavailable
 from pragma_core.records import Task
-from pragma_rocprof.collect import collect, kernel_matches
+from pragma_core.testing import ProfilerContractTests
+from pragma_rocprof.collect import COMMAND_NAME, LOG_NAME, collect, kernel_matches
 from pragma_rocprof.probe import probe
 
 DATA = Path(__file__).parent / "data"
@@ -76,6 +78,16 @@ def fake_rocprofv3(tmp_path, monkeypatch):
     return tool
 
 
+class TestContractWithTheStandIn(ProfilerContractTests):
+    """The profiler contract, checked on collect() running the stand-in."""
+
+    profiler_name = "rocprof"
+
+    @pytest.fixture
+    def runnable(self, profiler: Profiler, fake_rocprofv3: Path) -> Profiler:
+        return profiler
+
+
 def target_for(tmp_path: Path, **changes) -> ProfileTarget:
     marker = tmp_path / "runs.txt"
     fields = dict(
@@ -122,10 +134,11 @@ def test_passes_the_hardware_refuses_are_split_and_merged(fake_rocprofv3, tmp_pa
     assert any("left out 3 other kernel(s)" in note for note in profile.notes)
     assert not profile.not_collected
     assert any(path.endswith("rocprof_counter_collection.csv") for path in profile.raw_paths)
-    assert any(path.endswith("rocprofv3.log") for path in profile.raw_paths)
-    first_log = (target.out_dir / "rocprof" / "pass_1" / "rocprofv3.log").read_text()
-    assert "--pmc OccupancyPercent VALUBusy --kernel-trace" in first_log
-    assert "--kernel-include-regex compute_rhs" in first_log
+    assert any(path.endswith(LOG_NAME) for path in profile.raw_paths)
+    first_command = (target.out_dir / "rocprof" / "pass_1" / COMMAND_NAME).read_text()
+    assert "--pmc OccupancyPercent VALUBusy --kernel-trace" in first_command
+    assert "--kernel-include-regex compute_rhs" in first_command
+    assert "exceeds the capabilities of the hardware" in (target.out_dir / "rocprof" / "pass_1" / LOG_NAME).read_text()
 
 
 def test_unknown_and_missing_metrics_are_reported_not_dropped(fake_rocprofv3, tmp_path, monkeypatch):
@@ -152,16 +165,16 @@ def test_unknown_and_missing_metrics_are_reported_not_dropped(fake_rocprofv3, tm
     assert "VGPR_Count" in reasons["arch_vgpr"]
     assert "--list-avail" in reasons["SQ_NOT_ON_THIS_GPU"]
     assert "TCC_HIT_sum, TCC_MISS_sum not collected" in reasons["L2CacheHit"]
-    log = (tmp_path / "profile" / "rocprof" / "pass_1" / "rocprofv3.log").read_text()
-    assert "sm__throughput" not in log and "SQ_NOT_ON_THIS_GPU" in log
+    command = (tmp_path / "profile" / "rocprof" / "pass_1" / COMMAND_NAME).read_text()
+    assert "sm__throughput" not in command and "SQ_NOT_ON_THIS_GPU" in command
 
 
 def test_trace_only_with_no_matching_kernel_keeps_all_and_says_so(fake_rocprofv3, tmp_path, monkeypatch):
     monkeypatch.setenv("FAKE_TRACE", str(TRACE_2025))
     profile = collect(target_for(tmp_path, kernel_functions=("relu_kernel",)), ["AverageNs", "Calls"])
     assert runs_of(tmp_path) == 1
-    log = (tmp_path / "profile" / "rocprof" / "pass_1" / "rocprofv3.log").read_text()
-    assert "--pmc" not in log and "--kernel-include-regex relu_kernel" in log
+    command = (tmp_path / "profile" / "rocprof" / "pass_1" / COMMAND_NAME).read_text()
+    assert "--pmc" not in command and "--kernel-include-regex relu_kernel" in command
     assert any("none of the candidate's kernels (relu_kernel)" in note for note in profile.notes)
     # longest-running kernel first
     assert profile.metrics[0].kernel == "void addition_kernel<float>(float*, float const*, float const*, int, int)"
@@ -195,10 +208,16 @@ def test_a_failed_run_marks_its_counters(fake_rocprofv3, tmp_path, monkeypatch):
     assert "no kernel ran under rocprofv3" in profile.not_collected["AverageNs"]
 
 
-def test_a_run_past_its_timeout_is_stopped(fake_rocprofv3, tmp_path, monkeypatch):
+def test_a_run_past_its_timeout_is_stopped_and_the_passes_after_it_are_not_run(fake_rocprofv3, tmp_path, monkeypatch):
     monkeypatch.setenv("FAKE_SLEEP", "30")
-    profile = collect(target_for(tmp_path), ["VALUBusy"], timeout_s=1)
-    assert "did not finish within 1 s" in profile.not_collected["VALUBusy"]
+    started = time.monotonic()
+    profile = collect(target_for(tmp_path, timeout_s=1), ["VALUBusy", "MemUnitBusy"], per_pass=1)
+    assert time.monotonic() - started < 10
+    assert runs_of(tmp_path) == 1
+    assert profile.not_collected["VALUBusy"] == "rocprofv3 run 1 did not finish within 1 s and was stopped"
+    assert profile.not_collected["MemUnitBusy"] == (
+        "not run: run 1 did not finish within 1 s, and this one would wait as long"
+    )
 
 
 def test_runs_stop_at_the_limit(fake_rocprofv3, tmp_path, monkeypatch):

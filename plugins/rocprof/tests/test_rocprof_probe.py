@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-import subprocess
+import shlex
+import time
 
 import pytest
 
@@ -111,24 +112,21 @@ def test_driver_with_cpu_nodes_only(monkeypatch, tmp_path):
     assert not availability.available and "lists no GPU agent" in availability.reason
 
 
-def _rocminfo(monkeypatch, stdout=None, error=None):
-    monkeypatch.setattr(
-        probe_module.shutil, "which", lambda name: f"/usr/bin/{name}" if name in ("rocprofv3", "rocminfo") else None
-    )
-
-    def run(command, **kwargs):
-        assert command == ["/usr/bin/rocminfo"] and kwargs["timeout"] <= 2
-        if error:
-            raise error
-        return subprocess.CompletedProcess(command, 0, stdout=stdout, stderr="")
-
-    monkeypatch.setattr(probe_module.subprocess, "run", run)
+def _rocminfo(monkeypatch, tmp_path, stdout="", body=""):
+    """A stand-in rocminfo printing ``stdout`` (or running ``body``), found beside rocprofv3."""
+    rocminfo = tmp_path / "bin" / "rocminfo"
+    rocminfo.parent.mkdir(exist_ok=True)
+    rocminfo.write_text(f"#!/bin/sh\n{body or 'printf %s ' + shlex.quote(stdout)}\n")
+    rocminfo.chmod(0o755)
+    tools = {"rocprofv3": "/usr/bin/rocprofv3", "rocminfo": str(rocminfo)}
+    monkeypatch.setattr(probe_module.shutil, "which", tools.get)
 
 
 def test_rocminfo_is_asked_when_the_topology_is_missing(monkeypatch, tmp_path):
     _kfd(tmp_path)
     _rocminfo(
         monkeypatch,
+        tmp_path,
         stdout="Agent 1\n  Name:                    AMD EPYC 7V13\nAgent 2\n"
         "  Name:                    gfx90a\n  Marketing Name: AMD Instinct MI250X\n",
     )
@@ -137,15 +135,25 @@ def test_rocminfo_is_asked_when_the_topology_is_missing(monkeypatch, tmp_path):
 
 def test_rocminfo_listing_only_cpus(monkeypatch, tmp_path):
     _kfd(tmp_path)
-    _rocminfo(monkeypatch, stdout="Agent 1\n  Name:                    AMD EPYC 7V13\n")
+    _rocminfo(monkeypatch, tmp_path, stdout="Agent 1\n  Name:                    AMD EPYC 7V13\n")
     availability = probe()
     assert not availability.available and "lists no GPU agent" in availability.reason
 
 
 def test_rocminfo_that_hangs_does_not_block_the_probe(monkeypatch, tmp_path):
     _kfd(tmp_path)
-    _rocminfo(monkeypatch, error=subprocess.TimeoutExpired("rocminfo", 1.5))
+    _rocminfo(monkeypatch, tmp_path, body="sleep 60")
+    started = time.monotonic()
     assert probe().available  # the device node is there; rocprofv3 will say more when it runs
+    assert time.monotonic() - started < 5
+
+
+def test_a_long_rocminfo_listing_is_read_whole(monkeypatch, tmp_path):
+    _kfd(tmp_path)
+    cpu = "Agent 1\n  Name:                    AMD EPYC 7V13\n" + "  ISA Info: x\n" * 2000
+    gpus = "".join(f"Agent {n}\n  Name:                    gfx942\n" + "  Pool Info: y\n" * 500 for n in (2, 3))
+    _rocminfo(monkeypatch, tmp_path, stdout=cpu + gpus + "Agent 4\n  Name:                    gfx90a\n")
+    assert probe_module._rocminfo_targets() == ["gfx90a", "gfx942"]
 
 
 def test_find_rocprofv3_under_rocm_path(monkeypatch, tmp_path):

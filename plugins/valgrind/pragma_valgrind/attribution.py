@@ -26,11 +26,15 @@ from .outfile import CachegrindOut
 __all__ = ["Attribution", "attribute", "is_part_of", "same_source"]
 
 
+def _keys(value: Iterable[tuple[str, str]]) -> tuple[tuple[str, str], ...]:
+    return tuple(value)
+
+
 @attrs.frozen(kw_only=True)
 class Attribution:
     """The kernel entries found, and how: by source file, by function name, or both."""
 
-    keys: tuple[tuple[str, str], ...] = attrs.field(converter=tuple)
+    keys: tuple[tuple[str, str], ...] = attrs.field(converter=_keys)
     by_source: frozenset[str] = frozenset()
     by_function: frozenset[str] = frozenset()
 

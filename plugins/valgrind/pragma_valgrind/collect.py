@@ -5,7 +5,9 @@ runs ``target.replay_argv``: the C program pragma builds to replay one forward's
 ``target.repetitions`` times with no Python around them (importing torch under valgrind takes
 minutes). The counts are deterministic: the same program gives the same counts.
 
-The raw ``cachegrind.out`` and valgrind's log stay in ``target.out_dir``. The metrics are the
+The raw ``cachegrind.out``, valgrind's log and the program's own output stay in ``target.out_dir``.
+valgrind runs with the target's environment (one OpenMP thread added, see :func:`collect`) through
+:func:`pragma_core.profiling.tools.run_tool`, stopped after ``target.timeout_s``. The metrics are the
 kernels' (:mod:`pragma_valgrind.attribution`) with ``kernel`` set to the kernel function's name
 (names joined by ``+`` for several), plus one entry per function when there are several; the
 whole program's totals, replay harness included, go into the notes.
@@ -13,10 +15,8 @@ whole program's totals, replay harness included, go into the notes.
 
 from __future__ import annotations
 
-import os
 import re
 import shutil
-import subprocess
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -24,6 +24,7 @@ import attrs
 
 from pragma_core.components import ProfileTarget
 from pragma_core.errors import ProfileParseError, ProfilerUnavailable
+from pragma_core.profiling.tools import ToolRun, run_tool
 from pragma_core.records import Metric, Profile
 
 from .attribution import Attribution, attribute, is_part_of
@@ -40,13 +41,13 @@ from .metrics import (
 from .outfile import CachegrindOut, read_outfile
 from .probe import probe, valgrind_version
 
-__all__ = ["collect", "command", "TIMEOUT_S", "OUT_FILE", "LOG_FILE", "NO_REPLAY"]
-
-TIMEOUT_S = 900.0
-"""Longest a cachegrind run may take; the replay of a few forwards usually takes seconds."""
+__all__ = ["collect", "command", "OUT_FILE", "LOG_FILE", "STDOUT_FILE", "STDERR_FILE", "NO_REPLAY"]
 
 OUT_FILE = "cachegrind.out"
 LOG_FILE = "cachegrind.log"
+STDOUT_FILE = "cachegrind.stdout.txt"
+STDERR_FILE = "cachegrind.stderr.txt"
+"""What the replayed program itself printed (valgrind's own messages go to :data:`LOG_FILE`)."""
 
 NO_REPLAY = (
     "cachegrind needs the native fast path (kernels loaded with pragma_core.native.load_library, "
@@ -86,10 +87,12 @@ def collect(target: ProfileTarget, metrics: Sequence[str]) -> Profile:
     target, isa_note = _without_avx512(target)
     # valgrind runs threads one at a time, interleaved by its scheduler: with several OpenMP threads
     # the simulated caches see a different interleaving each run. One thread keeps counts exact.
-    target = attrs.evolve(target, env={**(target.env or os.environ), "OMP_NUM_THREADS": "1"})
+    target = attrs.evolve(target, env={**target.env, "OMP_NUM_THREADS": "1"})
     out = _run(valgrind, target)
     out_dir = Path(target.out_dir)
-    raw_paths = (str(out_dir / OUT_FILE), str(out_dir / LOG_FILE))
+    raw_paths = tuple(
+        str(out_dir / name) for name in (OUT_FILE, LOG_FILE, STDOUT_FILE, STDERR_FILE) if (out_dir / name).exists()
+    )
     notes = [
         _setup_note(valgrind, out),
         _repetitions_note(target),
@@ -161,28 +164,27 @@ def _run(valgrind: str, target: ProfileTarget) -> CachegrindOut:
     out_dir = Path(target.out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     out_path, log_path = out_dir / OUT_FILE, out_dir / LOG_FILE
-    out_path.unlink(missing_ok=True)  # a file from an earlier run must not pass for this one's
-    try:
-        result = subprocess.run(
-            command(valgrind, target),
-            cwd=out_dir,
-            env=target.env or None,
-            capture_output=True,
-            text=True,
-            errors="replace",
-            timeout=TIMEOUT_S,
-            check=False,
-        )
-    except subprocess.TimeoutExpired:
+    for stale in (out_path, log_path):  # a file from an earlier run must not pass for this one's
+        stale.unlink(missing_ok=True)
+    run = run_tool(
+        command(valgrind, target),
+        tool="valgrind",
+        env=target.env,
+        timeout_s=target.timeout_s,
+        cwd=out_dir,
+        stdout_path=out_dir / STDOUT_FILE,
+        stderr_path=out_dir / STDERR_FILE,
+    )
+    if run.timed_out:
         raise ProfilerUnavailable(
-            f"cachegrind did not finish within {TIMEOUT_S:.0f} s on the replay of {target.repetitions} "
-            "forward(s); use `--profiler perf`, or fewer repetitions or smaller sizes"
-        ) from None
+            f"cachegrind {run.ending} on the replay of {target.repetitions} forward(s); profile with perf "
+            "instead, or with fewer repetitions, smaller sizes or a longer timeout_s"
+        )
     log = log_path.read_text(errors="replace") if log_path.exists() else ""
-    if result.returncode != 0:
-        raise ProfilerUnavailable(_failure(result, log))
+    if not run.ok:
+        raise ProfilerUnavailable(_failure(run, log))
     if not out_path.exists():
-        tail = _last_line(log or result.stderr)
+        tail = _last_line(log or run.stderr_tail)
         raise ProfilerUnavailable(f"cachegrind wrote no {out_path}; its log ends: {tail or 'nothing'}")
     try:
         return read_outfile(out_path.read_text(errors="replace"))
@@ -190,7 +192,7 @@ def _run(valgrind: str, target: ProfileTarget) -> CachegrindOut:
         raise ProfilerUnavailable(f"cachegrind's output {out_path} cannot be read: {error}") from None
 
 
-def _failure(result: subprocess.CompletedProcess, log: str) -> str:
+def _failure(run: ToolRun, log: str) -> str:
     """One line saying why the run failed, for the person who has to act on it."""
     unrecognised = re.search(r"Unrecognised instruction at address \S+\s*\n==\d+==\s+at \S+ (.+)", log)
     if unrecognised:
@@ -199,8 +201,9 @@ def _failure(result: subprocess.CompletedProcess, log: str) -> str:
             "which valgrind does not support, from building with -march=native on this CPU; rebuild the "
             "kernel with -mno-avx512f or use `--profiler perf`"
         )
-    how = f"signal {-result.returncode}" if result.returncode < 0 else f"exit code {result.returncode}"
-    tail = _last_line(result.stderr) or _last_line(log)
+    code = run.returncode
+    how = run.ending.removeprefix("was ") if code is not None and code < 0 else f"exit code {code}"
+    tail = _last_line(run.stderr_tail) or _last_line(log)
     return f"the replay program under cachegrind failed ({how}): {tail or 'no message'}"
 
 

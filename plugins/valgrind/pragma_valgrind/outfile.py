@@ -20,6 +20,7 @@ D2mw`` (renamed to ``ILmr DLmr DLmw``, see :data:`~pragma_valgrind.metrics.LEGAC
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 
 import attrs
 
@@ -32,6 +33,14 @@ __all__ = ["CachegrindOut", "looks_like_outfile", "read_outfile"]
 _COUNT_LINE = re.compile(r"\d+(?:[ \t]+\d+)*[ \t]*")
 
 
+def _strings(value: Iterable[str]) -> tuple[str, ...]:
+    return tuple(value)
+
+
+def _totals(value: Iterable[int]) -> tuple[int, ...]:
+    return tuple(value)
+
+
 @attrs.frozen(kw_only=True)
 class CachegrindOut:
     """One cachegrind.out file: what was simulated, what ran, and the cost of each function per file.
@@ -40,18 +49,18 @@ class CachegrindOut:
     added over all lines; ``???`` stands for an unknown file or function, as cachegrind writes it.
     """
 
-    events: tuple[str, ...] = attrs.field(converter=tuple)
-    desc: tuple[str, ...] = attrs.field(converter=tuple, default=())
+    events: tuple[str, ...] = attrs.field(converter=_strings)
+    desc: tuple[str, ...] = attrs.field(converter=_strings, default=())
     cmd: str = ""
     costs: dict[tuple[str, str], tuple[int, ...]] = attrs.field(factory=dict)
-    summary: tuple[int, ...] = attrs.field(converter=tuple, default=())
+    summary: tuple[int, ...] = attrs.field(converter=_totals, default=())
     legacy_names: bool = False
 
     def totals(self) -> dict[str, int]:
         """The program's total per event (the ``summary:`` line)."""
         return dict(zip(self.events, self.summary))
 
-    def add_up(self, keys) -> dict[str, int]:
+    def add_up(self, keys: Iterable[tuple[str, str]]) -> dict[str, int]:
         """The totals per event over the given (file, function) keys."""
         sums = [0] * len(self.events)
         for key in keys:

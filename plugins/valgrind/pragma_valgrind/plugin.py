@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from pragma_core.components import Profiler
 from pragma_core.hookspecs import hookimpl
 
@@ -21,7 +23,7 @@ publishes those tools' manual pages as these sections; the man pages include the
 
 
 @hookimpl
-def pragma_register_profilers(register):
+def pragma_register_profilers(register: Callable[[Profiler], None]) -> None:
     register(
         Profiler(
             name=PROFILER_NAME,

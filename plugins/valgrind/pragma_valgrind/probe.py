@@ -8,10 +8,12 @@ valgrind binary (``functools.cache``) and is quoted in every profile's notes.
 from __future__ import annotations
 
 import functools
+import os
 import shutil
-import subprocess
 
 from pragma_core.components import Availability
+from pragma_core.errors import ProfilerUnavailable
+from pragma_core.profiling.tools import run_tool
 
 __all__ = ["probe", "valgrind_version", "STILL_WORKS"]
 
@@ -43,13 +45,13 @@ def probe() -> Availability:
 def valgrind_version(path: str) -> tuple[bool, str]:
     """``(True, "valgrind-3.19.0")``, or ``(False, what went wrong)`` when the binary does not answer."""
     try:
-        result = subprocess.run(
-            [path, "--version"], capture_output=True, text=True, timeout=_VERSION_TIMEOUT_S, check=False
-        )
-    except (OSError, subprocess.TimeoutExpired) as error:
-        return False, " ".join(str(error).split()) or type(error).__name__
-    lines = (result.stdout.strip() or result.stderr.strip()).splitlines()
+        run = run_tool([path, "--version"], tool="valgrind", env=os.environ, timeout_s=_VERSION_TIMEOUT_S)
+    except ProfilerUnavailable as error:
+        return False, str(error)
+    if run.timed_out:
+        return False, run.ending
+    lines = (run.stdout_tail.strip() or run.stderr_tail.strip()).splitlines()
     first = lines[0].strip() if lines else ""
-    if result.returncode != 0 or not first:
-        return False, f"exit code {result.returncode}" + (f": {first}" if first else "")
+    if not run.ok or not first:
+        return False, f"exit code {run.returncode}" + (f": {first}" if first else "")
     return True, first

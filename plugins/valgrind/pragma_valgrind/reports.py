@@ -18,6 +18,7 @@ Annotated source lines, which repeat the counts line by line, are not read.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable, Iterator
 
 import attrs
 
@@ -46,11 +47,15 @@ _EXIT_EVENTS: dict[str, tuple[str, ...]] = {
 }
 
 
+def _strings(value: Iterable[str]) -> tuple[str, ...]:
+    return tuple(value)
+
+
 @attrs.frozen(kw_only=True)
 class TextReport:
     """Event totals read from a text report: the program's, and per function where the report has them."""
 
-    events: tuple[str, ...] = attrs.field(converter=tuple)
+    events: tuple[str, ...] = attrs.field(converter=_strings)
     totals: dict[str, int]
     functions: dict[str, dict[str, int]] = attrs.field(factory=dict)
 
@@ -129,7 +134,7 @@ def _row(line: str, columns: int, what: str) -> tuple[list[int], str]:
     return counts, line[position:].strip()
 
 
-def _perl_functions(lines: list[str], shown: tuple[str, ...]):
+def _perl_functions(lines: list[str], shown: tuple[str, ...]) -> Iterator[tuple[str, list[int]]]:
     """``(function, counts)`` from the ``file:function`` table: rows up to the first blank line."""
     try:
         start = next(index for index, line in enumerate(lines) if line.rstrip().endswith(" file:function"))
@@ -145,7 +150,7 @@ def _perl_functions(lines: list[str], shown: tuple[str, ...]):
         index += 1
 
 
-def _python_functions(lines: list[str], shown: tuple[str, ...]):
+def _python_functions(lines: list[str], shown: tuple[str, ...]) -> Iterator[tuple[str, list[int]]]:
     """``(function, counts)`` from the ``>`` rows of the ``-- Function:file summary`` section."""
     start = next(index for index, line in enumerate(lines) if line.startswith("-- Function:file summary"))
     for line in lines[start + 1 :]:
