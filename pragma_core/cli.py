@@ -308,6 +308,13 @@ def roofline_command(
 @click.option("--metrics", default="", help="Extra metrics to collect, comma-separated.")
 @_SET_OPTION
 @click.option("--repetitions", default=3, show_default=True, help="Forwards (or replays) the profiler watches.")
+@click.option(
+    "--timeout",
+    "timeout_s",
+    default=600.0,
+    show_default=True,
+    help="Seconds one run of the profiler's tool may take before it is stopped.",
+)
 @click.option("--threads", type=int, default=None, help="Threads [default: all CPUs here].")
 @click.option(
     "--keep",
@@ -323,6 +330,7 @@ def profile_command(
     metrics: str,
     assignments: tuple[str, ...],
     repetitions: int,
+    timeout_s: float,
     threads: int | None,
     keep: Path | None,
     as_json: bool,
@@ -354,6 +362,7 @@ def profile_command(
                 out_dir=folder,
                 repetitions=repetitions,
                 threads=threads,
+                timeout_s=timeout_s,
             )
     if keep is None:  # the folder is gone: point to nothing in it
         result = attrs.evolve(result, raw_paths=(), notes=(*result.notes, "raw tool output not kept (use --keep DIR)"))

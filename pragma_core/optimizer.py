@@ -405,22 +405,32 @@ class _Loop:
         self, number: int, candidate: Candidate, staging: Path, extra: tuple[str, ...]
     ) -> tuple[list[Profile], dict[str, str]]:
         """Each profiler's profile of the candidate, and why each of the others gave none."""
-        from .profiling import profile
-
         profiles, skipped = [], {}
         for name in self.profilers:
             self.progress(number, "profiling", name)
             folder = staging / f"profile-{name}"
             try:
-                threads = self.settings.verify.threads
-                profiles.append(
-                    profile(self.task, candidate, profiler=name, metrics=extra, out_dir=folder, threads=threads)
-                )
+                profiles.append(self._profile_with(name, candidate, folder, extra))
             except PragmaError as error:
                 skipped[name] = str(error)
             except Exception as error:  # a broken plugin must neither end the run nor pass unseen
                 skipped[name] = _plugin_failure(name, error, folder)
         return profiles, skipped
+
+    def _profile_with(self, name: str, candidate: Candidate, folder: Path, extra: tuple[str, ...]) -> Profile:
+        """One profiler's profile, within the run's thread count and time limit."""
+        from .profiling import profile
+
+        verify = self.settings.verify
+        return profile(
+            self.task,
+            candidate,
+            profiler=name,
+            metrics=extra,
+            out_dir=folder,
+            threads=verify.threads,
+            timeout_s=verify.timeout_s,
+        )
 
 
 def _plugin_failure(name: str, error: Exception, folder: Path) -> str:
@@ -483,8 +493,10 @@ def _baseline(task: Task, settings: OptimizeSettings, run: RunDirectory, unavail
         if name in unavailable:
             continue
         try:
+            verify = settings.verify
+            out_dir = folder / f"profile-{name}"
             profiles.append(
-                profile(task, None, profiler=name, out_dir=folder / f"profile-{name}", threads=settings.verify.threads)
+                profile(task, None, profiler=name, out_dir=out_dir, threads=verify.threads, timeout_s=verify.timeout_s)
             )
         except PragmaError as error:
             skipped[name] = str(error)

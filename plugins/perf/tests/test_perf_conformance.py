@@ -19,7 +19,8 @@ OUTPUTS = sorted(
 NOTHING_COUNTED = "stat-csv-group-not-counted.csv"
 """Every row is <not counted>: parse rightly returns no metric, which the suite's
 test_every_fixture_parses does not allow; test_perf_parse checks it through unsupported()."""
-SHARED = Path("/work/shared/fixtures/perf")
+SHARED = Path(__file__).resolve().parents[4] / "shared" / "fixtures" / "perf"
+"""Where the fixtures were copied from: the shared folder beside the clone, when there is one."""
 
 
 class TestPerfProfiler(ProfilerPluginTests):

@@ -52,7 +52,7 @@ STDERR_FILE = "cachegrind.stderr.txt"
 NO_REPLAY = (
     "cachegrind needs the native fast path (kernels loaded with pragma_core.native.load_library, "
     "which pragma replays without Python); importing torch under valgrind takes minutes; "
-    "use `--profiler perf` for this candidate"
+    "profile this candidate with perf instead"
 )
 
 
@@ -199,7 +199,7 @@ def _failure(run: ToolRun, log: str) -> str:
         return (
             f"valgrind cannot decode an instruction in {unrecognised[1].strip()}: most likely AVX-512, "
             "which valgrind does not support, from building with -march=native on this CPU; rebuild the "
-            "kernel with -mno-avx512f or use `--profiler perf`"
+            "kernel with -mno-avx512f or profile it with perf"
         )
     code = run.returncode
     how = run.ending.removeprefix("was ") if code is not None and code < 0 else f"exit code {code}"
