@@ -284,3 +284,13 @@ def test_a_model_without_its_key_fails_at_once_naming_the_variable(capsys, tmp_p
         "set it and run again"
     ]
     assert not runs.exists()  # before the run folder, so before the reference was timed
+
+
+def test_roofline_as_json(capsys, examples):
+    code, out, err = run(capsys, "roofline", str(examples / "level1" / "10_Matmul.py"), "--set", "M=64", "--json")
+    assert code == 0, err
+    document = json.loads(out)
+    assert document["task"] == "level1/10_Matmul" and document["flops"] > 0
+    floor, peaks = document["floor"], document["peaks"]
+    assert floor["floor_ms"] == max(floor["memory_ms"], floor["compute_ms"]) and floor["bound"] in ("memory", "compute")
+    assert peaks["bandwidth_gbs"] > 0 and peaks["flops_gflops"] > 0 and peaks["hardware"]["model_name"]

@@ -3,6 +3,7 @@ runs to a correct best with real verification and profiling."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -58,6 +59,11 @@ def test_optimize_without_a_model_runs_the_offline_agents(tmp_path):
     assert first_actions[0].startswith("set parallel=true (from attempt 1)")
     trace = pragma("trace", str(run_dir), cwd=tmp_path)
     assert "kernel instructions per element" in trace.stdout and "action: set" in trace.stdout
+    assert "baseline: reference" in trace.stdout
+    document = json.loads(pragma("trace", str(run_dir), "--json", cwd=tmp_path).stdout)
+    assert [row["attempt"] for row in document["attempts"]] == [a.number for a in result.attempts]
+    assert document["attempts"][0]["guidance"]["actions"] == list(first_actions)
+    assert document["baseline"]["reference"]["median_ms"] > 0
     assert RunDirectory(run_dir).info()["settings"]["provider"] == "offline"
     # the prompt it records documents each metric from the compendium; the offline Conductor does
     # not read prose, so no search for related entries is made for it
