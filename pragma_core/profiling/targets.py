@@ -14,6 +14,8 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import attrs
+
 from ..components import DEFAULT_PROFILE_TIMEOUT_S, ProfileTarget
 from ..records import Candidate, Task
 from ..sandbox import SandboxedProcess, SandboxLimits, child_environment
@@ -60,47 +62,30 @@ def prepare_target(
     )
     env = child_environment(threads)
     python_argv = (sys.executable, "-m", "pragma_core.profiling.worker", "run", str(job_dir), str(repetitions))
-    if candidate is None:
-        return ProfileTarget(
-            task=task,
-            candidate=None,
-            out_dir=out_dir,
-            device=device,
-            python_argv=python_argv,
-            repetitions=repetitions,
-            env=env,
-            timeout_s=timeout_s,
-        )
-
-    (job_dir / "candidate.py").write_text(candidate.source)
-    recording = _record(job_dir, env, timeout_s) if device == "cpu" else None
-    if recording is None or not recording.calls:
-        return ProfileTarget(
-            task=task,
-            candidate=candidate,
-            out_dir=out_dir,
-            device=device,
-            python_argv=python_argv,
-            repetitions=repetitions,
-            env=env,
-            timeout_s=timeout_s,
-        )
-    libraries = tuple(dict.fromkeys(call.library for call in recording.calls))
-    sources = tuple(str(source) for library in libraries for source in _sources_of(Path(library)))
-    program = build_replay(job_dir / "recording")
-    return ProfileTarget(
+    target = ProfileTarget(
         task=task,
         candidate=candidate,
         out_dir=out_dir,
         device=device,
         python_argv=python_argv,
-        replay_argv=(str(program), str(repetitions)),
-        kernel_functions=tuple(dict.fromkeys(call.function for call in recording.calls)),
-        kernel_sources=sources,
-        kernel_libraries=libraries,
         repetitions=repetitions,
         env=env,
         timeout_s=timeout_s,
+    )
+    if candidate is None:
+        return target
+
+    (job_dir / "candidate.py").write_text(candidate.source)
+    recording = _record(job_dir, env, timeout_s) if device == "cpu" else None
+    if recording is None or not recording.calls:
+        return target
+    libraries = tuple(dict.fromkeys(call.library for call in recording.calls))
+    return attrs.evolve(
+        target,
+        replay_argv=(str(build_replay(job_dir / "recording")), str(repetitions)),
+        kernel_functions=tuple(dict.fromkeys(call.function for call in recording.calls)),
+        kernel_sources=tuple(str(source) for library in libraries for source in _sources_of(Path(library))),
+        kernel_libraries=libraries,
     )
 
 
