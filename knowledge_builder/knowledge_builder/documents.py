@@ -15,10 +15,10 @@ from attrs import validators as v
 
 __all__ = ["FORMATS", "CHUNK_KINDS", "Page", "Definition", "Chunk"]
 
-FORMATS = ("html", "md", "rst", "txt", "xml", "json", "yaml", "csv", "section")
+FORMATS = ("html", "md", "rst", "txt", "xml", "json", "yaml", "csv", "section", "man")
 """Formats a reader exists for: HTML pages, Markdown, reStructuredText, AsciiDoc-like text, XML
 (DocBook manuals, counter definitions), JSON metric files, YAML counter definitions, CSV tables,
-and Nsight Compute's protobuf-text ``.section`` files."""
+Nsight Compute's protobuf-text ``.section`` files, and manual pages in roff (``perf_event_open.2``)."""
 
 CHUNK_KINDS = ("prose", "table", "definitions")
 

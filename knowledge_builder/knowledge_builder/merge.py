@@ -229,15 +229,17 @@ def merge_stage1(
 
 
 def _adopt_spellings(entries: dict[str, MetricEntry], preferred: set[str], formulas: Mapping[str, str]) -> None:
-    """A name the plugin uses that the pages spell in another case (``ipc`` for ``IPC``) becomes an
-    alias of the documented entry, which takes the plugin's formula when the pages gave none."""
+    """A name the plugin uses that the pages spell only in another case (``ipc`` for ``IPC``)
+    becomes an alias of the documented entry, which takes the plugin's formula when the pages gave
+    none. A name that is an entry of its own (perf's ``instructions`` beside the top-down
+    ``Instructions``) stays with it."""
     folded: dict[str, str] = {}
     for name in sorted(entries):
         for alias in entries[name].names:
             folded.setdefault(alias.casefold(), name)
     for spelling in sorted(preferred):
         target = folded.get(spelling.casefold())
-        if target is None or spelling in entries[target].names:
+        if target is None or spelling in entries or spelling in entries[target].names:
             continue
         entry = entries[target]
         entries[target] = attrs.evolve(
