@@ -248,17 +248,19 @@ def _adopt_spellings(entries: dict[str, MetricEntry], preferred: set[str], formu
 
 
 def _formula_entry(profiler: str, name: str, formula: str, known: Mapping[str, MetricEntry]) -> MetricEntry:
-    def entry_of(token: str) -> MetricEntry | None:
-        return known.get(token) or known.get(token.casefold())
-
-    terms = [token for token in dict.fromkeys(_FORMULA_TOKEN.findall(formula)) if entry_of(token)]
-    where = "; ".join(f"{term}: {_clip(entry_of(term).meaning, TERM_CHARS).rstrip('.')}" for term in terms)
+    documented = {
+        token: entry
+        for token in dict.fromkeys(_FORMULA_TOKEN.findall(formula))
+        if (entry := known.get(token) or known.get(token.casefold())) is not None
+    }
+    terms = list(documented)
+    where = "; ".join(f"{term}: {_clip(entry.meaning, TERM_CHARS).rstrip('.')}" for term, entry in documented.items())
     meaning = f"{name} = {formula}" + (f", where {where}" if where else "")
     meaning += f". Computed by pragma-{profiler} from the tool's own counters."
     # what the terms reveal, and what the name says (HBMBandwidth: HBM bandwidth)
     spoken = re.sub(r"(?<=[a-z])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])", " ", name).replace("_", " ")
-    bottleneck = dict.fromkeys((*terms_in(spoken), *(t for term in terms for t in entry_of(term).bottleneck)))
-    source = entry_of(terms[0]).source if terms else f"pragma-{profiler} (the plugin's formula)"
+    bottleneck = dict.fromkeys((*terms_in(spoken), *(t for entry in documented.values() for t in entry.bottleneck)))
+    source = documented[terms[0]].source if terms else f"pragma-{profiler} (the plugin's formula)"
     return MetricEntry(
         profiler=profiler,
         name=name,
