@@ -24,6 +24,7 @@ from pragma_core.knowledge import (
     write_compendium,
 )
 from pragma_core.knowledge.library import open_index
+from pragma_core.knowledge.ranking import named_in
 from pragma_core.plugins import get_registry
 
 from .test_agents_prompts import BEST, DIAGNOSIS, TASK, Candidate, correct, module
@@ -127,6 +128,36 @@ def test_search_ranks_the_metric_a_user_names_or_describes_first():
     assert "launch__registers_per_thread" in [hit.title for hit in top]
     guides = search("top-down analysis of pipeline slots", profiler="perf", kind="guide", k=3)
     assert guides and all(hit.kind == "guide" and hit.entry.profiler == "perf" for hit in guides)
+
+
+def test_a_phrase_names_a_metric_only_when_it_names_no_other():
+    ncu, perf = packaged_compendia()["ncu"], packaged_compendia()["perf"]
+    # ncu's memory tables label an L1 metric "Hit Rate", words that are part of a dozen cache metrics' names
+    assert ncu.find("Hit Rate").name == "l1tex__t_sector_hit_rate_realtime.pct"
+    assert named_in("L2 cache hit rate", [ncu]) == []
+    assert named_in("Divergent Branches are many", [ncu]) == []  # two metrics carry that label
+    assert [e.name for e in named_in("the achieved occupancy is low", [ncu])] == [
+        "sm__warps_active.avg.pct_of_peak_sustained_active"
+    ]
+    assert [e.name for e in named_in("a high number of context switches", [perf])] == ["context-switches"]
+    # a name written out whole names its metric, whatever longer names hold its words
+    assert [e.name for e in named_in("my L1-dcache-load-misses went up", [perf])] == ["L1-dcache-load-misses"]
+
+
+def test_the_l2_hit_rate_is_found_first_for_a_question_about_it():
+    top = search("L2 cache hit rate", profiler="ncu", kind="metric", k=3)
+    assert top[0].title == "lts__t_sector_hit_rate.pct"
+
+
+def test_a_bottleneck_the_query_speaks_of_brings_the_metrics_that_reveal_it():
+    assert terms_in("warp divergence") == ("divergence",)
+    efficiency = lookup(["Branch Efficiency"], profiler="ncu")["Branch Efficiency"]
+    assert efficiency.name == "smsp__sass_average_branch_targets_threads_uniform.pct"
+    assert "divergence" in efficiency.bottleneck
+    top = search("warp divergence", profiler="ncu", kind="metric", k=5)
+    titles = [hit.title for hit in top]
+    assert {"smsp__branch_targets_threads_divergent", "smsp__sass_branch_targets_threads_divergent.avg"} <= set(titles)
+    assert all("divergence" in hit.entry.bottleneck for hit in top)
 
 
 def test_outside_queries_find_the_right_metric_in_the_top_five():
