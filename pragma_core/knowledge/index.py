@@ -134,7 +134,11 @@ class KnowledgeIndex:
         stale = sorted(present - set(wanted))
         for start in range(0, len(stale), 5000):
             self._collection.delete(ids=stale[start : start + 5000])
-        new = [(key, entry) for key, entry in wanted.items() if key not in present]
+        # texts of like length batched together: the model pads each batch to its longest text
+        new = sorted(
+            ((key, entry) for key, entry in wanted.items() if key not in present),
+            key=lambda pair: len(pair[1].index_text()),
+        )
         if new and on_progress is not None:
             on_progress(0, len(new))  # the first batch waits for the model to load
         for start in range(0, len(new), _BATCH):

@@ -217,7 +217,7 @@ class _Parser:
             return
         if self.pending == "tag":
             self.pending = ""
-            item = self.level.blocks[-1]
+            item = self.level.blocks[-1] if self.level.blocks else None
             if isinstance(item, _Tagged):
                 item.tags.append(" ".join(text.split()))
             return
