@@ -425,8 +425,9 @@ def trace_command(run_dir: Path) -> None:
 def knowledge_group() -> None:
     """Ask the compendium of profiler metrics built from the profilers' own documentation.
 
-    The semantic index is built from the shipped compendium on first use (cached in
-    $PRAGMA_KNOWLEDGE_DIR, default <cache>/knowledge) and rebuilt when the compendium changes.
+    `show` looks a metric up by name and needs nothing more. `search` asks a semantic index that is
+    built from the shipped compendium on first use (a minute or more, once; cached in
+    $PRAGMA_KNOWLEDGE_DIR, default <cache>/knowledge) and synced again when the compendium changes.
     """
 
 
