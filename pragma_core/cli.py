@@ -588,8 +588,9 @@ def trace_command(run_dir: Path, as_json: bool) -> None:
 def knowledge_group() -> None:
     """Ask the compendium of profiler metrics built from the profilers' own documentation.
 
-    The semantic index is built from the shipped compendium on first use (cached in
-    $PRAGMA_KNOWLEDGE_DIR, default <cache>/knowledge) and rebuilt when the compendium changes.
+    `show` looks a metric up by name and needs nothing more. `search` asks a semantic index that is
+    built from the shipped compendium on first use (a minute or more, once; cached in
+    $PRAGMA_KNOWLEDGE_DIR, default <cache>/knowledge) and synced again when the compendium changes.
     """
 
 
@@ -655,10 +656,18 @@ def knowledge_search_command(
 )
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 def knowledge_show_command(metric: str, profiler: str | None, folder: Path | None, as_json: bool) -> None:
-    """Everything the compendium says of METRIC (a name as the profiler spells it, or an alias)."""
+    """Everything the compendium says of METRIC (a name as the profiler spells it, or an alias).
+
+    The lookup is exact (then ignoring case) and needs no index; a name that is not there is
+    answered with the names spelled most like it.
+    """
     from . import knowledge
 
     compendia = knowledge.load_compendia(folder)
+    if profiler is not None and profiler not in compendia:
+        raise knowledge.KnowledgeError(
+            f"--profiler {profiler}: no compendium for it; there are {', '.join(sorted(compendia))}"
+        )
     entries = [
         entry
         for name in sorted(compendia)
@@ -666,11 +675,7 @@ def knowledge_show_command(metric: str, profiler: str | None, folder: Path | Non
         for entry in knowledge.lookup([metric], profiler=name, compendia=compendia).values()
     ]
     if not entries:
-        hits = knowledge.search(metric, profiler=profiler, kind="metric", k=3, compendia=compendia)
-        near = ", ".join(f"{hit.title} ({hit.entry.profiler})" for hit in hits)
-        raise knowledge.KnowledgeError(
-            f"no metric named {metric!r} in the compendium" + (f"; nearest in meaning: {near}" if near else "")
-        )
+        raise knowledge.KnowledgeError(_no_such_metric(metric, profiler, compendia))
     if as_json:
         click.echo(json.dumps([to_dict(entry) for entry in entries], indent=2))
         return
@@ -690,6 +695,19 @@ def knowledge_show_command(metric: str, profiler: str | None, folder: Path | Non
             if value:
                 console.print(f"  {label}: {value}", markup=False, highlight=False)
         console.print()
+
+
+def _no_such_metric(metric: str, profiler: str | None, compendia: Any) -> str:
+    """One line for a name the compendium lacks: the names spelled like it, or where to look instead."""
+    from . import knowledge
+
+    where = f"{profiler}'s compendium" if profiler else "the compendium"
+    near = knowledge.similar_names(metric, profiler=profiler, compendia=compendia)
+    if near:
+        return f"no metric named {metric!r} in {where}; did you mean " + ", ".join(
+            f"{name!r} ({owner})" for name, owner in near
+        )
+    return f"no metric named {metric!r} in {where}; search by meaning with `pragma knowledge search {metric!r}`"
 
 
 def _task_summary(task: Task) -> dict[str, Any]:

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import attrs
+import numpy as np
 import pytest
 
-from pragma_core.knowledge import Compendium, GuideEntry, MetricEntry
-from pragma_core.knowledge.embedding import EMBEDDING_NAME, MiniLMEmbedding
+from pragma_core.knowledge import Compendium, GuideEntry, MetricEntry, packaged_compendia
+from pragma_core.knowledge.embedding import EMBEDDING_NAME, MiniLMEmbedding, _model
 from pragma_core.knowledge.index import COLLECTION, KnowledgeIndex
+from pragma_core.knowledge.minilm import MAX_TOKENS, MiniLM
 
 
 def _metric(name: str, meaning: str, profiler: str = "ncu") -> MetricEntry:
@@ -101,3 +103,16 @@ def test_reopening_the_folder_finds_the_collection_with_no_embedding(index):
     stats = reopened.sync([NCU, PERF])
     assert reopened._collection.name == COLLECTION
     assert stats.unchanged + stats.embedded == 6 and reopened.embedding.embedded == stats.embedded
+
+
+def test_the_numpy_model_embeds_as_sentence_transformers_does():
+    """Queries are embedded with numpy, the index's thousands of entries with sentence-transformers:
+    the two must put a text at the same point."""
+    entries = [entry for compendium in packaged_compendia().values() for entry in compendium.entries]
+    texts = [entry.index_text() for entry in entries[:: len(entries) // 40]]
+    texts += ["warp divergence", "L2 cache hit rate", "occupancy " * MAX_TOKENS]  # the last is truncated
+    ours = MiniLM.load().encode(texts)
+    theirs = _model("cpu").encode(texts, convert_to_numpy=True, normalize_embeddings=True, batch_size=16)
+    assert ours.shape == (len(texts), 384) and ours.dtype == np.float32
+    assert np.abs(ours - theirs).max() < 1e-5
+    assert np.allclose(np.linalg.norm(ours, axis=1), 1.0, atol=1e-6)

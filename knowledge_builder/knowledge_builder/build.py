@@ -15,9 +15,10 @@ rebuild embeds only entries that changed.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 
 import attrs
@@ -41,6 +42,10 @@ Progress = Callable[[str, int, int], None]
 """``progress(step, done, total)``: called as each step advances."""
 
 
+def _texts(items: Iterable[str]) -> tuple[str, ...]:
+    return tuple(items)
+
+
 @attrs.frozen(kw_only=True)
 class BuildSettings:
     """What to build from and where. ``urls`` are extra ``profiler=URL`` pages to crawl;
@@ -49,8 +54,8 @@ class BuildSettings:
     out_dir: Path = attrs.field(converter=Path)
     offline_mirror: Path | None = attrs.field(default=None, converter=attrs.converters.optional(Path))
     model: str | None = None
-    urls: tuple[str, ...] = attrs.field(default=(), converter=tuple)
-    profilers: tuple[str, ...] = attrs.field(default=(), converter=tuple)
+    urls: tuple[str, ...] = attrs.field(default=(), converter=_texts)
+    profilers: tuple[str, ...] = attrs.field(default=(), converter=_texts)
     folders: dict[str, str] = attrs.field(factory=dict)
     max_depth: int = 1
     max_pages: int = 200
@@ -170,6 +175,7 @@ def build(
     if settings.model:
         from .summarize import ModelStages
 
+        assert provider is not None  # a model with no provider was refused above
         stages = ModelStages(provider=provider, model=settings.model, cache_dir=settings.out_dir / "model-cache")
         counter = itertools.count(1)
         stage1 = stages.stage1(chunks, on_chunk=lambda: progress("stage 1", next(counter), len(chunks)))
@@ -183,11 +189,11 @@ def build(
             name, _of(stage1, name), formulas=profiler.formulas, preferred=profiler.default_metrics, report=report
         )
         if stages is not None:
-            batches, done = stages.batches(compendium), itertools.count(1)
+            step, batches, batches_done = f"stage 2 {name}", stages.batches(compendium), itertools.count(1)
             compendium = stages.stage2(
                 compendium,
                 _of(stage1, name),
-                on_batch=lambda name=name, done=done, batches=batches: progress(f"stage 2 {name}", next(done), batches),
+                on_batch=functools.partial(_advance, progress, step, batches_done, batches),
             )
         if compendium.metrics or compendium.guides:
             compendia[name] = compendium
@@ -219,6 +225,11 @@ def build(
     )
     atomic_write_text(settings.out_dir / "build-report.json", json.dumps(_report(result, settings), indent=1) + "\n")
     return result
+
+
+def _advance(progress: Progress, step: str, counter: Iterator[int], total: int) -> None:
+    """One more of ``total`` done in ``step``."""
+    progress(step, next(counter), total)
 
 
 def _of(stage1: Stage1, profiler: str) -> Stage1:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import click
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from pragma_core.errors import PragmaError
@@ -100,7 +100,7 @@ def build_command(
         provider = registry.llm_provider("litellm") if model else None
         profiler_records = {name: registry.profiler(name) for name in registry.profilers()}
         with _progress() as bar:
-            tasks: dict[str, int] = {}
+            tasks: dict[str, TaskID] = {}
 
             def progress(step: str, done: int, total: int) -> None:
                 if step not in tasks:
@@ -164,7 +164,7 @@ def stats_command(out_dir: Path | None) -> None:
         table.add_column(column)
     for name, compendium in sorted(compendia.items()):
         built: dict[str, int] = {}
-        for entry in (*compendium.metrics, *compendium.guides):
+        for entry in compendium.entries:
             built[entry.built_by] = built.get(entry.built_by, 0) + 1
         cover = "plugin not installed"
         if name in installed:

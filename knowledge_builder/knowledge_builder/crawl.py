@@ -121,6 +121,14 @@ class CrawlIssue:
     reason: str
 
 
+def _pages(items: Iterable[Page]) -> tuple[Page, ...]:
+    return tuple(items)
+
+
+def _issues(items: Iterable[CrawlIssue]) -> tuple[CrawlIssue, ...]:
+    return tuple(items)
+
+
 @attrs.frozen(kw_only=True)
 class CrawlResult:
     """The pages a crawl kept, in the order reached, with its statistics.
@@ -130,10 +138,10 @@ class CrawlResult:
     content type, redirected off the site).
     """
 
-    pages: tuple[Page, ...] = attrs.field(converter=tuple)
+    pages: tuple[Page, ...] = attrs.field(converter=_pages)
     stats: CrawlStats
-    errors: tuple[CrawlIssue, ...] = attrs.field(converter=tuple)
-    skipped: tuple[CrawlIssue, ...] = attrs.field(converter=tuple)
+    errors: tuple[CrawlIssue, ...] = attrs.field(converter=_issues)
+    skipped: tuple[CrawlIssue, ...] = attrs.field(converter=_issues)
 
 
 def crawl(

@@ -10,17 +10,29 @@ names, which the structural path turns into compendium entries with no model; ev
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 import attrs
 from attrs import validators as v
 
 __all__ = ["FORMATS", "CHUNK_KINDS", "Page", "Definition", "Chunk"]
 
-FORMATS = ("html", "md", "rst", "txt", "xml", "json", "yaml", "csv", "section")
+FORMATS = ("html", "md", "rst", "txt", "xml", "json", "yaml", "csv", "section", "man")
 """Formats a reader exists for: HTML pages, Markdown, reStructuredText, AsciiDoc-like text, XML
 (DocBook manuals, counter definitions), JSON metric files, YAML counter definitions, CSV tables,
-and Nsight Compute's protobuf-text ``.section`` files."""
+Nsight Compute's protobuf-text ``.section`` files, and manual pages in roff (``perf_event_open.2``)."""
 
 CHUNK_KINDS = ("prose", "table", "definitions")
+
+_non_empty = v.and_(v.instance_of(str), v.min_len(1))
+
+
+def _texts(items: Iterable[str]) -> tuple[str, ...]:
+    return tuple(items)
+
+
+def _definitions(items: Iterable[Definition]) -> tuple[Definition, ...]:
+    return tuple(items)
 
 
 @attrs.frozen(kw_only=True)
@@ -31,8 +43,8 @@ class Page:
     records for a mirrored file. ``path`` is the file's path inside a mirror ("" when crawled).
     """
 
-    url: str = attrs.field(validator=[v.instance_of(str), v.min_len(1)])
-    profiler: str = attrs.field(validator=[v.instance_of(str), v.min_len(1)])
+    url: str = attrs.field(validator=_non_empty)
+    profiler: str = attrs.field(validator=_non_empty)
     format: str = attrs.field(validator=v.in_(FORMATS))
     text: str = attrs.field(validator=v.instance_of(str))
     path: str = ""
@@ -50,9 +62,9 @@ class Definition:
     terms document the metrics whose names are built from them, and never become entries.
     """
 
-    term: str = attrs.field(validator=[v.instance_of(str), v.min_len(1)])
+    term: str = attrs.field(validator=_non_empty)
     text: str = ""
-    aliases: tuple[str, ...] = attrs.field(default=(), converter=tuple)
+    aliases: tuple[str, ...] = attrs.field(default=(), converter=_texts)
     measured: str = ""
     unit: str = ""
     context: str = ""
@@ -68,12 +80,12 @@ class Chunk:
     URL, with ``#anchor`` where the page gives the part one.
     """
 
-    profiler: str = attrs.field(validator=[v.instance_of(str), v.min_len(1)])
-    source: str = attrs.field(validator=[v.instance_of(str), v.min_len(1)])
-    headings: tuple[str, ...] = attrs.field(default=(), converter=tuple)
+    profiler: str = attrs.field(validator=_non_empty)
+    source: str = attrs.field(validator=_non_empty)
+    headings: tuple[str, ...] = attrs.field(default=(), converter=_texts)
     kind: str = attrs.field(validator=v.in_(CHUNK_KINDS))
     text: str = attrs.field(validator=v.instance_of(str))
-    definitions: tuple[Definition, ...] = attrs.field(default=(), converter=tuple)
+    definitions: tuple[Definition, ...] = attrs.field(default=(), converter=_definitions)
 
     @property
     def topic(self) -> str:

@@ -229,15 +229,17 @@ def merge_stage1(
 
 
 def _adopt_spellings(entries: dict[str, MetricEntry], preferred: set[str], formulas: Mapping[str, str]) -> None:
-    """A name the plugin uses that the pages spell in another case (``ipc`` for ``IPC``) becomes an
-    alias of the documented entry, which takes the plugin's formula when the pages gave none."""
+    """A name the plugin uses that the pages spell only in another case (``ipc`` for ``IPC``)
+    becomes an alias of the documented entry, which takes the plugin's formula when the pages gave
+    none. A name that is an entry of its own (perf's ``instructions`` beside the top-down
+    ``Instructions``) stays with it."""
     folded: dict[str, str] = {}
     for name in sorted(entries):
         for alias in entries[name].names:
             folded.setdefault(alias.casefold(), name)
     for spelling in sorted(preferred):
         target = folded.get(spelling.casefold())
-        if target is None or spelling in entries[target].names:
+        if target is None or spelling in entries or spelling in entries[target].names:
             continue
         entry = entries[target]
         entries[target] = attrs.evolve(
@@ -246,17 +248,19 @@ def _adopt_spellings(entries: dict[str, MetricEntry], preferred: set[str], formu
 
 
 def _formula_entry(profiler: str, name: str, formula: str, known: Mapping[str, MetricEntry]) -> MetricEntry:
-    def entry_of(token: str) -> MetricEntry | None:
-        return known.get(token) or known.get(token.casefold())
-
-    terms = [token for token in dict.fromkeys(_FORMULA_TOKEN.findall(formula)) if entry_of(token)]
-    where = "; ".join(f"{term}: {_clip(entry_of(term).meaning, TERM_CHARS).rstrip('.')}" for term in terms)
+    documented = {
+        token: entry
+        for token in dict.fromkeys(_FORMULA_TOKEN.findall(formula))
+        if (entry := known.get(token) or known.get(token.casefold())) is not None
+    }
+    terms = list(documented)
+    where = "; ".join(f"{term}: {_clip(entry.meaning, TERM_CHARS).rstrip('.')}" for term, entry in documented.items())
     meaning = f"{name} = {formula}" + (f", where {where}" if where else "")
     meaning += f". Computed by pragma-{profiler} from the tool's own counters."
     # what the terms reveal, and what the name says (HBMBandwidth: HBM bandwidth)
     spoken = re.sub(r"(?<=[a-z])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])", " ", name).replace("_", " ")
-    bottleneck = dict.fromkeys((*terms_in(spoken), *(t for term in terms for t in entry_of(term).bottleneck)))
-    source = entry_of(terms[0]).source if terms else f"pragma-{profiler} (the plugin's formula)"
+    bottleneck = dict.fromkeys((*terms_in(spoken), *(t for entry in documented.values() for t in entry.bottleneck)))
+    source = documented[terms[0]].source if terms else f"pragma-{profiler} (the plugin's formula)"
     return MetricEntry(
         profiler=profiler,
         name=name,

@@ -44,8 +44,8 @@ def url_stem(url_or_name: str) -> str:
     """``perf-stat`` for ``.../perf-stat.1.html`` and ``perf-stat.txt``; ``cg-manual`` for both
     ``cg-manual.html#anchor`` and ``cg-manual.xml``."""
     name = url_or_name.split("#")[0].split("?")[0].rstrip("/").rsplit("/", 1)[-1]
-    name = re.sub(r"\.(html?|txt|xml|rst|md|json|ya?ml|csv|section)$", "", name, flags=re.I)
-    return re.sub(r"\.\d$", "", name).lower()
+    name = re.sub(r"\.(html?|txt|xml|rst|md|json|ya?ml|csv|section|man)$", "", name, flags=re.I)
+    return re.sub(r"\.\d[a-z]{0,4}$", "", name).lower()
 
 
 def _doc_urls(doc_sources: Mapping[str, Sequence[str]]) -> dict[str, dict[str, list[str]]]:

@@ -8,11 +8,17 @@ merges the notes of one metric into one :class:`~pragma_core.knowledge.MetricEnt
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 import attrs
 
 from pragma_core.knowledge.entries import GuideEntry
 
 __all__ = ["MetricNote", "Stage1"]
+
+
+def _texts(items: Iterable[str]) -> tuple[str, ...]:
+    return tuple(items)
 
 
 @attrs.frozen(kw_only=True)
@@ -22,11 +28,11 @@ class MetricNote:
 
     profiler: str
     name: str
-    aliases: tuple[str, ...] = attrs.field(default=(), converter=tuple)
+    aliases: tuple[str, ...] = attrs.field(default=(), converter=_texts)
     meaning: str = ""
     measured: str = ""
-    bottleneck: tuple[str, ...] = attrs.field(default=(), converter=tuple)
-    remedies: tuple[str, ...] = attrs.field(default=(), converter=tuple)
+    bottleneck: tuple[str, ...] = attrs.field(default=(), converter=_texts)
+    remedies: tuple[str, ...] = attrs.field(default=(), converter=_texts)
     unit: str = ""
     context: str = ""
     source: str
@@ -34,12 +40,20 @@ class MetricNote:
     glossary: bool = False
 
 
+def _notes(items: Iterable[MetricNote]) -> tuple[MetricNote, ...]:
+    return tuple(items)
+
+
+def _guides(items: Iterable[GuideEntry]) -> tuple[GuideEntry, ...]:
+    return tuple(items)
+
+
 @attrs.frozen(kw_only=True)
 class Stage1:
     """Everything stage 1 got from a profiler's chunks: metric notes and guide passages."""
 
-    notes: tuple[MetricNote, ...] = attrs.field(default=(), converter=tuple)
-    guides: tuple[GuideEntry, ...] = attrs.field(default=(), converter=tuple)
+    notes: tuple[MetricNote, ...] = attrs.field(default=(), converter=_notes)
+    guides: tuple[GuideEntry, ...] = attrs.field(default=(), converter=_guides)
 
     def __add__(self, other: Stage1) -> Stage1:
         return Stage1(notes=self.notes + other.notes, guides=self.guides + other.guides)

@@ -206,10 +206,12 @@ class ModelStages:
         if cached.is_file():
             text = json.loads(cached.read_text(encoding="utf-8"))["reply"]
         else:
+            messages = (ChatMessage(role="system", content=system), ChatMessage(role="user", content=prompt))
             request = CompletionRequest(
                 role=AgentRole.SUMMARIZER,
                 model=self.model,
-                messages=(ChatMessage(role="system", content=system), ChatMessage(role="user", content=prompt)),
+                # the field's converter=tuple is more than mypy's attrs plugin can type
+                messages=messages,  # type: ignore[arg-type]
             )
             text = self.provider.complete(request).text
         parsed = _json_object(text)

@@ -142,6 +142,8 @@ def test_a_computed_metric_is_documented_by_its_formula_and_terms(docs_mirror):
         ("Occupancy limit due to register usage", ("occupancy", "register pressure")),
         ("share of slots wasted by branch mispredictions", ("bad speculation",)),
         ("D1 cache read misses", ("cache misses",)),
+        ("Number of divergent branch targets, including fallthrough", ("divergence",)),
+        ("Branch Efficiency", ("divergence",)),
     ],
 )
 def test_bottlenecks_are_named_in_the_one_vocabulary(text, terms):

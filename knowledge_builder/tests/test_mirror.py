@@ -17,6 +17,7 @@ def test_url_stems_match_a_page_to_its_mirrored_file():
     )
     assert url_stem("https://valgrind.org/docs/manual/cg-manual.html#cg-manual.annopts") == url_stem("cg-manual.xml")
     assert url_stem("https://docs.nvidia.com/nsight-compute/ProfilingGuide/index.html") == "index"
+    assert url_stem("https://man7.org/linux/man-pages/man2/perf_event_open.2.html") == url_stem("perf_event_open.2")
 
 
 def test_each_mirror_folder_goes_to_the_plugin_whose_doc_sources_name_its_files(docs_mirror):
@@ -31,6 +32,9 @@ def test_every_page_cites_a_real_address(docs_mirror):
     # a doc source of the same name wins, with the same kind of file where there is one
     assert pages["cachegrind/cg-manual.xml"].url == "https://valgrind.org/docs/manual/cg-manual.html"
     assert pages["perf/upstream/perf-stat.txt"].url.endswith("/tools/perf/Documentation/perf-stat.txt")
+    # a manual page in roff is read as one, and cites the page the plugin names
+    manual = pages["perf/man-pages-6.03/perf_event_open.2"]
+    assert manual.format == "man" and manual.url == "https://man7.org/linux/man-pages/man2/perf_event_open.2.html"
     # the page's own front matter
     assert pages["ncu/docs/ProfilingGuide.md"].url == "https://docs.nvidia.com/nsight-compute/ProfilingGuide/index.html"
     # the origin SOURCES.md records: a GitHub file, or the kernel release a Debian package holds

@@ -26,7 +26,7 @@ _NCU_SHAPE = re.compile(r"[a-z][a-z0-9]*__[a-z0-9_]+(?:\.[a-z0-9_]+)*")
 
 @functools.cache
 def _known_names() -> tuple[frozenset[str], tuple[str, ...]]:
-    names = set()
+    names: set[str] = set()
     for compendium in packaged_compendia().values():
         names |= compendium.names()
     spaced = tuple(sorted((n for n in names if " " in n), key=len, reverse=True))

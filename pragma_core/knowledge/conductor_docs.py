@@ -9,7 +9,7 @@ and the failure is one line in the prompt, never a stopped run.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 import attrs
 
@@ -23,13 +23,17 @@ RELATED_ENTRIES = 3
 _RELATED_CHARS = 600
 
 
+def _lines(items: Iterable[str]) -> tuple[str, ...]:
+    return tuple(items)
+
+
 @attrs.frozen(kw_only=True)
 class ConductorDocs:
     """``metric_docs`` maps each profiled metric name to its entry's text; ``related`` are the
     entries matching the diagnosis, one line each; ``note`` says why search gave nothing, if so."""
 
     metric_docs: dict[str, str] = attrs.field(factory=dict)
-    related: tuple[str, ...] = attrs.field(default=(), converter=tuple)
+    related: tuple[str, ...] = attrs.field(default=(), converter=_lines)
     note: str = ""
 
 

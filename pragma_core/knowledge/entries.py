@@ -46,7 +46,7 @@ COMPENDIUM_SCHEMA = 1
 INDEX_TEXT_CHARS = 200
 """Characters of a meaning or guide text the index embeds."""
 
-_non_empty = [v.instance_of(str), v.min_len(1)]
+_non_empty = v.and_(v.instance_of(str), v.min_len(1))
 
 
 def _built_by(_instance: Any, attribute: attrs.Attribute, value: str) -> None:
@@ -127,13 +127,21 @@ class GuideEntry:
         return f"{self.topic}: {_start(self.text)}"
 
 
+def _metric_entries(items: Iterable[MetricEntry]) -> tuple[MetricEntry, ...]:
+    return tuple(items)
+
+
+def _guide_entries(items: Iterable[GuideEntry]) -> tuple[GuideEntry, ...]:
+    return tuple(items)
+
+
 @attrs.frozen(kw_only=True)
 class Compendium:
     """All entries of one profiler; names (canonical and aliases) resolve through :meth:`find`."""
 
     profiler: str = attrs.field(validator=_non_empty)
-    metrics: tuple[MetricEntry, ...] = attrs.field(default=(), converter=tuple)
-    guides: tuple[GuideEntry, ...] = attrs.field(default=(), converter=tuple)
+    metrics: tuple[MetricEntry, ...] = attrs.field(default=(), converter=_metric_entries)
+    guides: tuple[GuideEntry, ...] = attrs.field(default=(), converter=_guide_entries)
     _by_name: dict[str, MetricEntry] = attrs.field(init=False, repr=False, eq=False)
 
     def __attrs_post_init__(self) -> None:
@@ -148,6 +156,11 @@ class Compendium:
             for alias in entry.aliases:
                 by_name.setdefault(alias, entry)
         object.__setattr__(self, "_by_name", by_name)
+
+    @property
+    def entries(self) -> tuple[MetricEntry | GuideEntry, ...]:
+        """Every entry: the metrics, then the guide passages."""
+        return (*self.metrics, *self.guides)
 
     def find(self, name: str) -> MetricEntry | None:
         """The entry of a canonical name or alias, exactly as written; None when there is none."""

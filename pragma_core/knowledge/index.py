@@ -15,11 +15,14 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
+from typing import cast
 
 import attrs
 import chromadb
+import numpy as np
+from chromadb.api.types import Embeddable, EmbeddingFunction, Where
 from chromadb.config import Settings
 
 from ..serialization import from_dict, to_dict
@@ -30,6 +33,7 @@ __all__ = ["COLLECTION", "Hit", "SyncStats", "KnowledgeIndex", "entry_id"]
 
 COLLECTION = "pragma-compendium"
 _BATCH = 128
+_QUERIES_KEPT = 32
 
 Entry = MetricEntry | GuideEntry
 
@@ -82,9 +86,11 @@ def _metadata(entry: Entry) -> dict[str, str]:
     }
 
 
-def _entry(metadata: dict) -> Entry:
-    cls = MetricEntry if metadata["kind"] == "metric" else GuideEntry
-    return from_dict(cls, json.loads(metadata["entry"]))
+def _entry(metadata: Mapping[str, object]) -> Entry:
+    data = json.loads(str(metadata["entry"]))
+    if metadata["kind"] == "metric":
+        return from_dict(MetricEntry, data)
+    return from_dict(GuideEntry, data)
 
 
 class KnowledgeIndex:
@@ -95,10 +101,25 @@ class KnowledgeIndex:
         self.path.mkdir(parents=True, exist_ok=True)
         self.embedding = embedding or MiniLMEmbedding()
         self._client = chromadb.PersistentClient(path=str(self.path), settings=Settings(anonymized_telemetry=False))
-        self._collection = self._client.get_or_create_collection(COLLECTION, embedding_function=self.embedding)
+        # the function embeds documents only, which is all the index holds; chroma's signature asks
+        # for one that also embeds images
+        self._collection = self._client.get_or_create_collection(
+            COLLECTION, embedding_function=cast("EmbeddingFunction[Embeddable]", self.embedding)
+        )
+        self._queries: dict[str, np.ndarray] = {}
 
     def __len__(self) -> int:
         return self._collection.count()
+
+    def _query_vector(self, query: str) -> np.ndarray:
+        """The query's embedding; a search that asks the collection twice embeds it once."""
+        vector = self._queries.get(query)
+        if vector is None:
+            vector = np.asarray(self.embedding([query])[0], dtype=np.float32)
+            if len(self._queries) >= _QUERIES_KEPT:
+                self._queries.pop(next(iter(self._queries)))
+            self._queries[query] = vector
+        return vector
 
     def sync(self, compendia: Iterable[Compendium], on_progress: Callable[[int, int], None] | None = None) -> SyncStats:
         """Make the collection hold exactly the entries of ``compendia``, embedding only what is new.
@@ -107,13 +128,19 @@ class KnowledgeIndex:
         """
         wanted: dict[str, Entry] = {}
         for compendium in compendia:
-            for entry in (*compendium.metrics, *compendium.guides):
+            for entry in compendium.entries:
                 wanted.setdefault(entry_id(entry), entry)
         present = set(self._collection.get(include=[])["ids"])
         stale = sorted(present - set(wanted))
         for start in range(0, len(stale), 5000):
             self._collection.delete(ids=stale[start : start + 5000])
-        new = [(key, entry) for key, entry in wanted.items() if key not in present]
+        # texts of like length batched together: the model pads each batch to its longest text
+        new = sorted(
+            ((key, entry) for key, entry in wanted.items() if key not in present),
+            key=lambda pair: len(pair[1].index_text()),
+        )
+        if new and on_progress is not None:
+            on_progress(0, len(new))  # the first batch waits for the model to load
         for start in range(0, len(new), _BATCH):
             batch = new[start : start + _BATCH]
             self._collection.upsert(
@@ -138,18 +165,23 @@ class KnowledgeIndex:
         profilers (a name or several), of one kind (``metric`` or ``guide``), among some entries."""
         if not query.strip() or len(self) == 0 or (within is not None and not within):
             return []
-        clauses = []
+        clauses: list[Where] = []
         if profiler is not None:
             names = [profiler] if isinstance(profiler, str) else list(profiler)
-            clauses.append({"profiler": names[0]} if len(names) == 1 else {"profiler": {"$in": names}})
+            clauses.append(cast(Where, {"profiler": names[0]} if len(names) == 1 else {"profiler": {"$in": names}}))
         if kind is not None:
             clauses.append({"kind": kind})
-        where = None if not clauses else clauses[0] if len(clauses) == 1 else {"$and": clauses}
+        where: Where | None = None if not clauses else clauses[0] if len(clauses) == 1 else {"$and": clauses}
         ids = None if within is None else [entry_id(entry) for entry in within]
         result = self._collection.query(
-            query_texts=[query], n_results=k, where=where, ids=ids, include=["metadatas", "distances"]
+            query_embeddings=[self._query_vector(query)],
+            n_results=k,
+            where=where,
+            ids=ids,
+            include=["metadatas", "distances"],
         )
+        metadatas, distances = result["metadatas"] or [[]], result["distances"] or [[]]
         return [
             Hit(entry=_entry(metadata), score=1.0 - float(distance))
-            for metadata, distance in zip(result["metadatas"][0], result["distances"][0])
+            for metadata, distance in zip(metadatas[0], distances[0])
         ]

@@ -3,7 +3,7 @@
 The compendium built from the profilers' documentation ships as package data
 (``pragma_core/knowledge/data/<profiler>.json``; the knowledge builder writes it). ``lookup`` is
 exact and needs no model: a name as the profiler spelled it, or one of its aliases, then the same
-ignoring case. ``search`` is semantic: it embeds the query and asks the local index, which is
+ignoring case (``similar_names`` suggests the names a misspelling meant). ``search`` is semantic: it embeds the query and asks the local index, which is
 built from the shipped compendium on first use (with a progress bar) into
 ``$PRAGMA_KNOWLEDGE_DIR`` (default: ``<cache>/knowledge``) and synced again whenever the
 compendium changes::
@@ -15,6 +15,7 @@ compendium changes::
 
 from __future__ import annotations
 
+import difflib
 import functools
 import hashlib
 import json
@@ -22,6 +23,7 @@ import os
 from collections.abc import Iterable, Mapping, Sequence
 from importlib import resources
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..errors import PragmaError
 from ..files import atomic_write_text
@@ -29,11 +31,15 @@ from ..paths import cache_dir
 from ..progress import progress_bar
 from .entries import Compendium, MetricEntry, read_compendium
 
+if TYPE_CHECKING:
+    from .index import Hit, KnowledgeIndex
+
 __all__ = [
     "KnowledgeError",
     "packaged_compendia",
     "load_compendia",
     "lookup",
+    "similar_names",
     "index_dir",
     "open_index",
     "search",
@@ -87,16 +93,36 @@ def lookup(
     means different things to different tools).
     """
     chosen = _chosen(compendia if compendia is not None else packaged_compendia(), profiler)
-    folded = {}
+    folded: dict[str, MetricEntry] = {}
     for compendium in chosen:
         for name in sorted(compendium.names()):
-            folded.setdefault(name.casefold(), compendium.find(name))
+            entry = compendium.find(name)
+            if entry is not None:
+                folded.setdefault(name.casefold(), entry)
     found: dict[str, MetricEntry] = {}
     for name in names:
         entry = next((c.find(name) for c in chosen if c.find(name) is not None), None) or folded.get(name.casefold())
         if entry is not None:
             found[name] = entry
     return found
+
+
+def similar_names(
+    name: str,
+    *,
+    profiler: str | Sequence[str] | None = None,
+    compendia: Mapping[str, Compendium] | None = None,
+    n: int = 5,
+) -> list[tuple[str, str]]:
+    """(name, profiler) of the ``n`` metric names or aliases spelled most like ``name``, ignoring
+    case: what a user who mistyped a name meant. String similarity only; no model, no index."""
+    chosen = _chosen(compendia if compendia is not None else packaged_compendia(), profiler)
+    spellings: dict[str, list[tuple[str, str]]] = {}
+    for compendium in chosen:
+        for known in sorted(compendium.names()):
+            spellings.setdefault(known.casefold(), []).append((known, compendium.profiler))
+    close = difflib.get_close_matches(name.casefold(), list(spellings), n=n, cutoff=0.6)
+    return [found for folded in close for found in spellings[folded]][:n]
 
 
 def _chosen(compendia: Mapping[str, Compendium], profiler: str | Sequence[str] | None) -> list[Compendium]:
@@ -113,23 +139,39 @@ def index_dir() -> Path:
 
 
 def _stamp(compendia: Mapping[str, Compendium]) -> str:
+    """A hash of what the index must hold for ``compendia``: the embedding model and the id of
+    every entry (ids hash the entry and the text embedded for it). Computed once per set of
+    compendium objects in a process, so the loop's later searches do not hash every entry again."""
+    key = tuple(sorted((name, id(compendium)) for name, compendium in compendia.items()))
+    cached = _stamps.get(key)
+    if cached is not None:
+        return cached[1]
     from .embedding import EMBEDDING_NAME
     from .index import entry_id
 
-    hashes = {
-        name: [entry_id(e) for e in (*compendium.metrics, *compendium.guides)]
-        for name, compendium in sorted(compendia.items())
-    }
-    return hashlib.sha256(json.dumps([EMBEDDING_NAME, hashes]).encode()).hexdigest()[:16]
+    hashes = {name: [entry_id(e) for e in compendium.entries] for name, compendium in sorted(compendia.items())}
+    stamp = hashlib.sha256(json.dumps([EMBEDDING_NAME, hashes]).encode()).hexdigest()[:16]
+    if len(_stamps) >= _KEPT:
+        _stamps.pop(next(iter(_stamps)))
+    # the compendia are kept with their stamp, so their ids cannot be reused while it is cached
+    _stamps[key] = (tuple(compendia.values()), stamp)
+    return stamp
 
 
-_open: dict[tuple[Path, str], object] = {}
+_KEPT = 8
+_stamps: dict[tuple[tuple[str, int], ...], tuple[tuple[Compendium, ...], str]] = {}
+_open: dict[tuple[Path, str], KnowledgeIndex] = {}
 
 
-def open_index(compendia: Mapping[str, Compendium] | None = None, *, folder: Path | None = None):
+def open_index(compendia: Mapping[str, Compendium] | None = None, *, folder: Path | None = None) -> KnowledgeIndex:
     """The index of ``compendia`` (default: the shipped ones) in ``folder`` (default:
-    :func:`index_dir`), synced first when the compendia changed since the last sync; opened once
-    per process."""
+    :func:`index_dir`), opened once per process and kept open: the loop's repeated searches reuse
+    the collection and the model.
+
+    The index is synced first when the compendia changed since the last sync, which a stamp file
+    beside it (``compendium.stamp``) tells without reading the collection. The first sync embeds
+    every entry, with a progress bar on a terminal.
+    """
     from .index import KnowledgeIndex
 
     compendia = compendia if compendia is not None else packaged_compendia()
@@ -146,8 +188,11 @@ def open_index(compendia: Mapping[str, Compendium] | None = None, *, folder: Pat
             f"{error}); delete the folder and it is rebuilt"
         ) from error
     if not (stamp_file.is_file() and stamp_file.read_text().strip() == stamp and len(index) > 0):
+        first = len(index) == 0
         with progress_bar() as progress:
-            task = progress.add_task("Indexing the metric compendium (first use)", total=None)
+            task = progress.add_task(
+                "Indexing the metric compendium" + (" (first use, once)" if first else " (it changed)"), total=None
+            )
             index.sync(
                 compendia.values(), on_progress=lambda done, total: progress.update(task, completed=done, total=total)
             )
@@ -163,7 +208,7 @@ def search(
     kind: str | None = None,
     k: int = 5,
     compendia: Mapping[str, Compendium] | None = None,
-):
+) -> list[Hit]:
     """The ``k`` best entries for ``query``, optionally of some profilers and of one kind
     (``metric`` or ``guide``): nearest in meaning, with the bonuses of :mod:`.ranking`."""
     from .ranking import ranked_search

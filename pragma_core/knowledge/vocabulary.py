@@ -89,6 +89,9 @@ TERMS: dict[str, tuple[tuple[str, ...], BoundClass | None]] = {
     "register pressure": ((r"register", r"\b[vsa]gprs?\b", r"\bspill", r"scratch"), BoundClass.LATENCY),
     "shared memory": ((r"shared memory", r"\blds\b", r"local data share", r"bank conflict"), BoundClass.LATENCY),
     "tensor cores": ((r"tensor (core|pipe|op)", r"\bhmma", r"\bmfma", r"matrix (core|math|fused)"), BoundClass.COMPUTE),
+    # threads of a warp (wavefront) that take different branches run one path after the other,
+    # the others' lanes idle: the SM issues more instructions for the same work
+    "divergence": ((r"diverg", r"branch efficiency", r"uniform branch"), BoundClass.COMPUTE),
     "launch overhead": (
         (
             r"launch overhead",

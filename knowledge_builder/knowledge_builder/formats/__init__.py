@@ -2,6 +2,8 @@
 
 ``read_page(page)`` picks the reader by the page's format; XML goes to the DocBook reader or the
 counter-definition reader by its root element. Every reader is a pure function of the page text.
+A file named like a manual page in roff (``perf_event_open.2``, ``perf-stat.1``, ``ioctl.3p``) is
+read as one, unless an HTTP content type says it is HTML or Markdown.
 """
 
 from __future__ import annotations
@@ -29,7 +31,10 @@ _EXTENSIONS = {
     ".yml": "yaml",
     ".csv": "csv",
     ".section": "section",
+    ".man": "man",
 }
+# The section number ends a manual page's file name: 1 to 9, then a few letters (``3p``, ``1perf``).
+_MAN_PAGE = re.compile(r"[^/]\.[1-9][a-z]{0,4}$")
 
 
 def format_of(name: str, content_type: str = "") -> str | None:
@@ -42,6 +47,8 @@ def format_of(name: str, content_type: str = "") -> str | None:
         return "html"
     if "markdown" in content_type:
         return "md"
+    if _MAN_PAGE.search(lowered):
+        return "man"
     if content_type.startswith("text/plain"):
         return "txt"
     return None
@@ -73,5 +80,6 @@ def read_page(page: Page) -> list[Chunk]:
         "yaml": "yaml_counters",
         "csv": "csv_table",
         "section": "section",
+        "man": "man",
     }[page.format]
     return importlib.import_module(f"{__name__}.{module}").read(page)

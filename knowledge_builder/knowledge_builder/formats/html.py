@@ -161,8 +161,8 @@ def content_links(page: Page) -> list[str]:
     in document order, as written (fragments and queries kept)."""
     soup = BeautifulSoup(page.text, "html.parser")
     base_tag = soup.find("base", href=True)
-    base = urljoin(page.url, base_tag["href"]) if base_tag else page.url
-    return [urljoin(base, anchor["href"].strip()) for anchor in _main_content(soup).find_all("a", href=True)]
+    base = urljoin(page.url, str(base_tag.get("href"))) if isinstance(base_tag, Tag) else page.url
+    return [urljoin(base, str(anchor.get("href")).strip()) for anchor in _main_content(soup).find_all("a", href=True)]
 
 
 def _main_content(soup: BeautifulSoup) -> Tag:

@@ -240,8 +240,8 @@ def _is_preformatted_start(lines: list[str], i: int) -> bool:
 def _fenced(info: str, body: list[str]) -> list[object]:
     directive = re.match(r"^\{([\w-]+)\}\s*(.*)$", info)
     name = directive.group(1) if directive else info.split()[0] if info else ""
-    if name == "list-table":
-        return [_list_table(directive.group(2), body)]
+    if name == "list-table":  # ```{list-table} Title, or ```list-table Title
+        return [_list_table(directive.group(2) if directive else info.partition(" ")[2], body)]
     if name in _ADMONITIONS:
         return _blocks([line for line in body if not re.match(r"^\s*:[\w-]+:", line)])
     if name in _DROPPED_DIRECTIVES:
@@ -522,14 +522,16 @@ def _walk(blocks: list[object], state: _State) -> None:
                 pass
             elif _LIST_ITEM.match(block.lines[0]) and _definition_item(block) is not None:
                 run = [block]
-                while (
-                    k + 1 < len(blocks)
-                    and isinstance(blocks[k + 1], _Paragraph)
-                    and _LIST_ITEM.match(blocks[k + 1].lines[0])
-                    and _definition_item(blocks[k + 1])
-                ):
+                while k + 1 < len(blocks):
+                    following = blocks[k + 1]
+                    if not (
+                        isinstance(following, _Paragraph)
+                        and _LIST_ITEM.match(following.lines[0])
+                        and _definition_item(following)
+                    ):
+                        break
                     k += 1
-                    run.append(blocks[k])
+                    run.append(following)
                 if len(run) >= 2:
                     _emit_definition_list(run, state)
                 else:
@@ -569,7 +571,8 @@ def _paragraph(block: _Paragraph, raw: str, state: _State) -> None:
     for pattern in _NAME_PART_PARAGRAPH:
         part = pattern.match(raw)
         if part:
-            written = re.match(r"^[^`]*`([^`]+)`", raw).group(1)
+            code = re.match(r"^[^`]*`([^`]+)`", raw)
+            written = code.group(1) if code else part.group("part")
             state.entity = Definition(
                 term=part.group("part"),
                 text=text,
@@ -764,6 +767,8 @@ def _add(found: dict[str, Definition], definition: Definition) -> None:
 def _definition_item(block: _Paragraph) -> tuple[str, str, bool] | None:
     """(term, raw description, written as code) of a list item shaped like a definition."""
     item = _LIST_ITEM.match(block.lines[0])
+    if item is None:
+        return None
     content = " ".join([item.group(2)] + [line.strip() for line in block.lines[1:]]).strip()
     for pattern in _DEFINITION_ITEM:
         match = pattern.match(content)
@@ -780,7 +785,10 @@ def _emit_definition_list(run: list[_Paragraph], state: _State) -> None:
     found: dict[str, Definition] = {}
     lines = [state.lead] if state.lead else []
     for block in run:
-        term, raw_text, coded = _definition_item(block)
+        item = _definition_item(block)
+        if item is None:  # the run holds only definition items; this keeps the types honest
+            continue
+        term, raw_text, coded = item
         term = term if coded else _inline(term)
         text = _inline(raw_text)
         lines.append(f"{term}: {text}")

@@ -334,10 +334,11 @@ class _Parser:
                 i += 1
             if i < count and _indent(lines[i]) == 0 and not _same_list(items[0][0], lines[i]):
                 break
-        fields = [_FIELD_ITEM.fullmatch(" ".join(" ".join(body).split())) for _, body in items]
+        matches = [_FIELD_ITEM.fullmatch(" ".join(" ".join(body).split())) for _, body in items]
+        fields = [field for field in matches if field is not None]
         if (
             len(items) >= 2
-            and all(fields)
+            and len(fields) == len(items)
             and _mostly_metric_names(self._clean(field.group(1) or field.group(2)) for field in fields)
         ):
             out.append(

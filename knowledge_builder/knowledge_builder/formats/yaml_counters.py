@@ -18,7 +18,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-import yaml
+import yaml  # type: ignore[import-untyped]  # no stubs pinned in constraints.txt
 
 from ..documents import Chunk, Definition, Page
 from .counters_xml import gfx_sort_key
