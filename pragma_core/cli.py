@@ -633,7 +633,7 @@ def knowledge_search_command(
     for column in ("score", "profiler", "entry", "meaning", "source"):
         table.add_column(column, overflow="fold")
     for hit in hits:
-        text = hit.entry.meaning if hit.kind == "metric" else hit.entry.text
+        text = hit.entry.meaning if isinstance(hit.entry, knowledge.MetricEntry) else hit.entry.text
         table.add_row(
             f"{hit.score:.2f}",
             hit.entry.profiler,

@@ -210,8 +210,7 @@ class ModelStages:
             request = CompletionRequest(
                 role=AgentRole.SUMMARIZER,
                 model=self.model,
-                # the field's converter=tuple is more than mypy's attrs plugin can type
-                messages=messages,  # type: ignore[arg-type]
+                messages=messages,
             )
             text = self.provider.complete(request).text
         parsed = _json_object(text)
