@@ -77,11 +77,12 @@ test-plugins: $(STAMP) $(PLUGIN_STAMPS)
 test-builder: $(STAMP)
 	$(BIN)/python -m pytest -q -p no:cacheprovider knowledge_builder/tests
 
-# The compendium pragma-core ships, rebuilt offline from the profilers' documentation mirror.
+# The compendium pragma-core ships, rebuilt offline from the profilers' documentation mirror, with
+# its entries' vectors (so a user's first search embeds nothing).
 DOCS_MIRROR ?= ../shared/docs-mirror
 compendium: $(STAMP)
-	$(BIN)/pragma-kb build --offline-mirror $(DOCS_MIRROR) --out build/knowledge --no-index
-	cp build/knowledge/compendium/*.json pragma_core/knowledge/data/
+	$(BIN)/pragma-kb build --offline-mirror $(DOCS_MIRROR) --out build/knowledge
+	cp build/knowledge/compendium/*.json build/knowledge/compendium/vectors.npz pragma_core/knowledge/data/
 
 clean:
 	rm -rf $(VENV) .venvs site .pytest_cache .mypy_cache .ruff_cache build

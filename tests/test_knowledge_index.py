@@ -116,3 +116,48 @@ def test_the_numpy_model_embeds_as_sentence_transformers_does():
     assert ours.shape == (len(texts), 384) and ours.dtype == np.float32
     assert np.abs(ours - theirs).max() < 1e-5
     assert np.allclose(np.linalg.norm(ours, axis=1), 1.0, atol=1e-6)
+
+
+# -- vectors computed once, shipped beside the compendium ---------------------------------------------
+
+
+def test_known_vectors_are_stored_not_embedded_and_the_rest_are_embedded(tmp_path):
+    from pragma_core.knowledge.index import entry_id
+
+    first = NCU.metrics[0]
+    stand_in = np.zeros(384, dtype=np.float32)
+    stand_in[7] = 1.0  # a vector the model would never give: it must be the one stored
+    index = KnowledgeIndex(tmp_path / "index")
+    stats = index.sync([NCU], known={entry_id(first): stand_in})
+    assert (stats.reused, stats.embedded, stats.total) == (1, 2, 3)
+    assert index.embedding.embedded == 2
+    ids, vectors = index.vectors()
+    assert np.allclose(vectors[ids.index(entry_id(first))], stand_in)
+
+
+def test_the_shipped_vectors_are_those_of_the_shipped_entries():
+    """`make compendium` writes both; a compendium changed without its vectors fails here."""
+    from pragma_core.knowledge.index import entry_id
+    from pragma_core.knowledge.library import packaged_vectors
+
+    entries = [entry for compendium in packaged_compendia().values() for entry in compendium.entries]
+    shipped = packaged_vectors()
+    assert set(shipped) == {entry_id(entry) for entry in entries}, "run `make compendium`"
+    sample = entries[:: max(1, len(entries) // 12)]
+    computed = MiniLM.load().encode([entry.index_text() for entry in sample])
+    for entry, vector in zip(sample, computed):
+        stored = shipped[entry_id(entry)]
+        assert float(np.dot(vector, stored)) > 0.999 and abs(float(np.linalg.norm(stored)) - 1) < 1e-3, entry.name
+
+
+def test_vectors_round_trip_through_their_file(tmp_path):
+    from pragma_core.knowledge.vectors import read_vectors, write_vectors
+
+    vectors = np.random.default_rng(0).standard_normal((3, 384)).astype(np.float32)
+    write_vectors(tmp_path / "v.npz", ["c", "a", "b"], vectors)
+    read = read_vectors(tmp_path / "v.npz")
+    assert list(read) == ["a", "b", "c"]
+    assert np.allclose(read["c"], vectors[0], atol=1e-2) and read["c"].dtype == np.float32
+    assert read_vectors(tmp_path / "missing.npz") == {}
+    (tmp_path / "junk.npz").write_bytes(b"not a zip")
+    assert read_vectors(tmp_path / "junk.npz") == {}

@@ -10,7 +10,8 @@ URLs), or from a local mirror (``offline_mirror``). Without a model both stages 
 (:mod:`.structural`, :mod:`.merge`); with one, stage 1 and stage 2 go through the model
 (:mod:`.summarize`) on top of the structural merge. Outputs in ``out_dir``: ``compendium/<profiler>.json``
 and ``.md``, ``build-report.json``, and the Chroma index in ``index/``, synced by content hash so a
-rebuild embeds only entries that changed.
+rebuild embeds only entries that changed (vectors pragma-core ships are reused), with every entry's
+vector in ``compendium/vectors.npz``.
 """
 
 from __future__ import annotations
@@ -28,7 +29,8 @@ from pragma_core.errors import PragmaError
 from pragma_core.files import atomic_write_text
 from pragma_core.knowledge.entries import Compendium, render_markdown, write_compendium
 from pragma_core.knowledge.index import KnowledgeIndex, SyncStats
-from pragma_core.knowledge.library import lookup
+from pragma_core.knowledge.library import lookup, packaged_vectors
+from pragma_core.knowledge.vectors import VECTORS_FILE, write_vectors
 
 from .documents import Chunk, Page
 from .formats import read_page
@@ -212,7 +214,12 @@ def build(
     sync = None
     if settings.index:
         index = KnowledgeIndex(settings.out_dir / "index")
-        sync = index.sync(compendia.values(), on_progress=lambda done, total: progress("embed", done, total))
+        sync = index.sync(
+            compendia.values(),
+            on_progress=lambda done, total: progress("embed", done, total),
+            known=packaged_vectors(),
+        )
+        write_vectors(out / VECTORS_FILE, *index.vectors())
     result = BuildResult(
         compendia=compendia,
         coverage=coverage,

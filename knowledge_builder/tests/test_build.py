@@ -11,6 +11,8 @@ import pytest
 
 from knowledge_builder.build import BuildSettings, build
 from pragma_core.knowledge import packaged_compendia, read_compendium
+from pragma_core.knowledge.index import entry_id
+from pragma_core.knowledge.vectors import VECTORS_FILE, read_vectors
 from pragma_core.plugins import get_registry
 
 PRAGMA_KB = str(Path(sys.executable).with_name("pragma-kb"))
@@ -67,12 +69,15 @@ def test_the_shipped_compendium_is_this_build(offline_build):
         assert shipped[name].content_hash() == compendium.content_hash(), f"{name}: run `make compendium`"
 
 
-def test_a_second_build_embeds_nothing(docs_mirror, tmp_path):
+def test_a_build_stores_its_vectors_and_a_second_build_embeds_nothing(docs_mirror, tmp_path):
     settings = BuildSettings(out_dir=tmp_path / "kb", offline_mirror=docs_mirror, profilers=("valgrind",))
     first = build(settings, _profilers())
     second = build(settings, _profilers())
-    assert first.sync.embedded == first.sync.total > 0
+    # the shipped vectors cover the entries of this build, which is the shipped compendium
+    assert first.sync.reused == first.sync.total > 0 and first.sync.embedded == 0
     assert (second.sync.embedded, second.sync.removed, second.sync.unchanged) == (0, 0, first.sync.total)
+    written = read_vectors(tmp_path / "kb" / "compendium" / VECTORS_FILE)
+    assert set(written) == {entry_id(entry) for entry in first.compendia["valgrind"].entries}
 
 
 def test_cli_build_and_stats(docs_mirror, tmp_path):

@@ -33,6 +33,7 @@ __all__ = ["COLLECTION", "Hit", "SyncStats", "KnowledgeIndex", "entry_id"]
 
 COLLECTION = "pragma-compendium"
 _BATCH = 128
+_STORE_BATCH = 1000  # entries added at once when their vectors are known
 _QUERIES_KEPT = 32
 
 Entry = MetricEntry | GuideEntry
@@ -56,15 +57,17 @@ class Hit:
 
 @attrs.frozen(kw_only=True)
 class SyncStats:
-    """What a sync did: entries embedded (new or changed), removed, and left as they were."""
+    """What a sync did: entries embedded (new or changed), added with a vector computed before
+    (``reused``), removed, and left as they were."""
 
     embedded: int
     removed: int
     unchanged: int
+    reused: int = 0
 
     @property
     def total(self) -> int:
-        return self.embedded + self.unchanged
+        return self.embedded + self.reused + self.unchanged
 
 
 def entry_id(entry: Entry) -> str:
@@ -75,6 +78,13 @@ def entry_id(entry: Entry) -> str:
         {"kind": kind, "embedded": entry.index_text(), **to_dict(entry)}, sort_keys=True, ensure_ascii=False
     )
     return hashlib.sha256(payload.encode()).hexdigest()[:32]
+
+
+def _batches(reused: int, total: int) -> list[tuple[int, int]]:
+    """Slices of the new entries: the first ``reused`` (vectors known) in batches of
+    :data:`_STORE_BATCH`, the rest in batches of :data:`_BATCH`; no batch mixes the two."""
+    bounds = [(start, min(start + _STORE_BATCH, reused)) for start in range(0, reused, _STORE_BATCH)]
+    return bounds + [(start, min(start + _BATCH, total)) for start in range(reused, total, _BATCH)]
 
 
 def _metadata(entry: Entry) -> dict[str, str]:
@@ -121,11 +131,20 @@ class KnowledgeIndex:
             self._queries[query] = vector
         return vector
 
-    def sync(self, compendia: Iterable[Compendium], on_progress: Callable[[int, int], None] | None = None) -> SyncStats:
+    def sync(
+        self,
+        compendia: Iterable[Compendium],
+        on_progress: Callable[[int, int], None] | None = None,
+        *,
+        known: Mapping[str, np.ndarray] | None = None,
+    ) -> SyncStats:
         """Make the collection hold exactly the entries of ``compendia``, embedding only what is new.
 
-        ``on_progress(done, total)`` is called after each batch of new entries.
+        ``known`` holds vectors computed before, by entry id (:mod:`.vectors`): a new entry found
+        there is added with that vector, not embedded. ``on_progress(done, total)`` is called
+        after each batch of new entries.
         """
+        known = known or {}
         wanted: dict[str, Entry] = {}
         for compendium in compendia:
             for entry in compendium.entries:
@@ -141,16 +160,30 @@ class KnowledgeIndex:
         )
         if new and on_progress is not None:
             on_progress(0, len(new))  # the first batch waits for the model to load
-        for start in range(0, len(new), _BATCH):
-            batch = new[start : start + _BATCH]
+        # entries with a vector computed before go first, in large batches: adding them is quick
+        new.sort(key=lambda pair: pair[0] not in known)
+        reused = sum(1 for key, _ in new if key in known)
+        for start, end in _batches(reused, len(new)):
+            batch = new[start:end]
+            vectors = [known[key] for key, _ in batch if key in known]
             self._collection.upsert(
                 ids=[key for key, _ in batch],
                 documents=[entry.index_text() for _, entry in batch],
                 metadatas=[_metadata(entry) for _, entry in batch],
+                embeddings=vectors if len(vectors) == len(batch) else None,  # else the function embeds them
             )
             if on_progress is not None:
-                on_progress(min(start + _BATCH, len(new)), len(new))
-        return SyncStats(embedded=len(new), removed=len(stale), unchanged=len(wanted) - len(new))
+                on_progress(end, len(new))
+        return SyncStats(
+            embedded=len(new) - reused, reused=reused, removed=len(stale), unchanged=len(wanted) - len(new)
+        )
+
+    def vectors(self) -> tuple[list[str], np.ndarray]:
+        """Every entry's id and vector, in the order of the ids (what :mod:`.vectors` stores)."""
+        stored = self._collection.get(include=["embeddings"])
+        ids = list(stored["ids"])
+        vectors = np.asarray(stored["embeddings"], dtype=np.float32) if ids else np.zeros((0, 0), np.float32)
+        return ids, vectors
 
     def search(
         self,

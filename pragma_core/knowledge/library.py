@@ -3,8 +3,9 @@
 The compendium built from the profilers' documentation ships as package data
 (``pragma_core/knowledge/data/<profiler>.json``; the knowledge builder writes it). ``lookup`` is
 exact and needs no model: a name as the profiler spelled it, or one of its aliases, then the same
-ignoring case (``similar_names`` suggests the names a misspelling meant). ``search`` is semantic: it embeds the query and asks the local index, which is
-built from the shipped compendium on first use (with a progress bar) into
+ignoring case (``similar_names`` suggests the names a misspelling meant). ``search`` is semantic:
+it embeds the query and asks the local index, which is built from the shipped compendium on first
+use (with a progress bar; the entries' vectors ship too, so nothing is embedded then) into
 ``$PRAGMA_KNOWLEDGE_DIR`` (default: ``<cache>/knowledge``) and synced again whenever the
 compendium changes::
 
@@ -23,7 +24,7 @@ import os
 from collections.abc import Iterable, Mapping, Sequence
 from importlib import resources
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ..errors import PragmaError
 from ..files import atomic_write_text
@@ -37,6 +38,7 @@ if TYPE_CHECKING:
 __all__ = [
     "KnowledgeError",
     "packaged_compendia",
+    "packaged_vectors",
     "load_compendia",
     "lookup",
     "similar_names",
@@ -61,6 +63,15 @@ def packaged_compendia() -> dict[str, Compendium]:
                 compendium = read_compendium(path)
             compendia[compendium.profiler] = compendium
     return compendia
+
+
+@functools.cache
+def packaged_vectors() -> Mapping[str, Any]:
+    """The shipped compendium's vectors by entry id (:mod:`.vectors`), so a new index embeds nothing."""
+    from .vectors import VECTORS_FILE, read_vectors
+
+    with resources.as_file(resources.files("pragma_core.knowledge") / "data" / VECTORS_FILE) as path:
+        return read_vectors(path)
 
 
 def load_compendia(folder: Path | None = None) -> dict[str, Compendium]:
@@ -169,8 +180,9 @@ def open_index(compendia: Mapping[str, Compendium] | None = None, *, folder: Pat
     the collection and the model.
 
     The index is synced first when the compendia changed since the last sync, which a stamp file
-    beside it (``compendium.stamp``) tells without reading the collection. The first sync embeds
-    every entry, with a progress bar on a terminal.
+    beside it (``compendium.stamp``) tells without reading the collection. The first sync adds
+    every entry, with a progress bar on a terminal, taking the shipped vectors of those it can
+    (:func:`packaged_vectors`) and embedding the others.
     """
     from .index import KnowledgeIndex
 
@@ -194,7 +206,9 @@ def open_index(compendia: Mapping[str, Compendium] | None = None, *, folder: Pat
                 "Indexing the metric compendium" + (" (first use, once)" if first else " (it changed)"), total=None
             )
             index.sync(
-                compendia.values(), on_progress=lambda done, total: progress.update(task, completed=done, total=total)
+                compendia.values(),
+                on_progress=lambda done, total: progress.update(task, completed=done, total=total),
+                known=packaged_vectors(),
             )
         atomic_write_text(stamp_file, stamp + "\n")
     _open[(folder, stamp)] = index
