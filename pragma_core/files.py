@@ -1,12 +1,14 @@
-"""Writing files so that a crash never leaves half of one behind."""
+"""Files pragma writes and reads back: written so a crash never leaves half of one behind, and
+logs read back by their tail."""
 
 from __future__ import annotations
 
 import os
 import tempfile
 from pathlib import Path
+from typing import IO
 
-__all__ = ["atomic_write_text"]
+__all__ = ["atomic_write_text", "read_tail"]
 
 
 def atomic_write_text(path: Path, text: str) -> None:
@@ -22,3 +24,15 @@ def atomic_write_text(path: Path, text: str) -> None:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def read_tail(handle: IO[bytes], limit: int) -> str:
+    """The last ``limit`` characters of an output file (a child's log, a tool's output), with a
+    marker line when it was longer: enough for a message, not a flood."""
+    handle.flush()
+    size = handle.seek(0, os.SEEK_END)
+    handle.seek(max(0, size - limit * 4))
+    text = handle.read().decode("utf-8", errors="replace")
+    if len(text) > limit or size > limit * 4:
+        return f"[... {size} bytes, last {limit} characters kept]\n" + text[-limit:]
+    return text

@@ -24,6 +24,8 @@ from pathlib import Path
 
 import attrs
 
+from .files import read_tail
+
 __all__ = [
     "SandboxLimits",
     "SandboxOutcome",
@@ -224,12 +226,5 @@ class SandboxedProcess:
 
 
 def _tail(path: Path) -> str:
-    """The last characters of a log, with a marker when trimmed."""
     with path.open("rb") as handle:
-        handle.seek(0, os.SEEK_END)
-        size = handle.tell()
-        handle.seek(max(0, size - _OUTPUT_LIMIT * 4))
-        text = handle.read().decode("utf-8", errors="replace")
-    if len(text) > _OUTPUT_LIMIT or size > _OUTPUT_LIMIT * 4:
-        return f"[... {size} bytes, last {_OUTPUT_LIMIT} characters kept]\n" + text[-_OUTPUT_LIMIT:]
-    return text
+        return read_tail(handle, _OUTPUT_LIMIT)

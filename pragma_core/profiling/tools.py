@@ -42,6 +42,7 @@ import attrs
 from attrs import validators as v
 
 from ..errors import ProfilerUnavailable
+from ..files import read_tail
 from ..sandbox import signal_name
 
 __all__ = ["TAIL_CHARS", "ToolRun", "run_tool"]
@@ -159,8 +160,8 @@ def run_tool(
             wall_s=wall_s,
             stdout_path=stdout_path,
             stderr_path=stdout_path if stderr_to_stdout else stderr_path,
-            stdout_tail=_tail(stdout),
-            stderr_tail="" if stderr_to_stdout else _tail(stderr),
+            stdout_tail=read_tail(stdout, TAIL_CHARS),
+            stderr_tail="" if stderr_to_stdout else read_tail(stderr, TAIL_CHARS),
         )
 
 
@@ -200,14 +201,3 @@ def _kill_group(pgid: int) -> None:
         os.killpg(pgid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
         pass  # the group is already empty
-
-
-def _tail(handle: IO[bytes]) -> str:
-    """The last :data:`TAIL_CHARS` characters written to ``handle``, with a marker when trimmed."""
-    handle.flush()
-    size = handle.seek(0, os.SEEK_END)
-    handle.seek(max(0, size - TAIL_CHARS * 4))
-    text = handle.read().decode("utf-8", errors="replace")
-    if len(text) > TAIL_CHARS or size > TAIL_CHARS * 4:
-        return f"[... {size} bytes, last {TAIL_CHARS} characters kept]\n" + text[-TAIL_CHARS:]
-    return text
