@@ -11,12 +11,13 @@ from pathlib import Path
 
 import click
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
+from rich.progress import TaskID
 from rich.table import Table
 
 from pragma_core.errors import PragmaError
 from pragma_core.knowledge.library import load_compendia, packaged_compendia
 from pragma_core.plugins import get_registry
+from pragma_core.progress import progress_bar
 
 from . import __version__
 from .build import BuildSettings, build, coverage_of
@@ -99,7 +100,7 @@ def build_command(
         registry = get_registry()
         provider = registry.llm_provider("litellm") if model else None
         profiler_records = {name: registry.profiler(name) for name in registry.profilers()}
-        with _progress() as bar:
+        with progress_bar() as bar:
             tasks: dict[str, TaskID] = {}
 
             def progress(step: str, done: int, total: int) -> None:
@@ -187,19 +188,6 @@ def _pair(item: str, option: str, form: str) -> tuple[str, str]:
     if not sep or not left or not right:
         raise PragmaError(f"{option} {item!r}: expected {form}")
     return left, right
-
-
-def _progress() -> Progress:
-    console = Console(stderr=True)
-    return Progress(
-        TextColumn("{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        console=console,
-        transient=True,
-        disable=not console.is_terminal,
-    )
 
 
 def _fail(message: str) -> None:

@@ -132,26 +132,22 @@ def collect(target: ProfileTarget, metrics: Sequence[str]) -> Profile:
     if not setup.hardware:
         notes.append(f"{setup.hardware_reason}: perf counted only software events")
 
-    code = run.returncode
-    if code is None:
-        reason = f"perf stat {run.ending}, with the program it counted; allow more with timeout_s"
+    def nothing_counted(reason: str) -> Profile:
         return Profile(
             profiler=PROFILER,
             raw_paths=raw_paths,
             notes=(*notes, reason),
             not_collected={name: plan.refused.get(name, reason) for name in requested},
         )
+
+    code = run.returncode
+    if code is None:
+        return nothing_counted(f"perf stat {run.ending}, with the program it counted; allow more with timeout_s")
     raw = output.read_text(encoding="utf-8", errors="replace") if output.exists() else ""
     try:
         readings = read_rows(raw)
     except ProfileParseError:
-        reason = f"perf stat wrote no counts (exit code {code}): {_log_error(log)}"
-        return Profile(
-            profiler=PROFILER,
-            raw_paths=raw_paths,
-            notes=(*notes, reason),
-            not_collected={name: plan.refused.get(name, reason) for name in requested},
-        )
+        return nothing_counted(f"perf stat wrote no counts (exit code {code}): {_log_error(log)}")
 
     kernel = "+".join(target.kernel_functions) if target.replay_argv else ""
     found = [attrs.evolve(metric, name=_MODIFIERS.sub("", metric.name), kernel=kernel) for metric in parse(raw)]
