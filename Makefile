@@ -64,7 +64,7 @@ lint: $(STAMP)
 	$(BIN)/mypy $(LINTED)
 
 test-core: $(STAMP)
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest --durations=20
 
 # Each plugin's tests twice: alone with core, then beside every other plugin (in .venv).
 test-plugins: $(STAMP) $(PLUGIN_STAMPS)

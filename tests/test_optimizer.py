@@ -200,6 +200,12 @@ def test_compile_error_fix_slow_then_fast(scripted, plugin_site, tmp_path):
     assert list(document["attempts"][1]["profiles"]) == ["valgrind"]
 
 
+def _as_a_terminal_starts_it() -> None:
+    """In the child before exec: Ctrl-C's default disposition, as a shell gives a foreground
+    command (a test run started as a background job would pass SIGINT on ignored)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def pragma_process(args: list[str], site: Path, tmp_path: Path) -> subprocess.Popen:
     """``pragma`` in a process of its own, with the test model installed from ``site``."""
     env = {**os.environ, "PYTHONPATH": str(site), "COLUMNS": "200"}
@@ -211,6 +217,7 @@ def pragma_process(args: list[str], site: Path, tmp_path: Path) -> subprocess.Po
         stderr=subprocess.PIPE,
         text=True,
         start_new_session=True,
+        preexec_fn=_as_a_terminal_starts_it,
     )
 
 

@@ -125,7 +125,16 @@ def test_what_a_finished_tool_left_running_is_killed_too(tmp_path):
     assert survivors(marker) == [] and not alive(int(pid_file.read_text()))
 
 
-def test_keyboard_interrupt_kills_the_group_and_propagates(tmp_path):
+@pytest.fixture
+def ctrl_c_raises():
+    """Python's own Ctrl-C handler for the test, even in a run started with SIGINT ignored (as a
+    shell without job control starts a background job)."""
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, previous)
+
+
+def test_keyboard_interrupt_kills_the_group_and_propagates(tmp_path, ctrl_c_raises):
     env, marker = marked_environment()
     pids = tmp_path / "pids.txt"
     main = threading.get_ident()
