@@ -6,7 +6,6 @@ error and exits with code 2; ``--debug`` (or ``PRAGMA_DEBUG=1``) shows the trace
 
 from __future__ import annotations
 
-import contextlib
 import json
 import sys
 import tempfile
@@ -20,8 +19,9 @@ from rich.console import Console
 from rich.table import Table
 
 from . import __version__
+from .components import Probe
 from .errors import CandidateError, PragmaError, TaskError
-from .plugins import get_registry
+from .plugins import PluginRegistry, get_registry
 from .progress import progress_bar
 from .records import Candidate, Task
 from .serialization import to_dict
@@ -96,17 +96,18 @@ def plugins_command(as_json: bool) -> None:
     console.print(usable)
 
 
-def _availability(registry: Any) -> list[dict[str, Any]]:
+def _availability(registry: PluginRegistry) -> list[dict[str, Any]]:
     """Each backend's and profiler's probe: can it run on this machine, and if not, why."""
+    probes: list[tuple[str, str, Probe]] = [("backend", name, b.probe) for name, b in registry.backends().items()]
+    probes += [("profiler", name, p.probe) for name, p in registry.profilers().items()]
     rows = []
-    for kind, components in (("backend", registry.backends()), ("profiler", registry.profilers())):
-        for name, component in sorted(components.items()):
-            try:
-                answer = component.probe()
-                available, reason, still = answer.available, answer.reason, answer.still_works
-            except Exception as error:  # a probe that fails is itself the answer
-                available, reason, still = False, f"its probe failed: {type(error).__name__}: {error}", ""
-            rows.append({"kind": kind, "name": name, "available": available, "reason": reason, "still_works": still})
+    for kind, name, probe in sorted(probes, key=lambda row: row[:2]):
+        try:
+            answer = probe()
+            available, reason, still = answer.available, answer.reason, answer.still_works
+        except Exception as error:  # a probe that fails is itself the answer
+            available, reason, still = False, f"its probe failed: {type(error).__name__}: {error}", ""
+        rows.append({"kind": kind, "name": name, "available": available, "reason": reason, "still_works": still})
     return rows
 
 
@@ -166,7 +167,6 @@ def _load_one_task(path: Path, assignments: tuple[str, ...]) -> Task:
 
 def _read_candidate(path: Path) -> Candidate:
     """The candidate module at ``path``; a missing, unreadable or empty file is bad input."""
-
     if not path.is_file():
         raise CandidateError(f"{path}: no such candidate file")
     try:
@@ -347,12 +347,8 @@ def profile_command(
     candidate = _read_candidate(candidate_path) if candidate_path is not None else None
     extra = [name.strip() for name in metrics.split(",") if name.strip()]
     subject = candidate_path.name if candidate_path else "the reference"
-    with contextlib.ExitStack() as cleanup:
-        folder = (
-            keep
-            if keep is not None
-            else Path(cleanup.enter_context(tempfile.TemporaryDirectory(prefix="pragma-profile-")))
-        )
+    with tempfile.TemporaryDirectory(prefix="pragma-profile-") as scratch:
+        folder = keep if keep is not None else Path(scratch)
         with Console(stderr=True).status(f"profiling {subject} of {task.key} with {profiler_name}", spinner="dots"):
             result = profile(
                 task,
@@ -589,7 +585,7 @@ def knowledge_group() -> None:
     """Ask the compendium of profiler metrics built from the profilers' own documentation.
 
     `show` looks a metric up by name and needs nothing more. `search` asks a semantic index that is
-    built from the shipped compendium on first use (a minute or more, once; cached in
+    built from the shipped compendium and its vectors on first use (seconds, once; cached in
     $PRAGMA_KNOWLEDGE_DIR, default <cache>/knowledge) and synced again when the compendium changes.
     """
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from .records import Attempt, RunResult, Speedup, TokenUsage
+from .records import Attempt, Baseline, RunResult, Speedup, TokenUsage
 from .serialization import to_dict
 from .statistics import improves_on
 
@@ -63,7 +63,7 @@ def trace_entries(attempts: tuple[Attempt, ...] | list[Attempt]) -> list[tuple[A
     return entries
 
 
-def trace_document(result_id: str, task_key: str, baseline: Any, attempts: list[Attempt]) -> dict[str, Any]:
+def trace_document(result_id: str, task_key: str, baseline: Baseline | None, attempts: list[Attempt]) -> dict[str, Any]:
     """The trace as data: per attempt its verdict, the best before it, diagnosis, guidance, the
     profilers that gave no profile and the metrics of those that did (not the candidate's source,
     which is ``attempt-NN/candidate.py``)."""

@@ -31,6 +31,7 @@ __all__ = [
     "SandboxOutcome",
     "SandboxedProcess",
     "child_environment",
+    "kill_group",
     "network_isolation",
     "signal_name",
 ]
@@ -91,6 +92,14 @@ def signal_name(number: int) -> str:
         return signal.Signals(number).name
     except ValueError:
         return f"signal {number}"
+
+
+def kill_group(pgid: int) -> None:
+    """SIGKILL to every process of the group; a group already empty is not an error."""
+    try:
+        os.killpg(pgid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
 
 
 @functools.cache
@@ -203,10 +212,7 @@ class SandboxedProcess:
         )
 
     def _kill(self) -> None:
-        try:
-            os.killpg(self._process.pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
+        kill_group(self._process.pid)
 
     def _close_files(self) -> None:
         for handle in (self._stdout, self._stderr, self._process.stdin):

@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import signal
 import subprocess
 import tempfile
 import time
@@ -43,7 +42,7 @@ from attrs import validators as v
 
 from ..errors import ProfilerUnavailable
 from ..files import read_tail
-from ..sandbox import signal_name
+from ..sandbox import kill_group, signal_name
 
 __all__ = ["TAIL_CHARS", "ToolRun", "run_tool"]
 
@@ -148,7 +147,7 @@ def run_tool(
             finished = _wait_for_exit(process, timeout_s)
         finally:
             # Also after a clean exit: a program the tool ran may have left children behind.
-            _kill_group(process.pid)
+            kill_group(process.pid)
             process.wait()
         wall_s = time.monotonic() - started
         return ToolRun(
@@ -194,10 +193,3 @@ def _wait_for_exit(process: subprocess.Popen[bytes], timeout_s: float) -> bool:
         time.sleep(min(pause, remaining))
         pause = min(pause * 2, _POLL_MAX_S)
     return True
-
-
-def _kill_group(pgid: int) -> None:
-    try:
-        os.killpg(pgid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass  # the group is already empty
