@@ -214,7 +214,15 @@ _SET_OPTION = click.option(
 @click.option("--timeout", "timeout_s", default=600.0, show_default=True, help="Wall-time limit in seconds.")
 @click.option("--memory-gb", default=16.0, show_default=True, help="Address-space limit of the candidate.")
 @click.option("--no-timing", is_flag=True, help="Check correctness only.")
-@click.option("--keep", type=click.Path(path_type=Path), default=None, help="Keep the job folder (outputs, logs) here.")
+@click.option(
+    "--seed",
+    type=click.IntRange(min=0),
+    default=None,
+    help="Repeat a verification's inputs exactly (the verdict records its seed) [default: fresh each time].",
+)
+@click.option(
+    "--keep", type=click.Path(path_type=Path), default=None, help="Keep the job folder (task, candidate, logs) here."
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the verdict as JSON.")
 def verify_command(
     task_path: Path,
@@ -231,6 +239,7 @@ def verify_command(
     timeout_s: float,
     memory_gb: float,
     no_timing: bool,
+    seed: int | None,
     keep: Path | None,
     as_json: bool,
 ) -> None:
@@ -253,6 +262,7 @@ def verify_command(
         timeout_s=timeout_s,
         memory_gb=memory_gb,
         time=not no_timing,
+        seed=seed,
     )
     if threads is not None:
         options["threads"] = threads

@@ -235,6 +235,8 @@ class Verdict:
     ``rejected`` status. Errors are the worst over all trials; ``error_index`` says where. Timings
     are of the reference, the candidate and, with ``--baseline compile``, ``torch.compile`` of the
     reference; ``floor_ms`` is the roofline floor of the task on this machine.
+    ``relative_error_norm`` is the whole-output error ``||c - r|| / ||r||`` (worst output and trial);
+    ``seed`` is the verification's base seed, drawn fresh each time, from which every input derives.
     """
 
     status: VerdictStatus = attrs.field(converter=VerdictStatus)
@@ -252,6 +254,8 @@ class Verdict:
     speedup_vs_compiled: Speedup | None = None
     floor_ms: float | None = attrs.field(default=None, validator=_non_negative)
     notes: tuple[str, ...] = attrs.field(default=(), converter=frozen_strings)
+    relative_error_norm: float | None = attrs.field(default=None, validator=_non_negative)
+    seed: int | None = None
 
     def __attrs_post_init__(self) -> None:
         if self.status is VerdictStatus.REJECTED and not self.failed_check:

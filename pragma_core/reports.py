@@ -26,6 +26,8 @@ def verdict_table(task: Task, candidate_name: str, verdict: Verdict) -> Table:
         table.add_row("max abs error", f"{verdict.max_abs_error:.3g}{where}")
     if verdict.max_rel_error is not None:
         table.add_row("max rel error", f"{verdict.max_rel_error:.3g}")
+    if verdict.relative_error_norm is not None:
+        table.add_row("whole-output error", f"{verdict.relative_error_norm:.3g} (||c - r|| / ||r||)")
     if verdict.reference:
         table.add_row("reference", _timing(verdict.reference))
     if verdict.compiled_reference:
@@ -44,6 +46,8 @@ def verdict_table(task: Task, candidate_name: str, verdict: Verdict) -> Table:
         if attainment is not None:
             text += f"  (candidate at {attainment:.0%} of the roofline)"
         table.add_row("roofline floor", text)
+    if verdict.seed is not None:
+        table.add_row("seed", f"{verdict.seed}  (--seed repeats these inputs)")
     for diagnostic in verdict.diagnostics:
         table.add_row("diagnostics", diagnostic.strip()[-2000:])
     for note in verdict.notes:

@@ -138,6 +138,8 @@ class SandboxedProcess:
         log_dir: Path,
         limits: SandboxLimits,
         env: Mapping[str, str],
+        writable: Sequence[Path] = (),
+        pass_fds: Sequence[int] = (),
     ) -> None:
         prefix, self._isolation_note = network_isolation() if limits.isolate_network else ([], "")
         self.network_isolated = bool(prefix)
@@ -156,6 +158,7 @@ class SandboxedProcess:
             stdout=self._stdout,
             stderr=self._stderr,
             start_new_session=True,
+            pass_fds=tuple(pass_fds),
             preexec_fn=functools.partial(_limit_child, limits.address_space_bytes),
         )
         self._timed_out = False
@@ -164,6 +167,14 @@ class SandboxedProcess:
 
     def remaining_s(self) -> float:
         return self._limits.wall_s - (time.monotonic() - self._started)
+
+    def running(self) -> bool:
+        return self._process.poll() is None
+
+    def expire(self) -> None:
+        """Kill the child because its time is up; :meth:`finish` then reports a timeout."""
+        self._kill()
+        self._timed_out = True
 
     def wait_for(self, path: Path, poll_s: float = 0.01, on_poll: Callable[[], None] | None = None) -> bool:
         """Wait until ``path`` exists (True) or the child ends or runs out of time (False);
@@ -188,6 +199,15 @@ class SandboxedProcess:
             self._process.stdin.flush()
         except (BrokenPipeError, OSError):
             pass
+
+    def close_input(self) -> None:
+        """Close the child's stdin: a child reading requests sees the end and exits."""
+        stdin = self._process.stdin
+        if stdin is not None and not stdin.closed:
+            try:
+                stdin.close()
+            except OSError:
+                pass
 
     def finish(self) -> SandboxOutcome:
         """Wait for the child within the time left, kill its group, and say how it ended."""

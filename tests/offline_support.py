@@ -57,7 +57,7 @@ def agrees_with_reference(task: Task, source: str) -> None:
     settings = IN_PROCESS
     findings = read_candidate(source)
     assert not (findings.syntax_error or findings.missing_model_new or findings.reference_reuse), findings
-    references = compute_references(task, settings, input_sets=1)
+    references = compute_references(task, settings)
     relative_norm = bool(preflight(task, references, settings))
     task_ns = task_namespace(task)
     candidate_ns: dict[str, Any] = {"__name__": "candidate"}

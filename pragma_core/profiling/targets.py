@@ -18,6 +18,7 @@ import attrs
 
 from ..components import DEFAULT_PROFILE_TIMEOUT_S, ProfileTarget
 from ..records import Candidate, Task
+from ..child_run import build_environment, candidate_build_dir
 from ..sandbox import SandboxedProcess, SandboxLimits, child_environment
 from ..tasks import task_program
 
@@ -60,7 +61,11 @@ def prepare_target(
             }
         )
     )
-    env = child_environment(threads)
+    work = job_dir / "work"
+    work.mkdir(exist_ok=True)
+    build_dir = candidate_build_dir(candidate) if candidate is not None else work / "build"
+    build_dir.mkdir(parents=True, exist_ok=True)
+    env = child_environment(threads) | build_environment(build_dir, work)
     python_argv = (sys.executable, "-m", "pragma_core.profiling.worker", "run", str(job_dir), str(repetitions))
     target = ProfileTarget(
         task=task,
@@ -76,7 +81,7 @@ def prepare_target(
         return target
 
     (job_dir / "candidate.py").write_text(candidate.source)
-    recording = _record(job_dir, env, timeout_s) if device == "cpu" else None
+    recording = _record(job_dir, env, timeout_s, writable=[work, build_dir]) if device == "cpu" else None
     if recording is None or not recording.calls:
         return target
     libraries = tuple(dict.fromkeys(call.library for call in recording.calls))
@@ -89,14 +94,18 @@ def prepare_target(
     )
 
 
-def _record(job_dir: Path, env: dict[str, str], timeout_s: float) -> CallRecording | None:
+def _record(job_dir: Path, env: dict[str, str], timeout_s: float, *, writable: list[Path]) -> CallRecording | None:
     """Record one forward's native calls in the sandbox; None when the candidate made none."""
     from ..errors import PragmaError
     from ..native.recording import CallRecording
 
     argv = [sys.executable, "-m", "pragma_core.profiling.worker", "record", str(job_dir)]
     limits = SandboxLimits(wall_s=timeout_s)
-    with SandboxedProcess(argv, cwd=job_dir, log_dir=job_dir / "logs", limits=limits, env=env) as child:
+    recording_dir = job_dir / "recording"
+    recording_dir.mkdir(exist_ok=True)
+    with SandboxedProcess(
+        argv, cwd=writable[0], log_dir=job_dir / "logs", limits=limits, env=env, writable=[*writable, recording_dir]
+    ) as child:
         outcome = child.finish()
     if outcome.timed_out or outcome.signal or outcome.returncode:
         reason = "timed out" if outcome.timed_out else (outcome.signal or f"exit code {outcome.returncode}")
@@ -104,7 +113,6 @@ def _record(job_dir: Path, env: dict[str, str], timeout_s: float) -> CallRecordi
         raise PragmaError(
             f"recording the candidate's kernel calls failed ({reason}): {tail[0]}; run `pragma verify` on it first"
         )
-    recording_dir = job_dir / "recording"
     return CallRecording.load(recording_dir) if (recording_dir / "calls.json").exists() else None
 
 

@@ -3,16 +3,16 @@
     python -m pragma_core.profiling.worker record JOB_DIR     # one forward under record_calls()
     python -m pragma_core.profiling.worker run JOB_DIR REPS   # REPS forwards after a warm-up
 
-``JOB_DIR`` holds ``task.py``, ``job.json`` and, when a candidate is profiled, ``candidate.py``.
-Candidate code runs only here, in a child the parent started in the sandbox (``record``) or under a
-profiler (``run``). On a GPU the timed forwards sit inside the NVTX range ``pragma_forward``, which
+``JOB_DIR`` holds ``task.py``, ``job.json`` and, when a candidate is profiled, ``candidate.py``;
+they are loaded as the verifier's child loads them (:mod:`pragma_core.child_run`). Candidate code
+runs only here, in a child the parent started in the sandbox (``record``) or under a profiler
+(``run``), contained the same way. On a GPU the timed forwards sit inside the NVTX range ``pragma_forward``, which
 ncu and rocprof filter on.
 """
 
 from __future__ import annotations
 
 import contextlib
-import json
 import sys
 from pathlib import Path
 from typing import Any
@@ -23,19 +23,14 @@ NVTX_RANGE = "pragma_forward"
 def _setup(job_dir: Path) -> tuple[Any, list[Any]]:
     import torch
 
-    from ..plugins import get_registry
-    from ..records import Candidate
+    from ..child_run import load_candidate, load_task
     from ..verifier.inputs import construct, make_inputs, trial_seeds
 
-    job = json.loads((job_dir / "job.json").read_text())
+    job, namespace = load_task(job_dir)
     torch.set_num_threads(job["threads"])
-    namespace: dict[str, Any] = {"__name__": "pragma_task", "__file__": str(job_dir / "task.py")}
-    exec(compile((job_dir / "task.py").read_text(), str(job_dir / "task.py"), "exec"), namespace)
     model_class = namespace["Model"]
-    candidate_file = job_dir / "candidate.py"
-    if candidate_file.exists():
-        backend = get_registry().backend(job["backend"])
-        model_class = backend.load(Candidate(source=candidate_file.read_text(), backend=job["backend"]), job_dir)
+    if (job_dir / "candidate.py").exists():
+        model_class = load_candidate(job_dir, job)
     device = job.get("device", "cpu")
     model = construct(namespace, model_class)
     inputs = make_inputs(namespace, trial_seeds(1)[0])

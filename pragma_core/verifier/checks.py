@@ -24,6 +24,13 @@ CHECKS: dict[str, tuple[int, str]] = {
     "reference-reuse": (18, "ModelNew inherits from or calls the reference Model"),
     "harness-modified": (21, "files of the task or of pragma changed while the candidate ran"),
     "spawned-process": (22, "forward started a process"),
+    "forbidden-construct": (26, "the source uses a construct that can reach into the harness or the machine"),
+    "library-fallback": (26, "NumPy, SciPy or another library does the work"),
+    "precision-downgrade": (12, "lower precision than the task's float32"),
+    "timed-output-mismatch": (23, "an output of a timed call, checked at random, differs from the reference"),
+    "forged-timing": (4, "the child's clock disagrees with the parent's"),
+    "monitor-disabled": (26, "the operator recorder was switched off during forward"),
+    "sandbox-escape": (22, "wrote, removed or renamed a file outside its folder, or reached for the network"),
 }
 """name -> (catalogue entry in docs/integrity.md, what it means)."""
 

@@ -3,6 +3,12 @@
 - :class:`ForwardMonitor`: a dispatch mode for correctness runs that poisons every tensor the
   forward allocates (NaN, or another value for the second run) and records the PyTorch compute
   operators it runs; allocation, copies and views are allowed, arithmetic is not.
+- :class:`OperatorRecorder`: the torch profiler around every candidate call, checked or timed: it
+  sees ATen operators below Python's dispatch modes, so popping the modes hides nothing, and
+  switching it off is itself a finding.
+- :class:`CandidateAudit`: a Python audit hook (which cannot be removed) that attributes file
+  writes outside the child's folders, process starts and garbage-collector walks to the
+  candidate's own code.
 - :class:`IdentityGuard`: remembers the clocks, torch's functions and the task's definitions before
   the candidate is imported, and names any the candidate replaced.
 - :func:`background_activity`: whether outputs still change after forward returned, a Python thread
@@ -14,16 +20,21 @@
 from __future__ import annotations
 
 import os
+import sys
+import sysconfig
 import threading
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
 __all__ = [
+    "CandidateAudit",
     "ForwardMonitor",
+    "OperatorRecorder",
     "IdentityGuard",
     "background_activity",
     "child_processes",
@@ -129,6 +140,204 @@ class ForwardMonitor(TorchDispatchMode):
         elif name not in _ALLOWED_OPS:
             self.compute_ops[name] = self.compute_ops.get(name, 0) + 1
         return result
+
+
+class OperatorRecorder:
+    """Records the ATen compute operators run inside ``with recorder:`` blocks, through the torch
+    profiler (RecordFunction, below Python's dispatch modes). Only the outermost operators count:
+    what an allowed operator (a copy, an allocation) does inside is its own business.
+
+    ``compute_ops`` maps operator name to count over every block; ``disabled`` says how the
+    profiler was switched off from inside a block, if it was.
+    """
+
+    def __init__(self) -> None:
+        self.compute_ops: dict[str, int] = {}
+        self.disabled = ""
+        self._profile: Any = None
+        with self:  # the first session pays the profiler's start-up (about a second), not a call
+            pass
+
+    def add(self, ops: Mapping[str, int]) -> None:
+        for name, count in ops.items():
+            self.compute_ops[name] = self.compute_ops.get(name, 0) + count
+
+    def __enter__(self) -> OperatorRecorder:
+        from torch.profiler import ProfilerActivity, profile
+
+        self._profile = profile(activities=[ProfilerActivity.CPU])
+        self._profile.__enter__()
+        with torch.autograd.profiler.record_function(_SENTINELS[0]):
+            pass
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        profiler, self._profile = self._profile, None
+        try:
+            with torch.autograd.profiler.record_function(_SENTINELS[1]):
+                pass
+            profiler.__exit__(None, None, None)
+            events = profiler.events() or []
+        except Exception as error:  # noqa: BLE001 - the candidate stopped the profiler itself
+            self.disabled = self.disabled or f"the operator recorder was switched off during forward ({error})"
+            return
+        if not set(_SENTINELS) <= {event.name for event in events}:
+            self.disabled = self.disabled or "the operator recorder was switched off or restarted during forward"
+            return
+        for event in events:
+            name = event.name
+            if not name.startswith("aten::") or _inside_aten(event):
+                continue
+            op = name.removeprefix("aten::")
+            if op not in _ALLOWED_OPS:
+                self.compute_ops[op] = self.compute_ops.get(op, 0) + 1
+
+
+_SENTINELS = ("pragma.recorder.start", "pragma.recorder.end")
+
+
+def _inside_aten(event: Any) -> bool:
+    parent = event.cpu_parent
+    while parent is not None:
+        if parent.name.startswith("aten::"):
+            return True
+        parent = parent.cpu_parent
+    return False
+
+
+_STDLIB = sysconfig.get_paths()["stdlib"]
+_TRUSTED_MACHINERY = (
+    str(Path(__file__).resolve().parents[1] / "native"),
+    str(Path(torch.__file__).parent / "utils" / "cpp_extension.py"),
+    str(Path(torch.__file__).parent / "_inductor"),
+    str(Path(torch.__file__).parent / "_dynamo"),
+)
+_CANDIDATE_FILE = "candidate.py"
+_WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND
+_PATH_EVENTS = {
+    "os.remove": 0,
+    "os.rmdir": 0,
+    "os.rename": 1,
+    "os.truncate": 0,
+    "os.chmod": 0,
+    "os.chown": 0,
+    "os.link": 1,
+    "os.symlink": 1,
+    "os.mkdir": 0,
+    "os.utime": 0,
+    "shutil.rmtree": 0,
+    "shutil.move": 1,
+    "shutil.copyfile": 1,
+}
+_SPAWN_EVENTS = frozenset(
+    {
+        "subprocess.Popen",
+        "os.system",
+        "os.exec",
+        "os.posix_spawn",
+        "os.spawn",
+        "os.fork",
+        "os.forkpty",
+        "os.kill",
+        "os.killpg",
+        "pty.spawn",
+    }
+)
+_WALK_EVENTS = frozenset({"gc.get_objects", "gc.get_referrers", "gc.get_referents", "sys._current_frames"})
+_NETWORK_EVENTS = frozenset({"socket.connect", "socket.bind", "socket.sendto", "socket.getaddrinfo"})
+
+
+class CandidateAudit:
+    """An audit hook that records what the candidate's own code does to the world outside its
+    folders: ``take()`` returns the findings (check, message) gathered since the last call.
+
+    An event counts when the candidate's module (``candidate.py``) is on the stack and no trusted
+    machinery (pragma's kernel builder, torch's extension builder and compiler) stands between it
+    and the event; garbage-collector walks count when the candidate asked for them directly.
+    """
+
+    def __init__(self, writable: Sequence[Path]) -> None:
+        self._writable = tuple(str(Path(folder).resolve()) for folder in writable)
+        self._findings: list[tuple[str, str]] = []
+        self._busy = threading.local()
+        self._getframe = sys._getframe
+
+    def install(self) -> None:
+        sys.addaudithook(self._hook)
+
+    def take(self) -> list[dict[str, str]]:
+        taken = [{"check": check, "message": message} for check, message in self._findings]
+        del self._findings[:]
+        return taken
+
+    def _hook(self, event: str, args: tuple[Any, ...]) -> None:
+        if getattr(self._busy, "on", False):
+            return
+        interesting = (
+            event == "open"
+            or event in _PATH_EVENTS
+            or event in _SPAWN_EVENTS
+            or event in _WALK_EVENTS
+            or event in _NETWORK_EVENTS
+        )
+        if not interesting:
+            return
+        self._busy.on = True
+        try:
+            self._judge(event, args)
+        finally:
+            self._busy.on = False
+
+    def _judge(self, event: str, args: tuple[Any, ...]) -> None:
+        line = self._candidate_line(direct=event in _WALK_EVENTS)
+        if line is None:
+            return
+        where = f"candidate.py line {line}"
+        if event == "open":
+            path, mode, flags = (list(args) + [None, None, 0])[:3]
+            writing = (isinstance(mode, str) and any(c in mode for c in "wax+")) or bool((flags or 0) & _WRITE_FLAGS)
+            if writing and isinstance(path, (str, bytes, os.PathLike)) and not self._inside(path):
+                self._record("sandbox-escape", f"{where} opened {os.fsdecode(path)} for writing")
+        elif event in _PATH_EVENTS:
+            position = _PATH_EVENTS[event]
+            paths = [args[0]] if position == 0 else list(args[:2])
+            for path in paths:
+                if isinstance(path, (str, bytes, os.PathLike)) and not self._inside(path):
+                    self._record("sandbox-escape", f"{where}: {event} on {os.fsdecode(path)}")
+                    break
+        elif event in _SPAWN_EVENTS:
+            self._record("spawned-process", f"{where}: {event}")
+        elif event in _WALK_EVENTS:
+            self._record("forbidden-construct", f"{where}: {event}() walks the interpreter's objects")
+        else:
+            self._record("sandbox-escape", f"{where}: {event} (no network for candidates)")
+
+    def _record(self, check: str, message: str) -> None:
+        if len(self._findings) < 20:
+            self._findings.append((check, message))
+
+    def _inside(self, path: str | bytes | os.PathLike) -> bool:
+        try:
+            resolved = str(Path(os.fsdecode(path)).resolve())
+        except (OSError, ValueError):
+            return False
+        if resolved == os.devnull:
+            return True
+        return any(resolved == folder or resolved.startswith(folder + os.sep) for folder in self._writable)
+
+    def _candidate_line(self, *, direct: bool) -> int | None:
+        """The candidate's line behind the current event, or None when it is not the candidate's."""
+        frame = self._getframe(3)
+        while frame is not None:
+            filename = frame.f_code.co_filename
+            if filename == _CANDIDATE_FILE:
+                return frame.f_lineno
+            if filename.startswith(_TRUSTED_MACHINERY):
+                return None
+            if direct and not filename.startswith(_STDLIB):
+                return None
+            frame = frame.f_back
+        return None
 
 
 class IdentityGuard:

@@ -1,8 +1,11 @@
 """The reference side of verification, computed in the parent from the task alone.
 
 Reference outputs for every trial, for the check after timing and for the small-integer probe are
-computed here, in pragma's own process, from the same seeds the sandbox child uses; the child never
-sees them, so nothing it does can change what it is compared against. The preflight asks whether
+computed here, in pragma's own process, from seeds drawn fresh for each verification
+(:func:`fresh_seed`) and sent to the child one request at a time; the child never sees the
+references, so nothing it does can change what it is compared against, and it cannot know an input
+before it is asked to run on it. :class:`ReferenceModel` computes the reference on any further seed
+(the timed calls the parent checks). The preflight asks whether
 trivial outputs (zeros, a constant, a copy of the input) would pass the task at the configured
 tolerance; where one would, comparisons add a whole-output relative check. Its answer is cached per
 task, sizes and tolerance.
@@ -12,6 +15,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
+import random
 from typing import Any
 
 import attrs
@@ -25,42 +30,74 @@ from .comparison import compare_outputs
 from .inputs import construct, make_inputs, make_probe_inputs, trial_seeds
 from .settings import VerifySettings
 
-__all__ = ["References", "compute_references", "preflight", "reference_timing"]
+__all__ = ["ReferenceModel", "References", "compute_references", "fresh_seed", "preflight", "reference_timing"]
+
+
+def fresh_seed() -> int:
+    """A seed from the operating system's randomness: no program can derive it in advance."""
+    return int.from_bytes(os.urandom(8), "little") >> 1
+
+
+class ReferenceModel:
+    """The task's ``Model`` built in this process: inputs and reference outputs for any seed."""
+
+    def __init__(self, task: Task) -> None:
+        self.namespace = task_namespace(task)
+        with torch.no_grad():
+            self.model = construct(self.namespace, self.namespace["Model"])
+
+    def inputs(self, seed: int) -> list[Any]:
+        return make_inputs(self.namespace, seed)
+
+    def outputs(self, seed: int) -> list[torch.Tensor]:
+        with torch.no_grad():
+            return _run(self.model, self.inputs(seed))
 
 
 @attrs.frozen(kw_only=True)
 class References:
+    """Reference outputs of one verification, with the seeds they came from (``seed`` is the base
+    every other seed derives from, recorded so a verification can be repeated)."""
+
+    seed: int
     trial_seeds: tuple[int, ...]
     trials: tuple[list[torch.Tensor], ...]
     post_seed: int
     post: list[torch.Tensor]
     probe_seed: int | None
     probe: list[torch.Tensor] | None
-    timing_seeds: tuple[int, ...]
+    model: ReferenceModel = attrs.field(repr=False, eq=False)
+
+    def series(self, salt: int) -> random.Random:
+        """A further stream of seeds (the timed calls' inputs), derived from ``seed`` and ``salt``."""
+        return random.Random(self.seed * 1_000_003 + salt)
 
 
-def compute_references(task: Task, settings: VerifySettings, *, input_sets: int) -> References:
-    namespace = task_namespace(task)
-    seeds = trial_seeds(settings.trials)
-    (post_seed,) = trial_seeds(1, salt=1)
-    (probe_seed,) = trial_seeds(1, salt=2)
+def compute_references(task: Task, settings: VerifySettings, *, seed: int | None = None) -> References:
+    """References for ``settings.trials`` trials, the check after timing and the probe; seeds derive
+    from ``seed`` (default: :func:`fresh_seed`)."""
+    base = fresh_seed() if seed is None else seed
+    rng = random.Random(base)
+    seeds = [rng.randrange(2**31) for _ in range(settings.trials)]
+    post_seed, probe_seed = rng.randrange(2**31), rng.randrange(2**31)
+    reference = ReferenceModel(task)
     with torch.no_grad():
-        model = construct(namespace, namespace["Model"])
-        trials = tuple(_run(model, make_inputs(namespace, seed)) for seed in seeds)
-        post = _run(model, make_inputs(namespace, post_seed))
+        trials = tuple(reference.outputs(seed) for seed in seeds)
+        post = reference.outputs(post_seed)
         probe = None
         if _probe_applies(task):
-            probe = _run(model, make_probe_inputs(make_inputs(namespace, seeds[0]), probe_seed))
+            probe = _run(reference.model, make_probe_inputs(reference.inputs(seeds[0]), probe_seed))
             if not all(_exact_integers(t) for t in probe):
                 probe = None
     return References(
+        seed=base,
         trial_seeds=tuple(seeds),
         trials=trials,
         post_seed=post_seed,
         post=post,
         probe_seed=probe_seed if probe is not None else None,
         probe=probe,
-        timing_seeds=tuple(trial_seeds(input_sets, salt=3)),
+        model=reference,
     )
 
 
@@ -74,9 +111,8 @@ def preflight(task: Task, references: References, settings: VerifySettings) -> l
         return list(json.loads(path.read_text())["passing"])
     except (OSError, ValueError, KeyError, TypeError):
         pass
-    namespace = task_namespace(task)
     passing = []
-    for name, make in _trivial_outputs(namespace, references):
+    for name, make in _trivial_outputs(references.model.namespace, references):
         outputs = [make(seed, trial) for seed, trial in zip(references.trial_seeds, references.trials)]
         if all(
             got is not None and compare_outputs(got, want, atol=settings.atol, rtol=settings.rtol).ok
@@ -131,8 +167,8 @@ def _trivial_outputs(namespace: dict[str, Any], references: References):  # noqa
     return [("zeros", zeros), ("constant", constant), ("input copy", input_copy)]
 
 
-def _run(model: torch.nn.Module, inputs: list[torch.Tensor]) -> list[torch.Tensor]:
-    output = model(*[t.clone() for t in inputs])
+def _run(model: torch.nn.Module, inputs: list[Any]) -> list[torch.Tensor]:
+    output = model(*[t.clone() if isinstance(t, torch.Tensor) else t for t in inputs])
     return list(output) if isinstance(output, (list, tuple)) else [output]
 
 

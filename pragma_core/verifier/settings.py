@@ -22,7 +22,9 @@ class VerifySettings:
     runs, 100 timed repetitions). ``baseline="compile"`` also times ``torch.compile`` of the
     reference. ``input_sets`` None rotates as many input sets as it takes to leave the caches.
     Timing stops before ``reps`` once at least 10 repetitions ran and ``timing_budget_s`` passed, so
-    a slow candidate (a plain serial matrix product) does not take minutes."""
+    a slow candidate (a plain serial matrix product) does not take minutes. ``seed`` None (the
+    default) draws every verification's inputs from fresh operating-system randomness; a number
+    repeats a verification exactly (the verdict records the seed it used)."""
 
     trials: int = attrs.field(default=5, validator=[v.instance_of(int), v.ge(1)])
     atol: float = attrs.field(default=1e-4, validator=v.ge(0))
@@ -37,3 +39,4 @@ class VerifySettings:
     memory_gb: float = attrs.field(default=16.0, validator=v.gt(0))
     isolate_network: bool = True
     input_sets: int | None = attrs.field(default=None, validator=v.optional(v.ge(1)))
+    seed: int | None = attrs.field(default=None, validator=v.optional(v.and_(v.instance_of(int), v.ge(0))))

@@ -1,34 +1,37 @@
 """``verify(task, candidate)``: the Verifier's verdict on one candidate.
 
-The parent (this module) reads the candidate's source, computes the reference outputs itself,
-hashes the task and pragma's own files, and starts the sandbox child. After the child's correctness
-runs it compares their outputs with its references and runs the integrity checks; only a candidate
-that passes is timed. Timing samples come back raw and are reduced here. Nothing the child prints
-is read to judge it.
+The parent (this module) reads the candidate's source, draws the verification's seeds from the
+operating system, computes the reference outputs, the preflight and the roofline floor itself, and
+only then starts the sandbox child. It asks the child for one forward at a time and receives the
+evidence over a pipe (:mod:`pragma_core.child_run`): outputs it compares with its own references,
+inputs it compares with what it knows they were, and the child's clock readings it checks against
+its own clock around each call. Timed calls get fresh input values, and the parent decides after a
+call returns whether to check its outputs. Nothing the child prints or writes to a file is read to
+judge it.
 """
 
 from __future__ import annotations
 
 import hashlib
 import math
-import shutil
-import sys
-import tempfile
+import random
+import statistics
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import attrs
 import torch
 
+from ..channel import Message
+from ..child_run import ChildSession, JobFolder
 from ..records import Candidate, Task, Verdict, VerdictStatus
-from ..sandbox import SandboxedProcess, SandboxLimits, SandboxOutcome, child_environment
+from ..sandbox import SandboxLimits, SandboxOutcome
 from ..statistics import bootstrap_speedup, summarize
-from ..tasks import task_program
-from .checks import describe_check
+from .checks import CHECKS, describe_check
 from .comparison import Comparison, compare_outputs
 from .instrumentation import POISON_VALUES, same_bits
-from .job import JobFiles
 from .reference import References, compute_references, preflight
 from .settings import VerifySettings
 from .static_checks import read_candidate
@@ -42,6 +45,28 @@ ROOFLINE_MARGIN = 0.5
 runs of torch's copy and sgemm) and vary by ~15% between runs; an honest kernel can come close to
 them, a kernel that skips its work lands far below."""
 
+CHECK_PROBABILITY = 0.1
+"""The share of timed calls whose outputs and inputs the parent checks (chosen after each call
+returns, so the child cannot know); one of the first ten is always checked."""
+
+_KNOWN_CHECKS = CHECKS
+_MIN_REPS = 10  # timed repetitions before the time budget may end timing
+_CALIBRATION_ROUNDS = 12  # round trips measured to know the cost of asking, with and without the recorder
+
+
+class _Ended(Exception):
+    """The child stopped answering: it ended, timed out, reported an error or broke the protocol."""
+
+    def __init__(self, error: dict[str, Any] | None = None) -> None:
+        super().__init__()
+        self.error = error
+
+
+class _Rejected(Exception):
+    def __init__(self, verdict: Verdict) -> None:
+        super().__init__()
+        self.verdict = verdict
+
 
 def verify(
     task: Task,
@@ -54,9 +79,10 @@ def verify(
     """Check ``candidate`` (a :class:`Candidate` or the source of a module defining ``ModelNew``)
     against ``task`` in a sandboxed child process, and time it when it is correct.
 
-    ``job_dir`` keeps the job's files (outputs, logs) there; by default a temporary folder is used
-    and removed afterwards. ``on_phase`` hears where the check goes after building the candidate,
-    for a live display: ``"verifying"`` (the correctness trials), then ``"timing"``.
+    ``job_dir`` keeps the job's files (the task and candidate as run, the child's logs) there; by
+    default a private folder is used and removed afterwards. ``on_phase`` hears where the check
+    goes after building the candidate, for a live display: ``"verifying"`` (the correctness
+    trials), then ``"timing"``.
     """
     settings = settings or VerifySettings()
     if isinstance(candidate, str):
@@ -68,339 +94,480 @@ def verify(
         return Verdict(status=VerdictStatus.RUNTIME_ERROR, message="the candidate defines no class ModelNew(nn.Module)")
     if findings.reference_reuse:
         return _rejected("reference-reuse", findings.reference_reuse)
+    forbidden = getattr(findings, "forbidden", ())
+    if forbidden:
+        return _rejected("forbidden-construct", "; ".join(forbidden[:3]))
+    library = getattr(findings, "library_fallback", ())
+    if library:
+        return _rejected("library-fallback", "; ".join(library[:3]) if not isinstance(library, str) else library)
+    precision = getattr(findings, "precision", ())
+    if precision and _float32_task(task):
+        return _rejected(
+            "precision-downgrade", "a float32 task's candidate uses lower precision: " + "; ".join(precision[:3])
+        )
     notes = [f"flagged PyTorch calls in forward: {', '.join(findings.flagged_calls)}"] if findings.flagged_calls else []
 
-    input_sets = settings.input_sets or _input_sets_for(task)
-    references = compute_references(task, settings, input_sets=input_sets)
+    # Trust anchors, all before the child exists: seeds, references, preflight, roofline floor.
+    references = compute_references(task, settings, seed=settings.seed)
     trivial = preflight(task, references, settings)
     if trivial:
         notes.append(
             f"a {', '.join(trivial)} output would pass this task at atol={settings.atol:g}; "
             "outputs are also checked by whole-output relative error"
         )
-
-    keep = job_dir is not None
-    root = Path(job_dir) if job_dir is not None else Path(tempfile.mkdtemp(prefix="pragma-verify-"))
-    try:
-        files = _prepare_job(root, task, candidate, settings, references)
-        hashes_before = _harness_hashes(task)
-        verdict = _run_child(
-            files, task, settings, references, relative_norm=bool(trivial), notes=notes, on_phase=on_phase
-        )
-        if _harness_hashes(task) != hashes_before:
-            verdict = _rejected(
-                "harness-modified",
-                "files of the task or of pragma changed while the candidate ran",
-                notes=verdict.notes,
-            )
-        return verdict
-    finally:
-        if not keep:
-            shutil.rmtree(root, ignore_errors=True)
-
-
-# -- the child ------------------------------------------------------------------------------------
-
-
-def _run_child(
-    files: JobFiles,
-    task: Task,
-    settings: VerifySettings,
-    references: References,
-    *,
-    relative_norm: bool,
-    notes: list[str],
-    on_phase: Callable[[str], None] | None = None,
-) -> Verdict:
-    watch = _PhaseWatcher(files.phase, on_phase) if on_phase is not None else None
-    limits = SandboxLimits(
-        wall_s=settings.timeout_s,
-        address_space_bytes=int(settings.memory_gb * 1024**3),
-        isolate_network=settings.isolate_network,
-    )
-    argv = [sys.executable, "-m", "pragma_core.verifier.worker", str(files.root)]
-    with SandboxedProcess(
-        argv, cwd=files.workdir, log_dir=files.logs, limits=limits, env=child_environment(settings.threads)
-    ) as child:
-        if not child.wait_for(files.phase1, on_poll=watch):
-            return _ended_early(files, child.finish(), settings, notes)
-        if watch is not None:
-            watch.look()  # the trials may have taken less than one look's interval
-        phase1 = files.read_json(files.phase1) or {}
-        problem = _judge_correctness(files, phase1, references, settings, relative_norm)
-        if problem is not None or not settings.time:
-            child.send("stop")
-            notes += list(child.finish().notes)
-            if problem is not None:
-                return attrs.evolve(problem, notes=(*notes, *problem.notes))
-            return Verdict(
-                status=VerdictStatus.CORRECT,
-                message=_correct_message(settings, None),
-                notes=notes,
-                **_errors_of(files, references, settings, relative_norm),
-            )
-        child.send("go")
-        if on_phase is not None:
-            on_phase("timing")
-        if not child.wait_for(files.phase2):
-            return _ended_early(files, child.finish(), settings, notes)
-        outcome = child.finish()
-    notes += list(outcome.notes)
-    phase2 = files.read_json(files.phase2) or {}
-    return _judge_timing(files, task, phase2, references, settings, relative_norm, notes)
-
-
-def _judge_correctness(
-    files: JobFiles, phase1: dict, references: References, settings: VerifySettings, relative_norm: bool
-) -> Verdict | None:
-    for finding in phase1.get("findings", []):
-        return _rejected(finding["check"], finding["message"])
-    compute_ops = phase1.get("compute_ops") or {}
-    if compute_ops:
-        names = ", ".join(f"aten::{name} x{count}" for name, count in sorted(compute_ops.items()))
-        return _rejected("torch-fallback", f"forward ran PyTorch compute operators: {names}")
-    if not phase1.get("native_calls"):
-        return _rejected(
-            "kernel-not-called",
-            "forward never called a compiled kernel (cpu-cpp kernels run through "
-            "pragma_core.native.load_library, load_extension or torch.utils.cpp_extension.load_inline)",
-        )
-    previous: list[torch.Tensor] | None = None
-    for trial, want in enumerate(references.trials):
-        got = _load(files, f"trial{trial}")
-        if got is None:
-            return Verdict(status=VerdictStatus.RUNTIME_ERROR, message=f"trial {trial} produced no readable outputs")
-        result = compare_outputs(
-            got, want, atol=settings.atol, rtol=settings.rtol, relative_norm=relative_norm, poison=POISON_VALUES[0]
-        )
-        if not result.ok:
-            if (
-                previous is not None
-                and trial > 0
-                and _same_outputs(got, previous)
-                and not _same_outputs(want, references.trials[trial - 1])
-            ):
-                return _rejected(
-                    "output-caching", f"trial {trial} returned trial {trial - 1}'s result for new input values"
-                )
-            return _mismatch(result, trial)
-        previous = got
-    repoisoned = _load(files, "repoisoned")
-    first = _load(files, "trial0")
-    if repoisoned is not None and first is not None:
-        result = compare_outputs(
-            repoisoned,
-            references.trials[0],
-            atol=settings.atol,
-            rtol=settings.rtol,
-            relative_norm=relative_norm,
-            poison=POISON_VALUES[1],
-        )
-        if result.check == "unwritten-output":
-            return _rejected("unwritten-output", result.message)
-        agree = compare_outputs(repoisoned, first, atol=settings.atol, rtol=settings.rtol)
-        if not agree.ok:
-            return _rejected(
-                "uninitialized-read",
-                f"the same inputs gave different outputs when fresh memory held other values: {agree.message}",
-            )
-    if references.probe is not None:
-        probe = _load(files, "probe")
-        if (
-            probe is None
-            or not all(same_bits(a, b) for a, b in zip(probe, references.probe))
-            or len(probe) != len(references.probe)
-        ):
-            detail = compare_outputs(probe or [], references.probe, atol=0.0, rtol=0.0)
-            return _rejected(
-                "exact-arithmetic-probe",
-                f"on small-integer inputs the result must be exact: {detail.message or 'it differs'}",
-            )
-    return None
-
-
-def _judge_timing(
-    files: JobFiles,
-    task: Task,
-    phase2: dict,
-    references: References,
-    settings: VerifySettings,
-    relative_norm: bool,
-    notes: list[str],
-) -> Verdict:
-    for finding in phase2.get("findings", []):
-        return _rejected(finding["check"], finding["message"], notes=notes)
-    post = _load(files, "post")
-    result = compare_outputs(
-        post or [], references.post, atol=settings.atol, rtol=settings.rtol, relative_norm=relative_norm
-    )
-    if post is None or not result.ok:
-        return _rejected(
-            "drift-after-timing", f"after timing, on fresh inputs: {result.message or 'no outputs'}", notes=notes
-        )
-    uncalled = int(phase2.get("uncalled_candidate_runs", 0))
-    samples = phase2.get("samples_ms", {})
-    if uncalled:
-        timed = len(samples.get("candidate", ())) or settings.reps
-        return _rejected(
-            "kernel-not-called", f"{uncalled} of {timed} timed forwards called no compiled kernel", notes=notes
-        )
-    reference, candidate = summarize(samples["reference"]), summarize(samples["candidate"])
     floor = _floor_ms(task, settings)
-    in_cache = _fits_in_cache(task, int(phase2.get("input_sets", 1)))
-    if floor is not None and in_cache:
-        notes.append(
-            "the rotated inputs and outputs fit in the last-level cache, so the DRAM roofline floor "
-            "does not bound this timing and is not enforced"
+    task_bytes = task.path.read_bytes() if task.path is not None and task.path.exists() else None
+    hashes_before = _harness_hashes(task)
+    job = {"backend": candidate.backend, "threads": settings.threads}
+    with JobFolder(task, candidate, job, root=job_dir) as folder:
+        run = _Verification(folder, task, settings, references, relative_norm=bool(trivial), notes=notes, floor=floor)
+        verdict = run.execute(on_phase)
+    if _harness_hashes(task) != hashes_before:
+        if task_bytes is not None and task.path is not None and task.path.read_bytes() != task_bytes:
+            task.path.write_bytes(task_bytes)  # put the user's task back as it was
+        verdict = _rejected(
+            "harness-modified",
+            "files of the task or of pragma changed while the candidate ran (the task file was restored)",
+            notes=verdict.notes,
         )
-    if floor is not None and not in_cache and candidate.median_ms < floor * ROOFLINE_MARGIN:
-        return _rejected(
-            "below-roofline",
-            f"median {candidate.median_ms:.4g} ms is under {ROOFLINE_MARGIN:g} of the roofline floor of "
-            f"{floor:.4g} ms for this task on this machine: the work cannot have been done",
-            notes=notes,
-        )
-    if floor is not None and not in_cache and candidate.median_ms < floor:
-        notes.append(
-            f"faster than the measured roofline floor ({floor:.4g} ms): peaks are measured with "
-            "torch's own copy and sgemm, which a kernel can beat slightly; refresh with "
-            "`pragma roofline --refresh` if this persists"
-        )
-    speedup = bootstrap_speedup(samples["reference"], samples["candidate"])
-    compiled = speedup_vs_compiled = None
-    if "compile" in samples:
-        compiled = summarize(samples["compile"])
-        speedup_vs_compiled = bootstrap_speedup(samples["compile"], samples["candidate"])
-    notes.append(f"{phase2.get('input_sets', 1)} input set(s) rotated; {settings.threads} thread(s)")
-    return Verdict(
-        status=VerdictStatus.CORRECT,
-        message=_correct_message(settings, speedup, speedup_vs_compiled),
-        reference=reference,
-        candidate=candidate,
-        speedup=speedup,
-        compiled_reference=compiled,
-        speedup_vs_compiled=speedup_vs_compiled,
-        floor_ms=floor,
-        notes=notes,
-        **_errors_of(files, references, settings, relative_norm),
-    )
+    return attrs.evolve(verdict, seed=references.seed)
 
 
-def _ended_early(files: JobFiles, outcome: SandboxOutcome, settings: VerifySettings, notes: list[str]) -> Verdict:
-    where = _read_text(files.phase) or "starting"
-    notes = notes + list(outcome.notes)
-    error = files.read_json(files.error)
-    if outcome.timed_out:
+class _Verification:
+    """One conversation with the child: correctness trials, then timing, then the last checks."""
+
+    def __init__(
+        self,
+        folder: JobFolder,
+        task: Task,
+        settings: VerifySettings,
+        references: References,
+        *,
+        relative_norm: bool,
+        notes: list[str],
+        floor: float | None,
+    ) -> None:
+        self.folder, self.task, self.settings, self.references = folder, task, settings, references
+        self.relative_norm, self.notes, self.floor = relative_norm, notes, floor
+        self.where = "building the candidate"
+        self.trial_outputs: list[list[torch.Tensor]] = []
+        self.rng = random.Random()  # which timed calls are checked: never derivable from the seeds
+        self.session: ChildSession | None = None
+
+    def execute(self, on_phase: Callable[[str], None] | None) -> Verdict:
+        settings = self.settings
+        limits = SandboxLimits(
+            wall_s=settings.timeout_s,
+            address_space_bytes=int(settings.memory_gb * 1024**3),
+            isolate_network=settings.isolate_network,
+        )
+        biggest = max((sum(t.numel() * t.element_size() for t in out) for out in self.references.trials), default=0)
+        with ChildSession(
+            self.folder,
+            "pragma_core.verifier.worker",
+            threads=settings.threads,
+            limits=limits,
+            max_message_bytes=4 * max(biggest, _input_bytes(self.task)) + (64 << 20),
+        ) as session:
+            self.session = session
+            try:
+                self._receive("ready")
+                if on_phase is not None:
+                    on_phase("verifying")
+                self._correctness()
+                if not settings.time:
+                    self._finish()
+                    outcome = session.finish()
+                    return Verdict(
+                        status=VerdictStatus.CORRECT,
+                        message=_correct_message(settings, None),
+                        notes=[*self.notes, *outcome.notes],
+                        **self._errors(),
+                    )
+                if on_phase is not None:
+                    on_phase("timing")
+                samples, parent_samples, calibration = self._timing()
+                self._post_check()
+                self._finish()
+            except _Rejected as rejection:
+                outcome = session.finish()
+                verdict = rejection.verdict
+                return attrs.evolve(verdict, notes=(*self.notes, *outcome.notes, *verdict.notes))
+            except _Ended as ended:
+                return self._ended_early(session.finish(), ended.error, session.protocol_error)
+            outcome = session.finish()
+        self.notes += list(outcome.notes)
+        return self._judge_timing(samples, parent_samples, calibration)
+
+    # -- talking to the child -------------------------------------------------------------------
+
+    def _ask(self, op: str, expect: str, **fields: Any) -> Message:
+        assert self.session is not None
+        self.session.request(op, **fields)
+        return self._receive(expect)
+
+    def _receive(self, expect: str) -> Message:
+        assert self.session is not None
+        message = self.session.receive(expect)
+        if message is None:
+            raise _Ended()
+        if message.event == "error":
+            raise _Ended(message.header)
+        for finding in message.header.get("findings") or []:
+            if isinstance(finding, dict) and finding.get("check") in _KNOWN_CHECKS:
+                raise _Rejected(_rejected(str(finding["check"]), str(finding.get("message", ""))))
+            raise _Rejected(_rejected("harness-patched", f"the child reported a malformed finding: {finding!r:.200}"))
+        return message
+
+    # -- phase 1: correctness -------------------------------------------------------------------
+
+    def _correctness(self) -> None:
+        references, settings = self.references, self.settings
+        native_calls = 0
+        previous: list[torch.Tensor] | None = None
+        for trial, (seed, want) in enumerate(zip(references.trial_seeds, references.trials)):
+            self.where = f"trial {trial}"
+            message = self._ask("trial", "trial", seed=seed, poison=0, reuse=trial % 2 == 1, trial=trial)
+            native_calls += _count(message, "native_calls")
+            self._reject_compute(message)
+            got = list(message.tensors)
+            result = self._compare(got, want, poison=POISON_VALUES[0])
+            if not result.ok:
+                if (
+                    previous is not None
+                    and _same_outputs(got, previous)
+                    and not _same_outputs(want, references.trials[trial - 1])
+                ):
+                    raise _Rejected(
+                        _rejected(
+                            "output-caching", f"trial {trial} returned trial {trial - 1}'s result for new input values"
+                        )
+                    )
+                raise _Rejected(_mismatch(result, trial))
+            self.trial_outputs.append(got)
+            previous = got
+        if not native_calls:
+            raise _Rejected(
+                _rejected(
+                    "kernel-not-called",
+                    "forward never called a compiled kernel (cpu-cpp kernels run through "
+                    "pragma_core.native.load_library, load_extension or torch.utils.cpp_extension.load_inline)",
+                )
+            )
+
+        self.where = "trial 0 under a second poison"
+        message = self._ask("trial", "trial", seed=references.trial_seeds[0], poison=1, reuse=False, trial=0)
+        self._reject_compute(message)
+        repoisoned = list(message.tensors)
+        result = self._compare(repoisoned, references.trials[0], poison=POISON_VALUES[1])
+        if result.check == "unwritten-output":
+            raise _Rejected(_rejected("unwritten-output", result.message))
+        agree = compare_outputs(repoisoned, self.trial_outputs[0], atol=settings.atol, rtol=settings.rtol)
+        if not agree.ok:
+            raise _Rejected(
+                _rejected(
+                    "uninitialized-read",
+                    f"the same inputs gave different outputs when fresh memory held other values: {agree.message}",
+                )
+            )
+        if references.probe is not None:
+            self.where = "the exact-arithmetic probe"
+            message = self._ask(
+                "trial", "trial", seed=references.trial_seeds[0], probe_seed=references.probe_seed, poison=0
+            )
+            self._reject_compute(message)
+            probe = list(message.tensors)
+            if len(probe) != len(references.probe) or not all(
+                same_bits(a, b) for a, b in zip(probe, references.probe)
+            ):
+                detail = compare_outputs(probe, references.probe, atol=0.0, rtol=0.0)
+                raise _Rejected(
+                    _rejected(
+                        "exact-arithmetic-probe",
+                        f"on small-integer inputs the result must be exact: {detail.message or 'it differs'}",
+                    )
+                )
+
+    def _reject_compute(self, message: Message) -> None:
+        compute_ops = message.header.get("compute_ops") or {}
+        if compute_ops:
+            names = ", ".join(f"aten::{name} x{count}" for name, count in sorted(compute_ops.items()))
+            raise _Rejected(_rejected("torch-fallback", f"forward ran PyTorch compute operators: {names}"))
+
+    # -- phase 2: timing ------------------------------------------------------------------------
+
+    def _timing(self) -> tuple[dict[str, list[float]], dict[str, list[float]], dict[str, list[float]]]:
+        settings = self.settings
+        contenders = ["reference", "candidate"] + (["compile"] if settings.baseline == "compile" else [])
+        slots = settings.input_sets or 2
+        seeds = self.references.series(salt=3)
+        calibration: dict[str, list[float]] = {"plain": [], "profiled": []}
+        self.where = "timing"
+        for _ in range(_CALIBRATION_ROUNDS):
+            for kind in ("plain", "profiled"):
+                start = time.perf_counter()
+                message = self._ask("idle", "idle", profiled=kind == "profiled")
+                calibration[kind].append((time.perf_counter() - start) * 1e3 - _number(message, "ms"))
+
+        def one_call(who: str, slot: int, seed: int) -> tuple[float, float, Message]:
+            self._ask("prepare", "prepared", who=who, slot=slot, seed=seed)
+            start = time.perf_counter()
+            message = self._ask("call", "called", who=who)
+            return (time.perf_counter() - start) * 1e3, _number(message, "ms"), message
+
+        if "compile" in contenders:
+            self.where = "compiling the reference with torch.compile"
+        warming = time.perf_counter()
+        for round_ in range(max(settings.warmup, 1 if "compile" in contenders else 0)):
+            seed = seeds.randrange(2**31)
+            for who in contenders:
+                one_call(who, round_ % slots, seed)
+            if time.perf_counter() - warming > settings.timing_budget_s / 4:
+                break  # slow contenders: one full pass warms as well as five
+        self.where = "timing"
+        samples: dict[str, list[float]] = {who: [] for who in contenders}
+        parent_samples: dict[str, list[float]] = {who: [] for who in contenders}
+        uncalled = 0
+        forced = self.rng.randrange(min(_MIN_REPS, settings.reps))
+        started = time.perf_counter()
+        enough = min(_MIN_REPS, settings.reps)
+        for rep in range(settings.reps):
+            seed, slot = seeds.randrange(2**31), rep % slots
+            order = contenders if rep % 2 == 0 else contenders[::-1]
+            for who in order:
+                parent_ms, child_ms, message = one_call(who, slot, seed)
+                parent_samples[who].append(parent_ms)
+                samples[who].append(child_ms)
+                if who == "candidate" and not _count(message, "native_calls"):
+                    uncalled += 1
+            if rep == forced or self.rng.random() < CHECK_PROBABILITY:
+                self._check_timed_call(rep, seed)
+            if rep + 1 >= enough and time.perf_counter() - started > settings.timing_budget_s:
+                break
+        if uncalled:
+            raise _Rejected(
+                _rejected(
+                    "kernel-not-called",
+                    f"{uncalled} of {len(samples['candidate'])} timed forwards called no compiled kernel",
+                )
+            )
+        return samples, parent_samples, calibration
+
+    def _check_timed_call(self, rep: int, seed: int) -> None:
+        """Compare a timed call's outputs with the reference, and its inputs with what they were."""
+        self.where = f"checking timed call {rep}"
+        message = self._ask("outputs", "outputs", who="candidate")
+        want = self.references.model.outputs(seed)
+        result = self._compare(list(message.tensors), want, poison=None)
+        if not result.ok:
+            raise _Rejected(_rejected("timed-output-mismatch", f"timed call {rep}: {result.message}"))
+        message = self._ask("inputs", "inputs", who="candidate")
+        expected = [t for t in self.references.model.inputs(seed) if isinstance(t, torch.Tensor)]
+        for position, (now, before) in enumerate(zip(message.tensors, expected)):
+            if not same_bits(now, before):
+                raise _Rejected(_rejected("input-mutation", f"timed call {rep} changed input {position}"))
+        if len(message.tensors) != len(expected):
+            raise _Rejected(_rejected("input-mutation", f"timed call {rep} replaced its inputs"))
+        self.where = "timing"
+
+    def _post_check(self) -> None:
+        self.where = "re-checking after timing"
+        references = self.references
+        message = self._ask("trial", "trial", seed=references.post_seed, poison=0, reuse=False, trial="post")
+        self._reject_compute(message)
+        result = self._compare(list(message.tensors), references.post, poison=None)
+        if not result.ok:
+            raise _Rejected(_rejected("drift-after-timing", f"after timing, on fresh inputs: {result.message}"))
+
+    def _finish(self) -> None:
+        self.where = "finishing"
+        message = self._ask("finish", "finished")
+        self._reject_compute(message)
+
+    # -- judging --------------------------------------------------------------------------------
+
+    def _compare(self, got: list[torch.Tensor], want: list[torch.Tensor], *, poison: float | None) -> Comparison:
+        return compare_outputs(
+            got,
+            want,
+            atol=self.settings.atol,
+            rtol=self.settings.rtol,
+            relative_norm=self.relative_norm,
+            poison=poison,
+        )
+
+    def _judge_timing(
+        self,
+        samples: dict[str, list[float]],
+        parent_samples: dict[str, list[float]],
+        calibration: dict[str, list[float]],
+    ) -> Verdict:
+        settings, notes = self.settings, self.notes
+        forged = _forged_timing(samples, parent_samples, calibration)
+        if forged:
+            return _rejected("forged-timing", forged, notes=notes)
+        reference, candidate = summarize(samples["reference"]), summarize(samples["candidate"])
+        floor = self.floor
+        enforced = floor is not None and _floor_binds(self.task)
+        if floor is not None and not enforced:
+            notes.append(
+                "inputs and outputs of one call fit in twice the last-level cache, so the DRAM roofline "
+                "floor does not bound this timing and is not enforced"
+            )
+        if floor is not None and enforced and candidate.median_ms < floor * ROOFLINE_MARGIN:
+            return _rejected(
+                "below-roofline",
+                f"median {candidate.median_ms:.4g} ms is under {ROOFLINE_MARGIN:g} of the roofline floor of "
+                f"{floor:.4g} ms for this task on this machine: the work cannot have been done",
+                notes=notes,
+            )
+        if floor is not None and enforced and candidate.median_ms < floor:
+            notes.append(
+                f"faster than the measured roofline floor ({floor:.4g} ms): peaks are measured with "
+                "torch's own copy and sgemm, which a kernel can beat slightly; refresh with "
+                "`pragma roofline --refresh` if this persists"
+            )
+        speedup = bootstrap_speedup(samples["reference"], samples["candidate"])
+        compiled = speedup_vs_compiled = None
+        if "compile" in samples:
+            compiled = summarize(samples["compile"])
+            speedup_vs_compiled = bootstrap_speedup(samples["compile"], samples["candidate"])
+        notes.append(
+            f"{len(samples['candidate'])} timed calls on fresh inputs, each checked against the parent's clock; "
+            f"{settings.threads} thread(s)"
+        )
         return Verdict(
-            status=VerdictStatus.TIMEOUT,
+            status=VerdictStatus.CORRECT,
+            message=_correct_message(settings, speedup, speedup_vs_compiled),
+            reference=reference,
+            candidate=candidate,
+            speedup=speedup,
+            compiled_reference=compiled,
+            speedup_vs_compiled=speedup_vs_compiled,
+            floor_ms=floor,
             notes=notes,
-            message=f"no result within {settings.timeout_s:g} s (while {where}): the candidate hangs or is far too slow",
+            **self._errors(),
         )
-    if error is not None:
-        kind = str(error.get("kind"))
-        status = {"compile": VerdictStatus.COMPILE_ERROR, "out_of_memory": VerdictStatus.OUT_OF_MEMORY}.get(
-            kind, VerdictStatus.RUNTIME_ERROR
-        )
-        diagnostics = tuple(filter(None, [error.get("diagnostics"), error.get("traceback")]))
-        message = error.get("message", "failed")
-        if status is VerdictStatus.OUT_OF_MEMORY:
-            message += f" (limit {settings.memory_gb:g} GiB of address space)"
-        return Verdict(status=status, message=_one_line(message), diagnostics=diagnostics, notes=notes)
-    if outcome.signal:
+
+    def _errors(self) -> dict[str, Any]:
+        """Worst absolute and relative error over the trials, where, and the whole-output error."""
+        worst: Comparison | None = None
+        norm = None
+        for got, want in zip(self.trial_outputs, self.references.trials):
+            result = self._compare(got, want, poison=None)
+            if worst is None or (result.max_abs_error or 0) > (worst.max_abs_error or 0):
+                worst = result
+            value = getattr(result, "relative_error_norm", None)
+            if value is not None and math.isfinite(value):
+                norm = value if norm is None else max(norm, value)
+        if worst is None:
+            return {}
+        return {
+            "max_abs_error": worst.max_abs_error,
+            "max_rel_error": worst.max_rel_error,
+            "error_index": worst.index,
+            "relative_error_norm": norm,
+        }
+
+    def _ended_early(self, outcome: SandboxOutcome, error: dict[str, Any] | None, protocol: str | None) -> Verdict:
+        where, settings = self.where, self.settings
+        notes = self.notes + list(outcome.notes)
+        if protocol is not None:
+            return _rejected("harness-patched", f"the child's report channel was tampered with: {protocol}", notes=notes)
+        if outcome.timed_out:
+            return Verdict(
+                status=VerdictStatus.TIMEOUT,
+                notes=notes,
+                message=f"no result within {settings.timeout_s:g} s (while {where}): "
+                "the candidate hangs or is far too slow",
+            )
+        if error is not None:
+            kind = str(error.get("kind"))
+            status = {"compile": VerdictStatus.COMPILE_ERROR, "out_of_memory": VerdictStatus.OUT_OF_MEMORY}.get(
+                kind, VerdictStatus.RUNTIME_ERROR
+            )
+            diagnostics = tuple(str(d) for d in (error.get("diagnostics"), error.get("traceback")) if d)
+            message = str(error.get("message", "failed"))
+            if status is VerdictStatus.RUNTIME_ERROR and where != "building the candidate":
+                message = f"{where}: {message}"
+            if status is VerdictStatus.OUT_OF_MEMORY:
+                message += f" (limit {settings.memory_gb:g} GiB of address space)"
+            return Verdict(status=status, message=_one_line(message), diagnostics=diagnostics, notes=notes)
+        if outcome.signal:
+            return Verdict(
+                status=VerdictStatus.CRASHED,
+                notes=notes,
+                diagnostics=_logs(outcome),
+                message=f"the candidate crashed with {outcome.signal} while {where}",
+            )
         return Verdict(
             status=VerdictStatus.CRASHED,
             notes=notes,
             diagnostics=_logs(outcome),
-            message=f"the candidate crashed with {outcome.signal} while {where}",
+            message=f"the sandbox child exited with code {outcome.returncode} while {where} without a result",
         )
-    return Verdict(
-        status=VerdictStatus.CRASHED,
-        notes=notes,
-        diagnostics=_logs(outcome),
-        message=f"the sandbox child exited with code {outcome.returncode} while {where} without a result",
-    )
 
 
-# -- helpers ----------------------------------------------------------------------------------------
+def _forged_timing(
+    samples: dict[str, list[float]], parent_samples: dict[str, list[float]], calibration: dict[str, list[float]]
+) -> str | None:
+    """Whether the child's clock readings disagree with the parent's clock around the same calls.
+
+    The parent's reading of a call is the child's plus the cost of asking (measured with idle round
+    trips, with and without the operator recorder) plus however long the parent waited for a CPU
+    to read the answer, which on a busy machine can be milliseconds. So the smallest gap over all
+    calls is compared, not the typical one: a child that reports less time than its calls took
+    leaves every gap larger, the smallest included. One that reports more leaves gaps smaller than
+    a round trip with nothing in it can be.
+    """
+    for who in samples:
+        kind = "profiled" if who == "candidate" else "plain"
+        fastest_trip = min(calibration[kind])
+        gaps = [parent - child for parent, child in zip(parent_samples[who], samples[who])]
+        child = statistics.median(samples[who])
+        allowance = 0.5 + 0.25 * child
+        if min(gaps) > fastest_trip + allowance:
+            seen = statistics.median(parent_samples[who])
+            return (
+                f"the {who}'s own clock read a median {child:.4g} ms per call, but the parent's clock saw "
+                f"{seen:.4g} ms around the same calls, never less than {min(gaps):.3g} ms more "
+                f"(asking costs {fastest_trip:.3g} ms)"
+            )
+        if statistics.median(gaps) < fastest_trip - allowance:
+            return f"the {who}'s own clock read more time per call than the parent's clock saw around it"
+    return None
 
 
-def _prepare_job(
-    root: Path, task: Task, candidate: Candidate, settings: VerifySettings, references: References
-) -> JobFiles:
-    files = JobFiles(root)
-    files.workdir.mkdir(parents=True, exist_ok=True)
-    files.task.write_text(task_program(task))
-    files.candidate.write_text(candidate.source)
-    files.write_json(
-        files.job,
-        {
-            "backend": candidate.backend,
-            "threads": settings.threads,
-            "trial_seeds": list(references.trial_seeds),
-            "post_seed": references.post_seed,
-            "probe_seed": references.probe_seed,
-            "timing_seeds": list(references.timing_seeds),
-            "warmup": settings.warmup,
-            "reps": settings.reps,
-            "timing_budget_s": settings.timing_budget_s,
-            "baseline": settings.baseline,
-        },
-    )
-    return files
+def _count(message: Message, key: str) -> int:
+    value = message.header.get(key)
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 0
 
 
-def _harness_hashes(task: Task) -> dict[str, str]:
-    paths = sorted(_PACKAGE_ROOT.rglob("*.py"))
-    if task.path is not None and task.path.exists():
-        paths.append(task.path)
-    return {str(path): hashlib.sha256(path.read_bytes()).hexdigest() for path in paths}
+def _number(message: Message, key: str) -> float:
+    value = message.header.get(key)
+    if not isinstance(value, (int, float)) or isinstance(value, bool) or not math.isfinite(value) or value < 0:
+        raise _Rejected(_rejected("harness-patched", f"the child reported a malformed {key}: {value!r:.50}"))
+    return float(value)
 
 
-class _PhaseWatcher:
-    """Reads the phase the child writes (``phase.txt``) a few times a second and says when it has
-    moved from building the candidate to the correctness trials. For display only: the candidate
-    can write that file too."""
-
-    _EVERY_S = 0.25
-
-    def __init__(self, path: Path, on_phase: Callable[[str], None]) -> None:
-        self._path, self._on_phase = path, on_phase
-        self._said = False
-        self._last_look = 0.0
-
-    def __call__(self) -> None:
-        if time.monotonic() - self._last_look >= self._EVERY_S:
-            self.look()
-
-    def look(self) -> None:
-        self._last_look = time.monotonic()
-        if self._said:
-            return
-        try:
-            text = self._path.read_text(errors="replace")
-        except OSError:
-            return
-        if text.startswith(("constructing", "trial")):
-            self._said = True
-            self._on_phase("verifying")
-
-
-def _input_sets_for(task: Task) -> int:
-    """Enough rotated input sets that their total exceeds twice the last-level cache, at most 8."""
+def _float32_task(task: Task) -> bool:
     analysis = task.analysis
     if analysis is None:
-        return 1
-    input_bytes = max(1, sum(spec.nbytes for spec in analysis.inputs))
-    from ..hardware import describe_cpu
-
-    hardware = describe_cpu()
-    cache = hardware.l3_total_bytes or hardware.l2_bytes or 32 * 1024**2
-    return max(1, min(8, math.ceil(2 * cache / input_bytes)))
+        return False
+    dtypes = {str(spec.dtype) for spec in (*analysis.inputs, *analysis.outputs)}
+    return bool(dtypes) and all("float32" in dtype or "int" in dtype or "bool" in dtype for dtype in dtypes) and any(
+        "float32" in dtype for dtype in dtypes
+    )
 
 
-def _fits_in_cache(task: Task, input_sets: int) -> bool:
-    """Whether every rotated input set with its outputs fits in the last-level cache together: then
-    timed runs read from cache, not DRAM, and the memory roof does not bind."""
+def _input_bytes(task: Task) -> int:
+    analysis = task.analysis
+    return sum(spec.nbytes for spec in analysis.inputs) if analysis is not None else 0
+
+
+def _floor_binds(task: Task) -> bool:
+    """Whether one call's inputs and outputs are at least twice the last-level cache: then most of
+    what a call reads comes from DRAM, though the inputs were written just before it."""
     analysis = task.analysis
     if analysis is None:
         return False
@@ -408,8 +575,18 @@ def _fits_in_cache(task: Task, input_sets: int) -> bool:
 
     hardware = describe_cpu()
     cache = hardware.l3_total_bytes or hardware.l2_bytes
-    moved = input_sets * sum(spec.nbytes for spec in analysis.inputs) + sum(spec.nbytes for spec in analysis.outputs)
-    return cache is not None and moved + analysis.parameter_bytes <= cache
+    moved = sum(spec.nbytes for spec in analysis.inputs) + sum(spec.nbytes for spec in analysis.outputs)
+    return cache is not None and moved >= 2 * cache
+
+
+# -- helpers ----------------------------------------------------------------------------------------
+
+
+def _harness_hashes(task: Task) -> dict[str, str]:
+    paths = sorted(_PACKAGE_ROOT.rglob("*.py"))
+    if task.path is not None and task.path.exists():
+        paths.append(task.path)
+    return {str(path): hashlib.sha256(path.read_bytes()).hexdigest() for path in paths}
 
 
 def _floor_ms(task: Task, settings: VerifySettings) -> float | None:
@@ -420,35 +597,8 @@ def _floor_ms(task: Task, settings: VerifySettings) -> float | None:
     return floor_ms(task.analysis, machine_peaks(settings.threads)).floor_ms
 
 
-def _load(files: JobFiles, label: str) -> list[torch.Tensor] | None:
-    path = files.output(label)
-    if not path.exists():
-        return None
-    try:
-        # weights_only: tensors and plain containers only, never code from the child.
-        value = torch.load(path, weights_only=True)
-    except Exception:  # noqa: BLE001 - anything unreadable is the candidate's problem
-        return None
-    return value if isinstance(value, list) else None
-
-
 def _same_outputs(a: list[torch.Tensor], b: list[torch.Tensor]) -> bool:
     return len(a) == len(b) and all(same_bits(x, y) for x, y in zip(a, b))
-
-
-def _errors_of(files: JobFiles, references: References, settings: VerifySettings, relative_norm: bool) -> dict:
-    """Worst absolute and relative error over the trials, and where."""
-    worst: Comparison | None = None
-    for trial, want in enumerate(references.trials):
-        got = _load(files, f"trial{trial}")
-        if got is None:
-            continue
-        result = compare_outputs(got, want, atol=settings.atol, rtol=settings.rtol, relative_norm=relative_norm)
-        if worst is None or (result.max_abs_error or 0) > (worst.max_abs_error or 0):
-            worst = result
-    if worst is None:
-        return {}
-    return {"max_abs_error": worst.max_abs_error, "max_rel_error": worst.max_rel_error, "error_index": worst.index}
 
 
 def _mismatch(result: Comparison, trial: int) -> Verdict:
@@ -488,13 +638,6 @@ def _finite_or_none(value: float | None) -> float | None:
 
 def _one_line(text: str) -> str:
     return " ".join(text.split())
-
-
-def _read_text(path: Path) -> str:
-    try:
-        return path.read_text()
-    except OSError:
-        return ""
 
 
 def _logs(outcome: SandboxOutcome) -> tuple[str, ...]:

@@ -1,20 +1,31 @@
-"""The sandbox child: builds a candidate, runs the correctness trials, then times it.
+"""The sandbox child of a verification: builds the candidate, then runs what the parent asks.
 
-Run as ``python -m pragma_core.verifier.worker JOB_DIR`` by the verifier, never by hand and never in
-the parent's process. It writes raw material only (candidate outputs, findings, timing samples);
-the parent compares outputs against references it computed itself and reduces the statistics.
+Run as ``python -m pragma_core.verifier.worker JOB_DIR`` by the verifier (through
+:class:`~pragma_core.child_run.ChildSession`), never by hand and never in the parent's process. It
+reports over the pipe the parent opened before this program started; it writes no file the parent
+reads. It decides nothing: it sends outputs, inputs, its own clock readings and what its monitors
+saw, and the parent compares, times and judges.
 
-Phase 1 (correctness): every trial's forward runs under :class:`ForwardMonitor` (fresh memory
-poisoned, PyTorch compute recorded); inputs are checked for mutation, outputs for type and for work
-after return; trial 0 runs again under a second poison; a small-integer probe runs where the parent
-asks. Then the child waits for one line on stdin: ``go`` to time, anything else to stop.
+Requests, one JSON line each on stdin:
 
-Phase 2 (timing): reference and candidate interleaved on rotated input sets, each candidate call
-checked for a compiled-kernel call; then the outputs on fresh inputs (drift after timing).
+- ``trial`` (seed, poison, reuse, probe_seed): one forward on fresh inputs under the poisoning
+  dispatch mode; input mutation, output types and work after return are checked here; replies
+  with the outputs.
+- ``prepare`` (who, slot, seed): fresh input values for a contender's input slot, before a call.
+- ``call`` (who): one forward of ``reference``, ``candidate`` or ``compile`` on its prepared
+  inputs; replies with the child's clock reading and the compiled-kernel calls it made.
+- ``outputs`` / ``inputs`` (who): the last call's outputs, or its inputs as they are now.
+- ``idle`` (profiled): nothing, for the parent to measure the cost of a round trip.
+- ``finish``: the monitors' last findings; then the child exits.
+
+Every candidate call, checked or timed, runs inside the same operator recorder (the torch
+profiler, which sees ATen calls below Python's dispatch modes); only correctness trials add the
+poisoning dispatch mode, and the parent checks timed calls by their outputs, chosen after the call.
 """
 
 from __future__ import annotations
 
+import os
 import sys
 import threading
 import time
@@ -23,57 +34,54 @@ from pathlib import Path
 from typing import Any
 
 _clock = time.perf_counter  # bound before any candidate code can replace it
-_MIN_REPS = 10  # timed repetitions before the time budget may end timing
 
 
 def main(job_root: str) -> int:
+    from ..channel import EVIDENCE_FD_VARIABLE, MessageWriter
+
+    writer = MessageWriter(int(os.environ.pop(EVIDENCE_FD_VARIABLE)))
+    try:
+        return _serve(Path(job_root), writer)
+    except BaseException as error:  # noqa: BLE001 - anything the candidate raises is its verdict
+        _report_error(writer, error, "running the candidate")
+        return 0
+
+
+def _serve(root: Path, writer: Any) -> int:
+    import json
+
     import torch
 
     from .. import native
+    from ..child_run import load_candidate, load_task
     from .inputs import construct, make_inputs, make_probe_inputs
     from .instrumentation import (
         POISON_VALUES,
+        CandidateAudit,
         ForwardMonitor,
         IdentityGuard,
+        OperatorRecorder,
         background_activity,
         child_processes,
         hook_load_inline,
         same_bits,
     )
-    from .job import JobFiles
 
-    files = JobFiles(Path(job_root))
-    job = files.read_json(files.job)
-    assert job is not None, "job.json missing"
+    job, task_ns = load_task(root)
     torch.set_num_threads(job["threads"])
-    findings: list[dict[str, str]] = []
-
-    def phase(name: str) -> None:
-        files.phase.write_text(name)
-
-    def fail(kind: str, message: str, **extra: Any) -> int:
-        files.write_json(files.error, {"kind": kind, "message": message, "phase": files.phase.read_text(), **extra})
-        return 0
-
-    def finding(check: str, message: str) -> None:
-        findings.append({"check": check, "message": message})
-
-    def save(label: str, outputs: list[torch.Tensor]) -> None:
-        path = files.output(label)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        torch.save([o.detach() for o in outputs], path)
-
-    # -- the task (trusted) and the candidate (not) ----------------------------------------------
-    phase("loading the task")
-    task_ns: dict[str, Any] = {"__name__": "pragma_task", "__file__": str(files.task)}
-    exec(compile(files.task.read_text(), str(files.task), "exec"), task_ns)
+    audit = CandidateAudit(writable=[root / "work", Path(os.environ.get("PRAGMA_NATIVE_BUILD_DIR", root / "work"))])
+    audit.install()
 
     import torch._dynamo  # noqa: F401 - it wraps torch.manual_seed on import; let that happen first
     import torch.nn.functional as functional
 
+    from .. import channel
+
     guard = IdentityGuard(
         {
             "time": vars(time),
+            "os": vars(os),
+            "json": vars(json),
             "torch": vars(torch),
             "torch.nn.functional": vars(functional),
             "torch.Tensor": dict(vars(torch.Tensor)),
@@ -81,67 +89,92 @@ def main(job_root: str) -> int:
             "task": task_ns,
             "Model": dict(vars(task_ns["Model"])),
             "worker": globals(),
+            "channel": vars(channel),
+            "channel.MessageWriter": dict(vars(channel.MessageWriter)),
+            "writer": vars(writer),
         }
     )
     hook_load_inline(native.count_calls)
+    threads_at_start = threading.active_count()
 
-    phase("building the candidate")
-    from ..plugins import get_registry
-    from ..records import Candidate
-
-    backend = get_registry().backend(job["backend"])
-    candidate = Candidate(source=files.candidate.read_text(), backend=job["backend"])
     try:
-        model_new = backend.load(candidate, files.workdir)
+        model_new = load_candidate(root, job)
     except native.NativeBuildError as error:
-        return fail("compile", str(error), diagnostics=error.summary())
+        return _send_error(writer, "compile", str(error), diagnostics=error.summary())
     except SyntaxError as error:
-        return fail("compile", f"candidate.py:{error.lineno}: syntax error: {error.msg}")
+        return _send_error(writer, "compile", f"candidate.py:{error.lineno}: syntax error: {error.msg}")
     except MemoryError:
-        return fail("out_of_memory", "ran out of memory while building or importing the candidate")
-    except BaseException as error:  # noqa: BLE001 - anything the candidate raises is its verdict
+        return _send_error(writer, "out_of_memory", "ran out of memory while building or importing the candidate")
+    except BaseException as error:  # noqa: BLE001
         text = _describe(error)
         if "Error building extension" in text:
-            return fail("compile", text, diagnostics=_traceback_tail(error))
-        return fail("runtime", f"importing the candidate raised {text}", traceback=_traceback_tail(error))
-    if not issubclass(model_new, torch.nn.Module):
-        return fail("runtime", "the candidate's ModelNew is not a torch.nn.Module")
+            return _send_error(writer, "compile", text, diagnostics=_traceback_tail(error))
+        return _send_error(writer, "runtime", f"importing the candidate raised {text}", traceback=_traceback_tail(error))
+    findings: list[dict[str, str]] = []
+
+    def finding(check: str, message: str) -> None:
+        findings.append({"check": check, "message": message})
+
+    def reply(event: str, tensors: list[Any] = (), **fields: Any) -> None:  # type: ignore[assignment]
+        new = findings + audit.take()
+        findings.clear()
+        writer.send({"event": event, "findings": new, **fields}, tensors)
+
+    if not (isinstance(model_new, type) and issubclass(model_new, torch.nn.Module)):
+        return _send_error(writer, "runtime", "the candidate's ModelNew is not a torch.nn.Module")
     if issubclass(model_new, task_ns["Model"]):
         finding("reference-reuse", "ModelNew inherits from the reference Model")
 
-    try:
-        phase("constructing the models")
-        with torch.no_grad():
-            reference = construct(task_ns, task_ns["Model"])
-            model = construct(task_ns, model_new)
-        if any(isinstance(m, task_ns["Model"]) for m in model.modules()):
-            finding("reference-reuse", "ModelNew holds an instance of the reference Model")
+    with torch.no_grad():
+        reference = construct(task_ns, task_ns["Model"])
+        model = construct(task_ns, model_new)
+    if any(isinstance(m, task_ns["Model"]) for m in model.modules()):
+        finding("reference-reuse", "ModelNew holds an instance of the reference Model")
+    contenders: dict[str, Any] = {"reference": reference, "candidate": model}
+    recorder = OperatorRecorder()
+    reply("ready")
 
-        # -- phase 1: correctness ---------------------------------------------------------------
-        calls_seen = 0
-        ops_seen: dict[str, int] = {}
-        previous_inputs: list[torch.Tensor] | None = None
-        for trial, seed in enumerate(job["trial_seeds"]):
-            phase(f"trial {trial}")
-            fresh = make_inputs(task_ns, seed)
-            if previous_inputs is not None and trial % 2 == 1 and _same_layout(previous_inputs, fresh):
-                for buffer, values in zip(previous_inputs, fresh):  # new values, same addresses
-                    buffer.copy_(values)
+    previous_inputs: list[Any] | None = None
+    slots: dict[tuple[str, int], list[Any]] = {}
+    current: dict[str, list[Any]] = {}
+    last_outputs: dict[str, list[Any]] = {}
+    generated: tuple[int, list[Any]] | None = None
+    stdin = sys.stdin.buffer
+
+    while True:
+        line = stdin.readline()
+        if not line:
+            return 0
+        request = json.loads(line)
+        op = request["op"]
+
+        if op == "trial":
+            fresh = make_inputs(task_ns, request["seed"])
+            if request.get("probe_seed") is not None:
+                fresh = make_probe_inputs(fresh, request["probe_seed"])
+            if request.get("reuse") and previous_inputs is not None and _same_layout(previous_inputs, fresh):
+                for buffer, values in zip(previous_inputs, fresh):  # new values at the same addresses
+                    if isinstance(buffer, torch.Tensor):
+                        buffer.copy_(values)
                 inputs = previous_inputs
             else:
-                inputs = [t.clone() for t in fresh]
+                inputs = [_copy(value) for value in fresh]
             threads_before, children_before = threading.active_count(), child_processes()
-            outputs, elapsed, calls = _monitored_forward(
-                model, inputs, POISON_VALUES[0], ops_seen, native, ForwardMonitor
-            )
-            calls_seen += calls
+            monitor = ForwardMonitor(POISON_VALUES[request.get("poison", 0)])
+            calls_before = native.native_call_count()
+            start = _clock()
+            with torch.no_grad(), recorder, monitor:
+                outputs = _as_list(model(*inputs))
+            elapsed = _clock() - start
+            recorder.add(monitor.compute_ops)
             problem = _check_outputs(outputs)
             if problem:
                 finding("tensor-type", problem)
-                break
+                reply("trial", native_calls=native.native_call_count() - calls_before)
+                continue
             for position, (now, before) in enumerate(zip(inputs, fresh)):
-                if not same_bits(now, before):
-                    finding("input-mutation", f"forward changed input {position} (trial {trial})")
+                if isinstance(now, torch.Tensor) and not same_bits(now, before):
+                    finding("input-mutation", f"forward changed input {position} (trial {request.get('trial')})")
             activity = background_activity(
                 outputs,
                 threads_before=threads_before,
@@ -150,118 +183,102 @@ def main(job_root: str) -> int:
             )
             if activity:
                 finding(*activity)
-            save(f"trial{trial}", outputs)
             previous_inputs = inputs
-            if findings:
-                break
+            reply("trial", outputs, native_calls=native.native_call_count() - calls_before)
 
-        if not findings:
-            phase("trial 0 under a second poison")
-            inputs = make_inputs(task_ns, job["trial_seeds"][0])
-            outputs, _, _ = _monitored_forward(model, inputs, POISON_VALUES[1], ops_seen, native, ForwardMonitor)
-            save("repoisoned", outputs)
-            if job.get("probe_seed") is not None:
-                phase("exact-arithmetic probe")
-                like = make_inputs(task_ns, job["trial_seeds"][0])
-                outputs, _, _ = _monitored_forward(
-                    model,
-                    make_probe_inputs(like, job["probe_seed"]),
-                    POISON_VALUES[0],
-                    ops_seen,
-                    native,
-                    ForwardMonitor,
-                )
-                save("probe", outputs)
+        elif op == "prepare":
+            who, seed = request["who"], request["seed"]
+            if generated is None or generated[0] != seed:
+                generated = (seed, make_inputs(task_ns, seed))
+            values = generated[1]
+            key = (who, int(request.get("slot", 0)))
+            buffers = slots.get(key)
+            if buffers is not None and _same_layout(buffers, values):
+                for position, (buffer, value) in enumerate(zip(buffers, values)):
+                    if isinstance(buffer, torch.Tensor):
+                        buffer.copy_(value)
+                    else:
+                        buffers[position] = value
+            else:
+                buffers = slots[key] = [_copy(value) for value in values]
+            current[who] = buffers
+            reply("prepared")
 
-        changed = guard.changes()
-        if changed:
-            finding("harness-patched", "the candidate replaced " + ", ".join(changed[:5]))
-        files.write_json(
-            files.phase1,
-            {
-                "findings": findings,
-                "compute_ops": ops_seen,
-                "native_calls": calls_seen,
-            },
-        )
-        if findings or sys.stdin.readline().strip() != "go":
+        elif op == "call":
+            who = request["who"]
+            if who == "compile" and "compile" not in contenders:
+                contenders["compile"] = torch.compile(reference)
+            runner, inputs = contenders[who], current[who]
+            calls_before = native.native_call_count()
+            if who == "candidate":
+                with torch.no_grad(), recorder:
+                    start = _clock()
+                    outputs = runner(*inputs)
+                    elapsed = _clock() - start
+            else:
+                with torch.no_grad():
+                    start = _clock()
+                    outputs = runner(*inputs)
+                    elapsed = _clock() - start
+            last_outputs[who] = _as_list(outputs)
+            reply("called", ms=elapsed * 1e3, native_calls=native.native_call_count() - calls_before)
+
+        elif op == "outputs":
+            outputs = last_outputs.get(request["who"], [])
+            problem = _check_outputs(outputs)
+            if problem:
+                finding("tensor-type", problem)
+                reply("outputs")
+            else:
+                reply("outputs", outputs)
+
+        elif op == "inputs":
+            reply("inputs", [t for t in current.get(request["who"], []) if isinstance(t, torch.Tensor)])
+
+        elif op == "idle":
+            if request.get("profiled"):
+                with recorder:
+                    start = _clock()
+                    elapsed = _clock() - start
+            else:
+                start = _clock()
+                elapsed = _clock() - start
+            reply("idle", ms=elapsed * 1e3)
+
+        elif op == "finish":
+            changed = guard.changes()
+            if changed:
+                finding("harness-patched", "the candidate replaced " + ", ".join(changed[:5]))
+            if recorder.disabled:
+                finding("monitor-disabled", recorder.disabled)
+            if threading.active_count() > threads_at_start:
+                finding("background-work", "the candidate left a Python thread running")
+            if child_processes():
+                finding("spawned-process", f"the candidate started {len(child_processes())} process(es)")
+            reply("finished", compute_ops=recorder.compute_ops)
             return 0
 
-        # -- phase 2: timing --------------------------------------------------------------------
-        phase("timing")
-        timing = _time_interleaved(task_ns, reference, model, job, native, make_inputs, phase)
-        phase("re-checking after timing")
-        with torch.no_grad():
-            outputs = _as_list(model(*make_inputs(task_ns, job["post_seed"])))
-        save("post", outputs)
-        changed = guard.changes()
-        if changed:
-            finding("harness-patched", "the candidate replaced " + ", ".join(changed[:5]))
-        files.write_json(files.phase2, {"findings": findings, **timing})
-        return 0
-    except MemoryError:
-        return fail("out_of_memory", f"ran out of memory ({files.phase.read_text()})")
-    except BaseException as error:  # noqa: BLE001
-        text = _describe(error)
-        if "can't allocate memory" in text or "not enough memory" in text:
-            return fail("out_of_memory", f"ran out of memory ({files.phase.read_text()}): {text}")
-        return fail("runtime", f"{files.phase.read_text()}: forward raised {text}", traceback=_traceback_tail(error))
+        else:
+            return _send_error(writer, "runtime", f"unknown request {op!r}")
 
 
-def _monitored_forward(model, inputs, poison, ops_seen, native, monitor_class):  # noqa: ANN001
-    """One untimed forward under the monitor; returns outputs, seconds, native calls."""
+def _copy(value: Any) -> Any:
     import torch
 
-    monitor = monitor_class(poison)
-    calls_before = native.native_call_count()
-    start = _clock()
-    with torch.no_grad(), monitor:
-        outputs = _as_list(model(*inputs))
-    elapsed = _clock() - start
-    for name, count in monitor.compute_ops.items():
-        ops_seen[name] = ops_seen.get(name, 0) + count
-    return outputs, elapsed, native.native_call_count() - calls_before
+    return value.clone() if isinstance(value, torch.Tensor) else value
 
 
-def _time_interleaved(task_ns, reference, model, job, native, make_inputs, phase):  # noqa: ANN001
-    """Reference, candidate (and compiled reference) in turn, on rotated input sets."""
-    import torch
+def _send_error(writer: Any, kind: str, message: str, **extra: Any) -> int:
+    writer.send({"event": "error", "kind": kind, "message": message, **extra})
+    return 0
 
-    sets = [make_inputs(task_ns, seed) for seed in job["timing_seeds"]]
-    own_copies = [[t.clone() for t in s] for s in sets]
-    contenders: list[tuple[str, Any, list[list[torch.Tensor]]]] = [
-        ("reference", reference, sets),
-        ("candidate", model, own_copies),
-    ]
-    if job["baseline"] == "compile":
-        phase("compiling the reference with torch.compile")
-        compiled = torch.compile(reference)
-        contenders.append(("compile", compiled, [[t.clone() for t in s] for s in sets]))
-    samples: dict[str, list[float]] = {name: [] for name, _, _ in contenders}
-    not_called = 0
-    with torch.no_grad():
-        warming = _clock()
-        for _ in range(max(job["warmup"], 1 if job["baseline"] == "compile" else 0)):
-            for index in range(len(sets)):
-                for _, runner, inputs in contenders:
-                    runner(*inputs[index])
-            if _clock() - warming > job["timing_budget_s"] / 4:
-                break  # slow contenders: one full pass warms as well as five
-        phase("timing")
-        started = _clock()
-        enough = min(_MIN_REPS, job["reps"])
-        for rep in range(job["reps"]):
-            index = rep % len(sets)
-            for name, runner, inputs in contenders:
-                calls_before = native.native_call_count()
-                start = _clock()
-                runner(*inputs[index])
-                samples[name].append((_clock() - start) * 1e3)
-                if name == "candidate" and native.native_call_count() == calls_before:
-                    not_called += 1
-            if rep + 1 >= enough and _clock() - started > job["timing_budget_s"]:
-                break
-    return {"samples_ms": samples, "uncalled_candidate_runs": not_called, "input_sets": len(sets)}
+
+def _report_error(writer: Any, error: BaseException, where: str) -> None:
+    text = _describe(error)
+    if isinstance(error, MemoryError) or "can't allocate memory" in text or "not enough memory" in text:
+        _send_error(writer, "out_of_memory", f"ran out of memory ({where}): {text}")
+    else:
+        _send_error(writer, "runtime", f"forward raised {text}", traceback=_traceback_tail(error))
 
 
 def _as_list(output: Any) -> list[Any]:
@@ -269,7 +286,16 @@ def _as_list(output: Any) -> list[Any]:
 
 
 def _same_layout(a: list[Any], b: list[Any]) -> bool:
-    return len(a) == len(b) and all(x.shape == y.shape and x.dtype == y.dtype for x, y in zip(a, b))
+    import torch
+
+    if len(a) != len(b):
+        return False
+    for x, y in zip(a, b):
+        if isinstance(x, torch.Tensor) != isinstance(y, torch.Tensor):
+            return False
+        if isinstance(x, torch.Tensor) and (x.shape != y.shape or x.dtype != y.dtype):
+            return False
+    return True
 
 
 def _check_outputs(outputs: list[Any]) -> str | None:

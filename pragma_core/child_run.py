@@ -1,0 +1,247 @@
+"""Running a task and a candidate in a sandbox child: the layer the verifier and profiling share.
+
+Parent side: :class:`JobFolder` is a private folder per run holding what the parent wrote
+(``task.py`` with sizes applied, ``candidate.py``, ``job.json``), the child's ``work/`` folder
+(its working directory and temporary folder, the only place it may write besides its build
+folder) and ``logs/``. :class:`ChildSession` starts a worker module on that folder in the sandbox
+with a pipe to report over (:mod:`pragma_core.channel`) and sends it requests, one JSON line each.
+
+Child side: :func:`load_task` and :func:`load_candidate` run the task file and build the
+candidate with its backend, the same way in every worker.
+
+Each candidate gets a build folder of its own, named by its source's hash, where its kernels are
+compiled; the shared kernel cache is only read. A later child for the same candidate (profiling
+after verifying) reuses the build, and no candidate can plant a library another one loads. Job
+folders are removed when the run ends; folders of a process that was killed are swept by the next
+run.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import sys
+import tempfile
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from .channel import EVIDENCE_FD_VARIABLE, ChannelError, Message, MessageReader
+from .files import atomic_write_text
+from .paths import cache_dir
+from .records import Candidate, Task
+from .sandbox import SandboxedProcess, SandboxLimits, SandboxOutcome, child_environment
+from .tasks import task_program
+
+__all__ = [
+    "ChildSession",
+    "JobFolder",
+    "candidate_build_dir",
+    "load_candidate",
+    "load_task",
+]
+
+_JOBS_ROOT_NAME = "pragma-jobs"
+
+
+def jobs_root() -> Path:
+    """Where job folders live: ``pragma-jobs/`` in the system's temporary folder."""
+    return Path(tempfile.gettempdir()) / _JOBS_ROOT_NAME
+
+
+def candidate_build_dir(candidate: Candidate) -> Path:
+    """The folder a candidate's kernels are built in: ``candidates/<hash of its source>``."""
+    digest = hashlib.sha256(f"{candidate.backend}\n{candidate.source}".encode()).hexdigest()[:24]
+    return cache_dir("candidates", digest)
+
+
+class JobFolder:
+    """A run's folder; use as a context manager so it is removed however the run ends.
+
+    ``root`` given keeps the folder there afterwards (for inspection); otherwise a fresh folder
+    under :func:`jobs_root` is made, named by this process's id so a later run can sweep it if this
+    process is killed before it cleans up.
+    """
+
+    def __init__(self, task: Task, candidate: Candidate | None, job: Mapping[str, Any], root: Path | None = None):
+        self.keep = root is not None
+        if root is None:
+            _sweep_stale_jobs()
+            jobs_root().mkdir(parents=True, exist_ok=True)
+            root = Path(tempfile.mkdtemp(prefix=f"{os.getpid()}-", dir=jobs_root()))
+        self.root = Path(root)
+        self.work.mkdir(parents=True, exist_ok=True)
+        self.logs.mkdir(parents=True, exist_ok=True)
+        atomic_write_text(self.task_file, task_program(task))
+        if candidate is not None:
+            atomic_write_text(self.candidate_file, candidate.source)
+        self.build_dir = candidate_build_dir(candidate) if candidate is not None else self.work / "build"
+        self.build_dir.mkdir(parents=True, exist_ok=True)
+        atomic_write_text(self.job_file, json.dumps(dict(job), indent=1))
+
+    @property
+    def task_file(self) -> Path:
+        return self.root / "task.py"
+
+    @property
+    def candidate_file(self) -> Path:
+        return self.root / "candidate.py"
+
+    @property
+    def job_file(self) -> Path:
+        return self.root / "job.json"
+
+    @property
+    def work(self) -> Path:
+        return self.root / "work"
+
+    @property
+    def logs(self) -> Path:
+        return self.root / "logs"
+
+    def remove(self) -> None:
+        if not self.keep:
+            shutil.rmtree(self.root, ignore_errors=True)
+
+    def __enter__(self) -> JobFolder:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.remove()
+
+
+def _sweep_stale_jobs() -> None:
+    """Remove job folders whose process no longer runs (it was killed before it cleaned up)."""
+    root = jobs_root()
+    try:
+        entries = list(root.iterdir())
+    except OSError:
+        return
+    for entry in entries:
+        pid_text = entry.name.split("-", 1)[0]
+        if not pid_text.isdigit() or _alive(int(pid_text)):
+            continue
+        shutil.rmtree(entry, ignore_errors=True)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def build_environment(build_dir: Path, work: Path) -> dict[str, str]:
+    """Where a child's builds and temporary files go: its build folder and its work folder."""
+    return {
+        "PRAGMA_NATIVE_BUILD_DIR": str(build_dir),
+        "TORCH_EXTENSIONS_DIR": str(build_dir / "torch_extensions"),
+        "TRITON_CACHE_DIR": str(build_dir / "triton"),
+        "TMPDIR": str(work),
+    }
+
+
+class ChildSession:
+    """A worker running on a :class:`JobFolder` in the sandbox, with its report pipe.
+
+    ``request`` sends one request; ``receive`` waits for the next message within the time the
+    sandbox has left. Use as a context manager: the child's process group (and, where the OS
+    allows, its PID namespace) is killed on the way out.
+    """
+
+    def __init__(
+        self,
+        folder: JobFolder,
+        module: str,
+        *,
+        threads: int,
+        limits: SandboxLimits,
+        max_message_bytes: int,
+        extra_env: Mapping[str, str] | None = None,
+    ) -> None:
+        read_end, write_end = os.pipe()
+        os.set_inheritable(write_end, True)
+        env = child_environment(threads) | build_environment(folder.build_dir, folder.work)
+        env[EVIDENCE_FD_VARIABLE] = str(write_end)
+        env.update(extra_env or {})
+        try:
+            self.process = SandboxedProcess(
+                [sys.executable, "-m", module, str(folder.root)],
+                cwd=folder.work,
+                log_dir=folder.logs,
+                limits=limits,
+                env=env,
+                writable=[folder.work, folder.build_dir],
+                pass_fds=[write_end],
+            )
+        finally:
+            os.close(write_end)
+        self._read_end = read_end
+        self.reader = MessageReader(read_end, max_bytes=max_message_bytes)
+        self.protocol_error: str | None = None
+
+    def request(self, op: str, **fields: Any) -> None:
+        self.process.send(json.dumps({"op": op, **fields}))
+
+    def receive(self, *events: str) -> Message | None:
+        """The next message if it is one of ``events`` (or an ``error`` report); None when the child
+        ended, ran out of time or broke the protocol (then :attr:`protocol_error` says how)."""
+        deadline = time.monotonic() + max(self.process.remaining_s(), 0.0)
+        try:
+            message = self.reader.receive(deadline, alive=self.process.running)
+        except ChannelError as error:
+            self.protocol_error = str(error)
+            return None
+        if message is None:
+            if self.process.remaining_s() <= 0:
+                self.process.expire()
+            return None
+        if message.event not in (*events, "error"):
+            self.protocol_error = f"expected {' or '.join(events)}, got {message.event or 'a message without event'}"
+            return None
+        return message
+
+    def finish(self) -> SandboxOutcome:
+        """End the child (it sees its requests end and exits) and say how it ended."""
+        self.process.close_input()
+        outcome = self.process.finish()
+        os.close(self._read_end)
+        return outcome
+
+    def __enter__(self) -> ChildSession:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.process.__exit__(*exc_info)
+        try:
+            os.close(self._read_end)
+        except OSError:
+            pass
+
+
+# -- the child's side -----------------------------------------------------------------------------
+
+
+def load_task(root: Path) -> tuple[dict[str, Any], dict[str, Any]]:
+    """In the child: the job's settings and the task's namespace (its ``Model``, ``get_inputs``...)."""
+    job = json.loads((root / "job.json").read_text())
+    task_file = root / "task.py"
+    namespace: dict[str, Any] = {"__name__": "pragma_task", "__file__": str(task_file)}
+    exec(compile(task_file.read_text(), str(task_file), "exec"), namespace)
+    return job, namespace
+
+
+def load_candidate(root: Path, job: Mapping[str, Any]) -> type:
+    """In the child: build the candidate with its backend and return its ``ModelNew`` class."""
+    from .plugins import get_registry
+
+    backend = get_registry().backend(job["backend"])
+    source = (root / "candidate.py").read_text()
+    return backend.load(Candidate(source=source, backend=job["backend"]), root / "work")
+
