@@ -77,9 +77,12 @@ def _check(result: int, what: str) -> None:
 
 
 def _mount(source: str | None, target: str, fstype: str | None, flags: int) -> int:
-    encode = lambda text: None if text is None else os.fsencode(text)  # noqa: E731
-    result: int = _libc.mount(encode(source), encode(target), encode(fstype), ctypes.c_ulong(flags), None)
+    result: int = _libc.mount(_bytes(source), _bytes(target), _bytes(fstype), ctypes.c_ulong(flags), None)
     return result
+
+
+def _bytes(text: str | None) -> bytes | None:
+    return None if text is None else os.fsencode(text)
 
 
 def _mount_points() -> list[str]:
