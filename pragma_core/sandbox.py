@@ -38,6 +38,7 @@ import attrs
 from .files import read_tail
 
 __all__ = [
+    "BUILD_FOLDER_VARIABLES",
     "SandboxLimits",
     "SandboxOutcome",
     "SandboxedProcess",
@@ -77,6 +78,19 @@ def child_environment(threads: int) -> dict[str, str]:
     return env
 
 
+BUILD_FOLDER_VARIABLES = {
+    "PRAGMA_NATIVE_BUILD_DIR": "native",
+    "TORCH_EXTENSIONS_DIR": "torch_extensions",
+    "TORCHINDUCTOR_CACHE_DIR": "inductor",
+    "TRITON_CACHE_DIR": "triton/cache",
+    "TRITON_HOME": "triton",
+    "CUDA_CACHE_PATH": "cuda",
+    "XDG_CACHE_HOME": "cache",
+    "TMPDIR": "tmp",
+}
+"""The variables :func:`build_environment` points into a child's build folder, and their sub-folders."""
+
+
 def build_environment(build_dir: Path) -> dict[str, str]:
     """Environment variables that send every build and compiler cache of a child into ``build_dir``.
 
@@ -94,16 +108,7 @@ def build_environment(build_dir: Path) -> dict[str, str]:
     from . import paths
 
     build_dir = Path(build_dir).resolve()
-    folders = {
-        "PRAGMA_NATIVE_BUILD_DIR": build_dir / "native",
-        "TORCH_EXTENSIONS_DIR": build_dir / "torch_extensions",
-        "TORCHINDUCTOR_CACHE_DIR": build_dir / "inductor",
-        "TRITON_CACHE_DIR": build_dir / "triton" / "cache",
-        "TRITON_HOME": build_dir / "triton",
-        "CUDA_CACHE_PATH": build_dir / "cuda",
-        "XDG_CACHE_HOME": build_dir / "cache",
-        "TMPDIR": build_dir / "tmp",
-    }
+    folders = {name: build_dir / part for name, part in BUILD_FOLDER_VARIABLES.items()}
     for folder in folders.values():
         folder.mkdir(parents=True, exist_ok=True)
     return {"PRAGMA_CACHE_DIR": str(paths.cache_dir()), **{name: str(path) for name, path in folders.items()}}

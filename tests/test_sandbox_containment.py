@@ -229,3 +229,20 @@ def test_a_contained_child_builds_kernels_in_its_own_folder_and_reuses_the_share
     assert Path(reported_shared) == shared and value == "7"
     assert Path(own).parent == build_dir / "native" and Path(temporary) == build_dir / "tmp"
     assert sorted(path.name for path in cache_dir().glob("*.so")) == [shared.name]
+
+
+def test_a_tool_given_writable_folders_runs_contained_with_a_temporary_folder_there(tmp_path):
+    from pragma_core.errors import ProfilerUnavailable
+    from pragma_core.profiling.tools import run_tool
+
+    out = tmp_path / "out"
+    out.mkdir()
+    script = f'echo "$TMPDIR"; echo x > {out}/kept && echo wrote; echo x > {tmp_path}/outside || echo refused'
+    env = {"PATH": os.environ["PATH"]}
+    run = run_tool(["sh", "-c", script], tool="sh", env=env, timeout_s=30, writable=[out])
+    temporary, wrote, refused = run.stdout_tail.split()
+    assert run.ok and run.contained and run.notes == ()
+    assert Path(temporary).parent == out and not Path(temporary).exists()  # removed after the run
+    assert (wrote, refused) == ("wrote", "refused") and (out / "kept").exists() and not (tmp_path / "outside").exists()
+    with pytest.raises(ProfilerUnavailable, match="no-such-profiler"):
+        run_tool(["no-such-profiler"], tool="no-such-profiler", env=env, timeout_s=5, writable=[out])
