@@ -33,7 +33,7 @@ from .channel import EVIDENCE_FD_VARIABLE, ChannelError, Message, MessageReader
 from .files import atomic_write_text
 from .paths import cache_dir
 from .records import Candidate, Task
-from .sandbox import SandboxedProcess, SandboxLimits, SandboxOutcome, child_environment
+from .sandbox import SandboxedProcess, SandboxLimits, SandboxOutcome, build_environment, child_environment
 from .tasks import task_program
 
 __all__ = [
@@ -137,16 +137,6 @@ def _alive(pid: int) -> bool:
     return True
 
 
-def build_environment(build_dir: Path, work: Path) -> dict[str, str]:
-    """Where a child's builds and temporary files go: its build folder and its work folder."""
-    return {
-        "PRAGMA_NATIVE_BUILD_DIR": str(build_dir),
-        "TORCH_EXTENSIONS_DIR": str(build_dir / "torch_extensions"),
-        "TRITON_CACHE_DIR": str(build_dir / "triton"),
-        "TMPDIR": str(work),
-    }
-
-
 class ChildSession:
     """A worker running on a :class:`JobFolder` in the sandbox, with its report pipe.
 
@@ -167,7 +157,7 @@ class ChildSession:
     ) -> None:
         read_end, write_end = os.pipe()
         os.set_inheritable(write_end, True)
-        env = child_environment(threads) | build_environment(folder.build_dir, folder.work)
+        env = child_environment(threads) | build_environment(folder.build_dir)
         env[EVIDENCE_FD_VARIABLE] = str(write_end)
         env.update(extra_env or {})
         try:

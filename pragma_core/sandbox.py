@@ -1,23 +1,34 @@
-"""Running untrusted code in a child process with limits.
+"""Running untrusted code in a child process with limits, in a read-only world.
 
-The child gets its own process group and working directory, a wall-time limit, an address-space
-limit, no core dumps, and no network where ``unshare`` is permitted. Its stdout and stderr go to
-files and come back trimmed. After it exits, or is killed, its whole process group is killed, so
-nothing it started survives it. The caller never parses what the child printed to judge it.
+The child gets its own process group and working directory, a wall-time limit, a CPU-time limit,
+an address-space limit, no core dumps, and, where the OS permits ``unshare`` (Linux with user
+namespaces), a contained world: every file system read-only except its working folder and the
+folders named writable, its own PID namespace (it cannot see, read or trace pragma or any other
+process of the host), and no network. Its stdout and stderr go to files and come back trimmed.
+After it exits, or is killed, its whole process group is killed, and with contained children the
+whole PID namespace, so nothing it started survives it, not even a process that left the group
+with ``setsid``. If pragma itself is killed (even with SIGKILL), the child is killed too. The caller
+never parses what the child printed to judge it.
 
 :class:`SandboxedProcess` lets the parent talk to a running child between phases (the verifier
-compares outputs before it lets the child time anything); :func:`network_isolation` says whether
-the network can be cut here and, if not, why.
+compares outputs before it lets the child time anything); :func:`isolation_prefix` gives the
+command prefix that contains any program (the profiler tools use it), or says why this OS does not
+allow it; :func:`build_environment` points every compiler cache a candidate may use into a folder
+it may write; :func:`network_isolation` is the prefix that cuts the network alone.
 """
 
 from __future__ import annotations
 
+import ctypes
 import functools
+import math
 import os
 import resource
 import shutil
 import signal
 import subprocess
+import sys
+import tempfile
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -27,10 +38,14 @@ import attrs
 from .files import read_tail
 
 __all__ = [
+    "BUILD_FOLDER_VARIABLES",
     "SandboxLimits",
     "SandboxOutcome",
     "SandboxedProcess",
+    "build_environment",
     "child_environment",
+    "die_with_parent",
+    "isolation_prefix",
     "kill_group",
     "network_isolation",
     "signal_name",
@@ -63,18 +78,77 @@ def child_environment(threads: int) -> dict[str, str]:
     return env
 
 
+BUILD_FOLDER_VARIABLES = {
+    "PRAGMA_NATIVE_BUILD_DIR": "native",
+    "TORCH_EXTENSIONS_DIR": "torch_extensions",
+    "TORCHINDUCTOR_CACHE_DIR": "inductor",
+    "TRITON_CACHE_DIR": "triton/cache",
+    "TRITON_HOME": "triton",
+    "CUDA_CACHE_PATH": "cuda",
+    "XDG_CACHE_HOME": "cache",
+    "TMPDIR": "tmp",
+}
+"""The variables :func:`build_environment` points into a child's build folder, and their sub-folders."""
+
+
+def build_environment(build_dir: Path) -> dict[str, str]:
+    """Environment variables that send every build and compiler cache of a child into ``build_dir``.
+
+    A contained child can write only its own folders, so what it compiles must land there:
+    :func:`~pragma_core.native.build_library` builds into ``PRAGMA_NATIVE_BUILD_DIR`` (it still
+    reuses what the shared cache, read-only to the child, already holds), ``load_inline`` into
+    ``TORCH_EXTENSIONS_DIR``, torch.compile into ``TORCHINDUCTOR_CACHE_DIR`` (by default a folder
+    under ``TMPDIR``), Triton into ``TRITON_CACHE_DIR`` and ``TRITON_HOME``, the CUDA driver's JIT
+    into ``CUDA_CACHE_PATH``, and the compiler's temporary files and Python's ``tempfile`` into
+    ``TMPDIR``; other tools' caches go to ``XDG_CACHE_HOME``. ``PRAGMA_CACHE_DIR`` is pinned to this
+    process's cache folder, so the child looks up the same shared cache whatever its
+    ``XDG_CACHE_HOME``. The folders are created; add the result to the child's environment and
+    ``build_dir`` to its writable folders.
+    """
+    from . import paths
+
+    build_dir = Path(build_dir).resolve()
+    folders = {name: build_dir / part for name, part in BUILD_FOLDER_VARIABLES.items()}
+    for folder in folders.values():
+        folder.mkdir(parents=True, exist_ok=True)
+    return {"PRAGMA_CACHE_DIR": str(paths.cache_dir()), **{name: str(path) for name, path in folders.items()}}
+
+
+_CPU_MARGIN_S = 10.0
+
+
 @attrs.frozen(kw_only=True)
 class SandboxLimits:
-    """Wall time in seconds, address space in bytes, and whether to cut the network."""
+    """Wall time and CPU time in seconds, address space in bytes, and what to isolate.
+
+    ``cpu_s`` (RLIMIT_CPU, per process) is what stops a child spinning on its own when nothing
+    watches its wall time any more (pragma was killed); by default it is ``wall_s`` times the CPU
+    cores plus a margin, which a child running within its wall time never reaches. The program gets
+    SIGXCPU at the limit and SIGKILL a second later. ``isolate_files`` asks for the contained world
+    (read-only file systems but the writable folders, own PID namespace); ``isolate_network`` cuts
+    the network.
+    """
 
     wall_s: float = 300.0
+    cpu_s: float | None = None
     address_space_bytes: int = 16 * 1024**3
     isolate_network: bool = True
+    isolate_files: bool = True
+
+    @property
+    def cpu_limit_s(self) -> int:
+        """The CPU-time limit in whole seconds: ``cpu_s`` or the default derived from ``wall_s``."""
+        if self.cpu_s is not None:
+            return max(1, math.ceil(self.cpu_s))
+        return math.ceil(self.wall_s * (os.cpu_count() or 1) + _CPU_MARGIN_S)
 
 
 @attrs.frozen(kw_only=True)
 class SandboxOutcome:
-    """How the child ended: exit code or signal, timeout, output tails, and what isolation held."""
+    """How the child ended: exit code or signal, timeout, output tails, and what isolation held.
+
+    ``notes`` say why an isolation that was asked for is missing (``files not isolated: ...``).
+    """
 
     returncode: int | None
     signal: str | None
@@ -83,6 +157,7 @@ class SandboxOutcome:
     stdout: str
     stderr: str
     network_isolated: bool
+    files_isolated: bool = False
     notes: tuple[str, ...] = ()
 
 
@@ -121,14 +196,88 @@ def network_isolation() -> tuple[list[str], str]:
     return [], "no network isolation: unshare is not permitted here (no user or network namespaces)"
 
 
-def _limit_child(address_space_bytes: int) -> None:
+_INIT_SCRIPT = Path(__file__).resolve().with_name("sandbox_init.py")
+
+
+def isolation_prefix(writable: Sequence[Path], *, network: bool = True) -> tuple[list[str], str]:
+    """The command prefix that runs a program contained, or ``([], reason)`` where this OS does not allow it.
+
+    Contained: every file system read-only except the folders in ``writable`` (which must exist
+    when the program starts; ``/dev/null`` and the other devices still work), its own PID namespace
+    with a fresh ``/proc`` (no host process visible, pragma's included), its own IPC namespace, no
+    capability left to undo any of it, and no network when ``network`` is true. When the prefixed
+    command ends, everything it started ends with it. The command should be started with
+    :func:`die_with_parent` as (part of) its ``preexec_fn``, so that it dies with the process that
+    started it. See :mod:`pragma_core.sandbox_init` for how.
+
+    Whether ``unshare`` is permitted is probed once per process and network setting (about 30 ms).
+    """
+    unshare = shutil.which("unshare")
+    if not sys.platform.startswith("linux"):
+        return [], f"files not isolated: namespaces are a Linux feature, this is {sys.platform}"
+    if unshare is None:
+        return [], "files not isolated: the unshare command is not installed (util-linux)"
+    base, reason = _probe_isolation(unshare, sys.executable, network)
+    if not base:
+        return [], reason
+    folders = [part for folder in writable for part in ("--writable", str(Path(folder).resolve()))]
+    return [*base, *folders, "--"], ""
+
+
+def _isolation_base(unshare: str, python: str, network: bool) -> list[str]:
+    namespaces = ["--user", "--map-root-user", "--mount", "--ipc", *(["--net"] if network else [])]
+    return [unshare, *namespaces, "--", python, "-I", "-S", str(_INIT_SCRIPT)]
+
+
+@functools.cache
+def _probe_isolation(unshare: str, python: str, network: bool) -> tuple[list[str], str]:
+    """Run ``true`` contained with one writable folder: the base prefix when that works."""
+    base = _isolation_base(unshare, python, network)
+    with tempfile.TemporaryDirectory(prefix="pragma-probe-") as folder:
+        try:
+            probe = subprocess.run(
+                [*base, "--writable", folder, "--", "true"], capture_output=True, text=True, timeout=30
+            )
+        except (OSError, subprocess.TimeoutExpired) as error:
+            return [], f"files not isolated: the probe of unshare failed ({error})"
+    if probe.returncode != 0:
+        said = (probe.stderr.strip().splitlines() or [f"exit code {probe.returncode}"])[0]
+        return [], f"files not isolated: unshare is not permitted here ({said})"
+    return base, ""
+
+
+_PR_SET_PDEATHSIG = 1
+_LIBC = ctypes.CDLL(None, use_errno=True) if sys.platform.startswith("linux") else None
+
+
+def die_with_parent() -> None:
+    """In a child between fork and exec: SIGKILL it when the thread that started it ends.
+
+    Linux only (elsewhere a no-op). The kernel sends the signal when the *thread* that forked the
+    child exits, not the process: start sandboxed children from a thread that outlives them (the
+    main thread, or a worker thread that waits for them).
+    """
+    if _LIBC is not None:
+        _LIBC.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+
+
+def _limit_child(address_space_bytes: int, cpu_s: int) -> None:
     """Runs in the child between fork and exec."""
     resource.setrlimit(resource.RLIMIT_AS, (address_space_bytes, address_space_bytes))
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    _soft, hard = resource.getrlimit(resource.RLIMIT_CPU)
+    ceiling = cpu_s + 1 if hard == resource.RLIM_INFINITY else min(cpu_s + 1, hard)
+    resource.setrlimit(resource.RLIMIT_CPU, (min(cpu_s, ceiling), ceiling))  # SIGXCPU, then SIGKILL a second later
+    die_with_parent()
 
 
 class SandboxedProcess:
-    """One child process under limits; use as a context manager so its group is always killed."""
+    """One child process under limits; use as a context manager so its group is always killed.
+
+    ``writable`` are the folders the child may write besides ``cwd`` (contained children only);
+    ``pass_fds`` stay open in the program at the same numbers. ``files_isolated`` and
+    ``network_isolated`` say what held; the outcome's notes say why what was asked for did not.
+    """
 
     def __init__(
         self,
@@ -141,8 +290,25 @@ class SandboxedProcess:
         writable: Sequence[Path] = (),
         pass_fds: Sequence[int] = (),
     ) -> None:
-        prefix, self._isolation_note = network_isolation() if limits.isolate_network else ([], "")
-        self.network_isolated = bool(prefix)
+        notes: list[str] = []
+        prefix: list[str] = []
+        self.files_isolated = False
+        self.network_isolated = False
+        if limits.isolate_files:
+            folders = [Path(cwd), *map(Path, writable)]
+            for folder in folders:
+                folder.mkdir(parents=True, exist_ok=True)
+            prefix, reason = isolation_prefix(folders, network=limits.isolate_network)
+            self.files_isolated = bool(prefix)
+            self.network_isolated = bool(prefix) and limits.isolate_network
+            if reason:
+                notes.append(reason)
+        if limits.isolate_network and not self.network_isolated:
+            prefix, reason = network_isolation()
+            self.network_isolated = bool(prefix)
+            if reason:
+                notes.append(reason)
+        self._notes = tuple(notes)
         self._limits = limits
         self._stdout_path = log_dir / "stdout.txt"
         self._stderr_path = log_dir / "stderr.txt"
@@ -159,7 +325,7 @@ class SandboxedProcess:
             stderr=self._stderr,
             start_new_session=True,
             pass_fds=tuple(pass_fds),
-            preexec_fn=functools.partial(_limit_child, limits.address_space_bytes),
+            preexec_fn=functools.partial(_limit_child, limits.address_space_bytes, limits.cpu_limit_s),
         )
         self._timed_out = False
 
@@ -219,7 +385,6 @@ class SandboxedProcess:
         self._process.wait()
         self._close_files()
         code = self._process.returncode
-        notes = (self._isolation_note,) if self._isolation_note else ()
         return SandboxOutcome(
             returncode=code if code >= 0 else None,
             signal=signal_name(-code) if code < 0 and not self._timed_out else None,
@@ -228,7 +393,8 @@ class SandboxedProcess:
             stdout=_tail(self._stdout_path),
             stderr=_tail(self._stderr_path),
             network_isolated=self.network_isolated,
-            notes=notes,
+            files_isolated=self.files_isolated,
+            notes=self._notes,
         )
 
     def _kill(self) -> None:

@@ -7,6 +7,12 @@ cache hit costs a few ``stat`` calls and no process. A miss takes a lock on ``<k
 again (another process may have built it meanwhile), compiles to a temporary file in the same
 folder and renames it into place, so a reader sees either no artifact or a whole one.
 
+In a sandboxed child the shared cache is read-only: there ``PRAGMA_NATIVE_BUILD_DIR`` names a folder
+of the child's own (:func:`pragma_core.sandbox.build_environment` sets it). An artifact the shared
+cache already holds is returned from there; anything else is built into that folder, with the same
+layout and locks. So a candidate can reuse what pragma built, but cannot plant a library that another
+candidate, or pragma, would load later.
+
 Compiler messages name the source ``kernel.cpp`` (or ``kernel.c``), never its path in the cache.
 """
 
@@ -33,6 +39,7 @@ __all__ = [
     "build_library",
     "rebuild",
     "cache_dir",
+    "BUILD_DIR_VARIABLE",
     "compiler_for",
     "CompilerNotFoundError",
     "DEFAULT_FLAGS",
@@ -47,6 +54,8 @@ LANGUAGES = {
     "c++": ("CXX", "g++", ".cpp", ("-std=c++17",)),
     "c": ("CC", "gcc", ".c", ()),
 }
+BUILD_DIR_VARIABLE = "PRAGMA_NATIVE_BUILD_DIR"
+"""Where a process that may not write the shared cache builds its kernels (see the module docstring)."""
 # English, ASCII quotes and no colour: messages read the same on every machine and in a prompt.
 _COMPILER_ENV = {"LC_ALL": "C", "LANG": "C", "GCC_COLORS": ""}
 
@@ -61,6 +70,12 @@ class CompilerNotFoundError(PragmaError):
 def cache_dir() -> Path:
     """Where built kernels are kept: ``native/`` in pragma's cache folder (:func:`pragma_core.paths.cache_dir`)."""
     return paths.cache_dir("native")
+
+
+def _build_dir() -> Path:
+    """Where this process writes what it builds: its own build folder if it has one, else the cache."""
+    own = os.environ.get(BUILD_DIR_VARIABLE)
+    return Path(own) if own else cache_dir()
 
 
 def compiler_for(language: str) -> str:
@@ -91,7 +106,8 @@ def build_library(
     include folder, then ``flags``, which come after the source file so that ``-l`` options link.
     The artifact is ``<key><output_suffix>`` in :func:`cache_dir`; with ``output_name`` it is
     ``<key>/<output_name><output_suffix>`` instead, for files whose name matters (Python
-    extension modules). Raises :class:`NativeBuildError` when the source does not compile.
+    extension modules). With ``$PRAGMA_NATIVE_BUILD_DIR`` set, an artifact missing from the cache is
+    built in that folder instead (the cache is only read). Raises :class:`NativeBuildError` when the source does not compile.
     """
     _variable, _default, source_suffix, language_flags = _language(language)
     compiler = compiler_for(language)
@@ -102,12 +118,12 @@ def build_library(
     extra_flags = list(flags)
     key = _cache_key(source, language, compiler, command_flags + extra_flags, output_suffix, output_name)
 
-    folder = cache_dir()
-    if output_name is None:
-        artifact = folder / f"{key}{output_suffix}"
-    else:
-        artifact = folder / key / f"{output_name}{output_suffix}"
-    if artifact.exists():  # the fast path: no lock, no process
+    shared = _artifact(cache_dir(), key, output_suffix, output_name)
+    if shared.exists():  # the fast path: no lock, no process
+        return shared
+    folder = _build_dir()
+    artifact = _artifact(folder, key, output_suffix, output_name)
+    if artifact.exists():
         return artifact
 
     folder.mkdir(parents=True, exist_ok=True)
@@ -143,18 +159,25 @@ def build_library(
     return artifact
 
 
+def _artifact(folder: Path, key: str, suffix: str, name: str | None) -> Path:
+    return folder / f"{key}{suffix}" if name is None else folder / key / f"{name}{suffix}"
+
+
 def rebuild(library: str | os.PathLike, *, extra_flags: Iterable[str]) -> Path:
     """Build the source of a cached ``library`` again with the same options plus ``extra_flags``.
 
     For profilers that cannot run every instruction of this CPU: valgrind decodes no AVX-512, so
-    it replays a ``-mno-avx512f`` build of the same kernel. Raises :class:`FileNotFoundError` when
-    the library did not come from this cache.
+    it replays a ``-mno-avx512f`` build of the same kernel. ``library`` may be in the shared cache
+    or in a child's build folder; the new build goes where this process builds. Raises
+    :class:`FileNotFoundError` when the library was not built by :func:`build_library`.
     """
     library = Path(library)
-    key = library.name.split(".")[0] if library.parent == cache_dir() else library.parent.name
-    manifest_path = cache_dir() / f"{key}.build.json"
-    manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
-    source = (cache_dir() / manifest["source"]).read_text(encoding="utf-8")
+    # ``<key>.so`` beside ``<key>.build.json``, or ``<key>/<name>.so`` with the manifest one level up
+    folder, key = library.parent, library.name.split(".")[0]
+    if not (folder / f"{key}.build.json").exists():
+        folder, key = library.parent.parent, library.parent.name
+    manifest = json.loads((folder / f"{key}.build.json").read_text(encoding="utf-8"))
+    source = (folder / manifest["source"]).read_text(encoding="utf-8")
     return build_library(
         source,
         language=manifest["language"],
@@ -184,11 +207,16 @@ def _compiler_version(compiler: str) -> str:
     version = _versions.get(memo)
     if version is not None:
         return version
-    note = cache_dir() / "compilers" / (hashlib.sha256(repr(memo).encode()).hexdigest()[:32] + ".txt")
-    try:
-        version = note.read_text(encoding="utf-8").strip()
-    except OSError:
-        version = ""
+    name = hashlib.sha256(repr(memo).encode()).hexdigest()[:32] + ".txt"
+    note = _build_dir() / "compilers" / name
+    version = ""
+    for known in dict.fromkeys([cache_dir() / "compilers" / name, note]):
+        try:
+            version = known.read_text(encoding="utf-8").strip()
+        except OSError:
+            continue
+        if version:
+            break
     if not version:
         result = subprocess.run(
             [compiler, "--version"], capture_output=True, text=True, env=os.environ | _COMPILER_ENV, check=False

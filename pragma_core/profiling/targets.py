@@ -18,8 +18,8 @@ import attrs
 
 from ..components import DEFAULT_PROFILE_TIMEOUT_S, ProfileTarget
 from ..records import Candidate, Task
-from ..child_run import build_environment, candidate_build_dir
-from ..sandbox import SandboxedProcess, SandboxLimits, child_environment
+from ..child_run import candidate_build_dir
+from ..sandbox import SandboxedProcess, SandboxLimits, build_environment, child_environment
 from ..tasks import task_program
 
 if TYPE_CHECKING:  # importing them imports torch, which profiler plugins must not pay for at load time
@@ -65,7 +65,7 @@ def prepare_target(
     work.mkdir(exist_ok=True)
     build_dir = candidate_build_dir(candidate) if candidate is not None else work / "build"
     build_dir.mkdir(parents=True, exist_ok=True)
-    env = child_environment(threads) | build_environment(build_dir, work)
+    env = child_environment(threads) | build_environment(build_dir)
     python_argv = (sys.executable, "-m", "pragma_core.profiling.worker", "run", str(job_dir), str(repetitions))
     target = ProfileTarget(
         task=task,

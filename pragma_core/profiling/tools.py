@@ -22,29 +22,39 @@ it profiles nor anything they started survives the call. Output goes to files (a
 when no path is given) and comes back in the :class:`ToolRun` as a trimmed tail for messages. A
 tool that cannot be started at all is :class:`~pragma_core.errors.ProfilerUnavailable` naming it.
 
-This is for trusted tools. Candidate code that pragma does not trust runs in
-:mod:`pragma_core.sandbox` instead, under resource limits and without network.
+When the tool runs a program pragma does not trust (the target's ``python_argv`` or
+``replay_argv``, which run candidate code), pass ``writable``, for instance
+``writable=target_writable(target)``: the whole tool command then runs contained
+(:func:`pragma_core.sandbox.isolation_prefix`): every file system read-only except those folders and
+``cwd``, its own PID namespace, no network. Where this OS does not allow that, the tool runs as
+before and :attr:`ToolRun.notes` says why. A contained tool whose environment has no ``TMPDIR`` in
+those folders gets one there, removed after the run: the only variable :func:`run_tool` adds. Whether contained or not, the tool is killed when the
+thread that started it ends (pragma killed with SIGKILL included), on Linux.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import subprocess
 import tempfile
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import IO
+from typing import IO, TYPE_CHECKING
 
 import attrs
 from attrs import validators as v
 
 from ..errors import ProfilerUnavailable
 from ..files import read_tail
-from ..sandbox import kill_group, signal_name
+from ..sandbox import BUILD_FOLDER_VARIABLES, die_with_parent, isolation_prefix, kill_group, signal_name
 
-__all__ = ["TAIL_CHARS", "ToolRun", "run_tool"]
+if TYPE_CHECKING:
+    from ..components import ProfileTarget
+
+__all__ = ["TAIL_CHARS", "ToolRun", "run_tool", "target_writable"]
 
 TAIL_CHARS = 4000
 """Characters of each output stream the record keeps: enough for a message, not a flood."""
@@ -69,7 +79,9 @@ class ToolRun:
     killed with its process group. ``stdout_path`` and ``stderr_path`` are the files holding the
     whole output (the same file when stderr went into stdout; None when the caller gave no file).
     ``stdout_tail`` and ``stderr_tail`` are their last :data:`TAIL_CHARS` characters, with a marker
-    line when trimmed; ``stderr_tail`` is empty when stderr went into stdout.
+    line when trimmed; ``stderr_tail`` is empty when stderr went into stdout. ``contained`` says
+    whether the tool ran in the read-only world it was asked for; when it was asked for and did not,
+    ``notes`` says why (``files not isolated: ...``).
     """
 
     tool: str = attrs.field(validator=v.min_len(1))
@@ -82,6 +94,8 @@ class ToolRun:
     stderr_path: Path | None = attrs.field(default=None, converter=_optional_path)
     stdout_tail: str = ""
     stderr_tail: str = ""
+    contained: bool = False
+    notes: tuple[str, ...] = ()
 
     def __attrs_post_init__(self) -> None:
         if self.timed_out != (self.returncode is None):
@@ -112,33 +126,52 @@ def run_tool(
     stdout_path: str | os.PathLike[str] | None = None,
     stderr_path: str | os.PathLike[str] | None = None,
     stderr_to_stdout: bool = False,
+    writable: Sequence[str | os.PathLike[str]] | None = None,
 ) -> ToolRun:
     """Run ``argv`` in its own process group and wait up to ``timeout_s``; see the module docstring.
 
     ``tool`` names the tool in messages (``valgrind``, ``perf``). ``env`` is the complete
     environment of the tool and of what it runs. ``stdout_path`` and ``stderr_path`` receive the
     output, truncated first (their folders are created); ``stderr_to_stdout`` sends stderr into
-    the stdout file. Raises :class:`~pragma_core.errors.ProfilerUnavailable` when the tool cannot
-    be started (not found, not executable, no such ``cwd``), and ValueError for ``timeout_s`` <= 0.
+    the stdout file. ``writable`` (None: not contained) runs the tool and what it runs in the
+    read-only world but these folders and ``cwd`` (see the module docstring). Raises
+    :class:`~pragma_core.errors.ProfilerUnavailable` when the tool cannot be started (not found, not
+    executable, no such ``cwd``), and ValueError for ``timeout_s`` <= 0.
     """
     command = _command(argv)
     if not command:
         raise ValueError("run_tool needs a command to run")
     if not timeout_s > 0:
         raise ValueError(f"timeout_s must be a positive number of seconds, got {timeout_s!r}")
+    prefix: list[str] = []
+    notes: tuple[str, ...] = ()
+    folders: list[Path] = []
+    if writable is not None:
+        # Inside the prefix a missing tool is an exit code, not an OSError: look for it here first.
+        if shutil.which(command[0], path=env.get("PATH", os.defpath)) is None:
+            raise ProfilerUnavailable(f"`{tool}` cannot be started: not found or not executable ({command[0]})")
+        folders = [Path(folder) for folder in writable] + ([Path(cwd)] if cwd is not None else [])
+        folders = [folder.resolve() for folder in folders if folder.is_dir()]
+        prefix, reason = isolation_prefix(folders)
+        notes = (reason,) if reason else ()
     with contextlib.ExitStack() as files:
+        if prefix and folders and not _inside(Path(env.get("TMPDIR") or tempfile.gettempdir()), folders):
+            # The world outside is read-only; tools need a temporary folder (valgrind will not start without).
+            scratch = tempfile.TemporaryDirectory(prefix=".tmp-", dir=folders[0], ignore_cleanup_errors=True)
+            env = {**env, "TMPDIR": files.enter_context(scratch)}
         stdout = _sink(stdout_path, files)
         stderr = stdout if stderr_to_stdout else _sink(stderr_path, files)
         started = time.monotonic()
         try:
             process = subprocess.Popen(
-                command,
+                [*prefix, *command],
                 cwd=cwd,
                 env=dict(env),
                 stdin=subprocess.DEVNULL,
                 stdout=stdout,
                 stderr=stderr,
                 start_new_session=True,
+                preexec_fn=die_with_parent,
             )
         except OSError as error:
             where = f": {error.filename}" if error.filename else f" ({command[0]})"
@@ -161,7 +194,22 @@ def run_tool(
             stderr_path=stdout_path if stderr_to_stdout else stderr_path,
             stdout_tail=read_tail(stdout, TAIL_CHARS),
             stderr_tail="" if stderr_to_stdout else read_tail(stderr, TAIL_CHARS),
+            contained=bool(prefix),
+            notes=notes,
         )
+
+
+def target_writable(target: ProfileTarget) -> tuple[Path, ...]:
+    """The folders a profiled program may write: the target's ``out_dir`` and the build folders its
+    environment names (:func:`pragma_core.sandbox.build_environment`)."""
+    folders = [Path(target.out_dir)]
+    folders += [Path(target.env[name]) for name in BUILD_FOLDER_VARIABLES if target.env.get(name)]
+    return tuple(dict.fromkeys(folders))
+
+
+def _inside(path: Path, folders: Sequence[Path]) -> bool:
+    path = path.resolve()
+    return any(path == folder or folder in path.parents for folder in folders)
 
 
 def _sink(path: str | os.PathLike[str] | None, files: contextlib.ExitStack) -> IO[bytes]:

@@ -24,7 +24,7 @@ import attrs
 
 from pragma_core.components import ProfileTarget
 from pragma_core.errors import ProfileParseError, ProfilerUnavailable
-from pragma_core.profiling.tools import run_tool
+from pragma_core.profiling.tools import run_tool, target_writable
 from pragma_core.records import Metric, Profile
 
 from .metrics import DERIVED, HARDWARE_EVENTS, SOFTWARE_EVENTS, TOPDOWN_L1, base_name, needs_hardware
@@ -126,6 +126,7 @@ def collect(target: ProfileTarget, metrics: Sequence[str]) -> Profile:
         cwd=out_dir,
         stdout_path=log,
         stderr_to_stdout=True,
+        writable=target_writable(target),  # the program runs candidate code: contain it
     )
     raw_paths = tuple(str(path) for path in (output, log) if path.exists())
     notes = [_target_note(target)]

@@ -194,7 +194,7 @@ def test_a_program_that_overruns_the_timeout_is_killed(tmp_path):
 @needs_perf
 def test_perf_and_the_program_run_with_the_targets_environment_and_the_c_locale(tmp_path, monkeypatch):
     monkeypatch.setenv("PRAGMA_PERF_TEST_OUTSIDE", "not for the program")
-    seen = tmp_path / "env.txt"
+    seen = tmp_path / "out" / "env.txt"  # the profiled program may write only out_dir
     program = ("sh", "-c", f'echo "$LC_ALL ${{PRAGMA_PERF_TEST_GIVEN-}} ${{PRAGMA_PERF_TEST_OUTSIDE-unset}}" > {seen}')
     env = {"PATH": "/usr/bin:/bin", "LC_ALL": "uk_UA.UTF-8", "PRAGMA_PERF_TEST_GIVEN": "given"}
     profile = collect(target(tmp_path, replay_argv=program, env=env), ["task-clock"])

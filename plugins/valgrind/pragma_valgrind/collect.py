@@ -24,7 +24,7 @@ import attrs
 
 from pragma_core.components import ProfileTarget
 from pragma_core.errors import ProfileParseError, ProfilerUnavailable
-from pragma_core.profiling.tools import ToolRun, run_tool
+from pragma_core.profiling.tools import ToolRun, run_tool, target_writable
 from pragma_core.records import Metric, Profile
 
 from .attribution import Attribution, attribute, is_part_of
@@ -174,6 +174,7 @@ def _run(valgrind: str, target: ProfileTarget) -> CachegrindOut:
         cwd=out_dir,
         stdout_path=out_dir / STDOUT_FILE,
         stderr_path=out_dir / STDERR_FILE,
+        writable=target_writable(target),  # the program runs candidate code: contain it
     )
     if run.timed_out:
         raise ProfilerUnavailable(
