@@ -134,9 +134,7 @@ class MessageReader:
             tensors.append(_tensor_from(bytes(data), dtype, shape))
         return Message(header=header, tensors=tuple(tensors))
 
-    def _read_exactly(
-        self, count: int, deadline: float, alive: Callable[[], bool] | None
-    ) -> bytearray | None:
+    def _read_exactly(self, count: int, deadline: float, alive: Callable[[], bool] | None) -> bytearray | None:
         while len(self._buffer) < count:
             remaining = deadline - time.monotonic()
             if remaining <= 0:

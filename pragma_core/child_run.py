@@ -80,7 +80,8 @@ class JobFolder:
             atomic_write_text(self.candidate_file, candidate.source)
         self.build_dir = candidate_build_dir(candidate) if candidate is not None else self.work / "build"
         self.build_dir.mkdir(parents=True, exist_ok=True)
-        atomic_write_text(self.job_file, json.dumps(dict(job), indent=1))
+        job = {**job, "writable": [str(self.work), str(self.build_dir)]}
+        atomic_write_text(self.job_file, json.dumps(job, indent=1))
 
     @property
     def task_file(self) -> Path:
@@ -234,4 +235,3 @@ def load_candidate(root: Path, job: Mapping[str, Any]) -> type:
     backend = get_registry().backend(job["backend"])
     source = (root / "candidate.py").read_text()
     return backend.load(Candidate(source=source, backend=job["backend"]), root / "work")
-

@@ -98,7 +98,7 @@ def test_unavailable_profiler_says_why(monkeypatch):
 def test_the_target_carries_the_timeout_and_the_programs_whole_environment(monkeypatch, tmp_path):
     from pragma_core import Availability, Profile, Profiler
     from pragma_core.plugins import get_registry
-    from pragma_core.sandbox import child_environment
+    from pragma_core.sandbox import build_environment, child_environment
 
     targets = []
 
@@ -121,7 +121,7 @@ def test_the_target_carries_the_timeout_and_the_programs_whole_environment(monke
     task = load_task(LAYERNORM, {"batch_size": 8, "dim": 256})
     profile(task, profiler="watching", out_dir=tmp_path, threads=1, timeout_s=42)
     assert targets[0].timeout_s == 42
-    assert targets[0].env == child_environment(1)
+    assert targets[0].env == child_environment(1) | build_environment(tmp_path / "job" / "work" / "build")
     profile(task, profiler="watching", out_dir=tmp_path, threads=1)
     assert targets[1].timeout_s == DEFAULT_PROFILE_TIMEOUT_S
 

@@ -95,9 +95,11 @@ def test_memory_hog_is_out_of_memory():
     assert "limit 6 GiB" in verdict.message
 
 
-def test_network_is_cut_where_the_os_allows():
+def test_reaching_for_the_network_is_a_sandbox_escape():
+    """The network is cut where the OS allows; trying is itself a finding, named with its line."""
     verdict = check("probe_network")
-    assert verdict.status is VerdictStatus.CORRECT, verdict.message
+    assert verdict.failed_check == "sandbox-escape", verdict.message
+    assert "candidate.py line" in verdict.message
 
 
 # -- integrity checks -----------------------------------------------------------------------------
@@ -139,28 +141,30 @@ def test_forged_stdout_is_never_read():
     assert verdict.status is VerdictStatus.WRONG_OUTPUT
 
 
-def test_editing_the_task_file_is_rejected(tmp_path):
+def test_editing_the_task_file_is_a_sandbox_escape_and_the_file_stays(tmp_path):
     task_file = tmp_path / "1_GELUTanh.py"
     shutil.copy(GELU, task_file)
     source = FAST_GELU.read_text() + (
         f"\nwith open({str(task_file)!r}, 'a') as handle:\n    handle.write('# touched\\n')\n"
     )
     verdict = verify(load_task(task_file, SMALL), source, QUICK)
-    assert verdict.failed_check == "harness-modified", verdict.message
+    assert verdict.failed_check == "sandbox-escape", verdict.message
+    assert str(task_file) in verdict.message
+    assert task_file.read_text() == GELU.read_text()
 
 
 def test_a_time_below_the_roofline_floor_is_rejected(monkeypatch):
     monkeypatch.setattr(verification, "_floor_ms", lambda task, settings: 1e6)
-    monkeypatch.setattr(verification, "_fits_in_cache", lambda task, input_sets: False)
+    monkeypatch.setattr(verification, "_floor_binds", lambda task: True)
     verdict = check("gelu_correct_fast")
     assert verdict.failed_check == "below-roofline", verdict.message
 
 
 def test_the_dram_floor_is_not_enforced_when_the_data_stays_in_cache(monkeypatch):
     monkeypatch.setattr(verification, "_floor_ms", lambda task, settings: 1e6)
-    verdict = check("gelu_correct_fast")  # small GELU: a few MB with every rotated input set
+    verdict = check("gelu_correct_fast")  # small GELU: 256 KB of input and output
     assert verdict.status is VerdictStatus.CORRECT, verdict.message
-    assert any("fit in the last-level cache" in note for note in verdict.notes)
+    assert any("floor does not bound this timing" in note for note in verdict.notes)
 
 
 def test_low_magnitude_task_gets_the_whole_output_check(tmp_path):

@@ -16,9 +16,9 @@ from typing import TYPE_CHECKING
 
 import attrs
 
+from ..child_run import candidate_build_dir
 from ..components import DEFAULT_PROFILE_TIMEOUT_S, ProfileTarget
 from ..records import Candidate, Task
-from ..child_run import candidate_build_dir
 from ..sandbox import SandboxedProcess, SandboxLimits, build_environment, child_environment
 from ..tasks import task_program
 

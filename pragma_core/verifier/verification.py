@@ -107,7 +107,8 @@ def verify(
         )
     notes = [f"flagged PyTorch calls in forward: {', '.join(findings.flagged_calls)}"] if findings.flagged_calls else []
 
-    # Trust anchors, all before the child exists: seeds, references, preflight, roofline floor.
+    # Trust anchors, all before the child exists: seeds, references, preflight, roofline floor;
+    # and the files the child must not change, hashed in case the OS cannot keep it from them.
     references = compute_references(task, settings, seed=settings.seed)
     trivial = preflight(task, references, settings)
     if trivial:
@@ -122,7 +123,7 @@ def verify(
     with JobFolder(task, candidate, job, root=job_dir) as folder:
         run = _Verification(folder, task, settings, references, relative_norm=bool(trivial), notes=notes, floor=floor)
         verdict = run.execute(on_phase)
-    if _harness_hashes(task) != hashes_before:
+    if not run.files_isolated and _harness_hashes(task) != hashes_before:
         if task_bytes is not None and task.path is not None and task.path.read_bytes() != task_bytes:
             task.path.write_bytes(task_bytes)  # put the user's task back as it was
         verdict = _rejected(
@@ -153,6 +154,7 @@ class _Verification:
         self.trial_outputs: list[list[torch.Tensor]] = []
         self.rng = random.Random()  # which timed calls are checked: never derivable from the seeds
         self.session: ChildSession | None = None
+        self.files_isolated = False  # whether the OS kept the child's writes inside its folders
 
     def execute(self, on_phase: Callable[[str], None] | None) -> Verdict:
         settings = self.settings
@@ -170,6 +172,7 @@ class _Verification:
             max_message_bytes=4 * max(biggest, _input_bytes(self.task)) + (64 << 20),
         ) as session:
             self.session = session
+            self.files_isolated = session.process.files_isolated
             try:
                 self._receive("ready")
                 if on_phase is not None:
@@ -211,12 +214,12 @@ class _Verification:
         message = self.session.receive(expect)
         if message is None:
             raise _Ended()
-        if message.event == "error":
-            raise _Ended(message.header)
         for finding in message.header.get("findings") or []:
             if isinstance(finding, dict) and finding.get("check") in _KNOWN_CHECKS:
                 raise _Rejected(_rejected(str(finding["check"]), str(finding.get("message", ""))))
             raise _Rejected(_rejected("harness-patched", f"the child reported a malformed finding: {finding!r:.200}"))
+        if message.event == "error":
+            raise _Ended(message.header)
         return message
 
     # -- phase 1: correctness -------------------------------------------------------------------
@@ -277,9 +280,7 @@ class _Verification:
             )
             self._reject_compute(message)
             probe = list(message.tensors)
-            if len(probe) != len(references.probe) or not all(
-                same_bits(a, b) for a, b in zip(probe, references.probe)
-            ):
+            if len(probe) != len(references.probe) or not all(same_bits(a, b) for a, b in zip(probe, references.probe)):
                 detail = compare_outputs(probe, references.probe, atol=0.0, rtol=0.0)
                 raise _Rejected(
                     _rejected(
@@ -473,7 +474,9 @@ class _Verification:
         where, settings = self.where, self.settings
         notes = self.notes + list(outcome.notes)
         if protocol is not None:
-            return _rejected("harness-patched", f"the child's report channel was tampered with: {protocol}", notes=notes)
+            return _rejected(
+                "harness-patched", f"the child's report channel was tampered with: {protocol}", notes=notes
+            )
         if outcome.timed_out:
             return Verdict(
                 status=VerdictStatus.TIMEOUT,
@@ -555,8 +558,10 @@ def _float32_task(task: Task) -> bool:
     if analysis is None:
         return False
     dtypes = {str(spec.dtype) for spec in (*analysis.inputs, *analysis.outputs)}
-    return bool(dtypes) and all("float32" in dtype or "int" in dtype or "bool" in dtype for dtype in dtypes) and any(
-        "float32" in dtype for dtype in dtypes
+    return (
+        bool(dtypes)
+        and all("float32" in dtype or "int" in dtype or "bool" in dtype for dtype in dtypes)
+        and any("float32" in dtype for dtype in dtypes)
     )
 
 

@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 _clock = time.perf_counter  # bound before any candidate code can replace it
+_watchers: list[Any] = []  # the audit hook, once installed
 
 
 def main(job_root: str) -> int:
@@ -69,8 +70,9 @@ def _serve(root: Path, writer: Any) -> int:
 
     job, task_ns = load_task(root)
     torch.set_num_threads(job["threads"])
-    audit = CandidateAudit(writable=[root / "work", Path(os.environ.get("PRAGMA_NATIVE_BUILD_DIR", root / "work"))])
+    audit = CandidateAudit(writable=[Path(folder) for folder in job.get("writable", [root / "work"])])
     audit.install()
+    _watchers.append(audit)
 
     import torch._dynamo  # noqa: F401 - it wraps torch.manual_seed on import; let that happen first
     import torch.nn.functional as functional
@@ -109,7 +111,9 @@ def _serve(root: Path, writer: Any) -> int:
         text = _describe(error)
         if "Error building extension" in text:
             return _send_error(writer, "compile", text, diagnostics=_traceback_tail(error))
-        return _send_error(writer, "runtime", f"importing the candidate raised {text}", traceback=_traceback_tail(error))
+        return _send_error(
+            writer, "runtime", f"importing the candidate raised {text}", traceback=_traceback_tail(error)
+        )
     findings: list[dict[str, str]] = []
 
     def finding(check: str, message: str) -> None:
@@ -130,6 +134,8 @@ def _serve(root: Path, writer: Any) -> int:
         model = construct(task_ns, model_new)
     if any(isinstance(m, task_ns["Model"]) for m in model.modules()):
         finding("reference-reuse", "ModelNew holds an instance of the reference Model")
+    if threading.active_count() > threads_at_start:
+        finding("background-work", "importing or constructing the candidate started a Python thread")
     contenders: dict[str, Any] = {"reference": reference, "candidate": model}
     recorder = OperatorRecorder()
     reply("ready")
@@ -211,10 +217,13 @@ def _serve(root: Path, writer: Any) -> int:
             runner, inputs = contenders[who], current[who]
             calls_before = native.native_call_count()
             if who == "candidate":
+                threads_before = threading.active_count()
                 with torch.no_grad(), recorder:
                     start = _clock()
                     outputs = runner(*inputs)
                     elapsed = _clock() - start
+                if threading.active_count() > threads_before:
+                    finding("background-work", "a timed forward started a Python thread that is still running")
             else:
                 with torch.no_grad():
                     start = _clock()
@@ -251,8 +260,6 @@ def _serve(root: Path, writer: Any) -> int:
                 finding("harness-patched", "the candidate replaced " + ", ".join(changed[:5]))
             if recorder.disabled:
                 finding("monitor-disabled", recorder.disabled)
-            if threading.active_count() > threads_at_start:
-                finding("background-work", "the candidate left a Python thread running")
             if child_processes():
                 finding("spawned-process", f"the candidate started {len(child_processes())} process(es)")
             reply("finished", compute_ops=recorder.compute_ops)
@@ -269,7 +276,10 @@ def _copy(value: Any) -> Any:
 
 
 def _send_error(writer: Any, kind: str, message: str, **extra: Any) -> int:
-    writer.send({"event": "error", "kind": kind, "message": message, **extra})
+    """Report an error, with what the audit hook saw first: a write outside the folders that then
+    failed is the finding, not the exception it caused."""
+    findings = [finding for audit in _watchers for finding in audit.take()]
+    writer.send({"event": "error", "kind": kind, "message": message, "findings": findings, **extra})
     return 0
 
 
