@@ -255,3 +255,43 @@ def test_timing_stops_at_its_budget_after_ten_runs():
     assert verdict.status is VerdictStatus.CORRECT, verdict.message
     assert 10 <= len(verdict.candidate.samples_ms) < 100_000
     assert len(verdict.reference.samples_ms) == len(verdict.candidate.samples_ms)
+
+
+def test_killing_pragma_verify_leaves_no_worker_and_no_job_folder(tmp_path):
+    """kill -9 of `pragma verify` while its candidate spins: the worker and everything it started
+    die with it at once, and the next verification sweeps the job folder it left."""
+    import signal
+    import time
+
+    from pragma_core.child_run import jobs_root
+
+    from .test_sandbox import processes_with
+
+    spinning = tmp_path / "spinning.py"
+    spinning.write_text((CANDIDATES / "gelu_infinite_loop.py").read_text())
+    cli = subprocess.Popen(
+        [sys.executable, "-m", "pragma_core", "verify", str(GELU), str(spinning), "--set", "batch_size=4"],
+        cwd=REPO,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    folder_prefix = f"{jobs_root()}/{cli.pid}-"
+    try:
+        deadline = time.monotonic() + 90
+        while not processes_with(folder_prefix) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert processes_with(folder_prefix), "the worker never started"
+        time.sleep(3)  # the candidate is built and spinning by now
+        cli.send_signal(signal.SIGKILL)
+        cli.wait()
+        deadline = time.monotonic() + 5
+        while processes_with(folder_prefix) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert processes_with(folder_prefix) == []
+    finally:
+        cli.kill()
+        cli.wait()
+    left = [path for path in jobs_root().iterdir() if path.name.startswith(f"{cli.pid}-")]
+    assert left, "a killed run cannot clean up after itself"
+    check("gelu_correct_slow", settings=VerifySettings(trials=1, time=False, threads=1))
+    assert not any(path.exists() for path in left)

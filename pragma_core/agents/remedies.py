@@ -153,6 +153,39 @@ CHECK_REMEDIES: dict[str, Remedy] = _table(
             "build the kernel at import with load_library, never in forward; parallelize with OpenMP "
             "threads, not processes",
         ),
+        "forbidden-construct": (
+            "the module uses something that reaches into the interpreter or the machine (gc, frames, "
+            "ctypes, exec or eval, dispatch-mode or profiler internals, os-level files or processes, "
+            "atexit, signals)",
+            "write a plain module: the kernel source, load_library (or load_extension, load_inline), "
+            "and ModelNew; nothing else is needed",
+        ),
+        "library-fallback": (
+            "NumPy, SciPy or another library did the work instead of the candidate's kernel",
+            "do the arithmetic in the compiled kernel; use no other library's compute functions in forward",
+        ),
+        "precision-downgrade": (
+            "the result was computed in lower precision than the task's float32 (bf16, fp16, TF32), "
+            "so the whole output's relative error is too large",
+            "compute and accumulate in float32 or wider; keep fast approximations within about 1e-6 relative",
+        ),
+        "timed-output-mismatch": (
+            "an output of a timed call was wrong although the correctness trials passed: the result "
+            "depends on the call count, on repeated buffers or on being watched",
+            "compute every call's outputs from its inputs, the same way every time",
+        ),
+        "forged-timing": (
+            "the time the child reported for a call disagrees with the parent's clock around it",
+            "leave the harness's clock and reports alone; make the kernel itself faster",
+        ),
+        "monitor-disabled": (
+            "forward stopped or restarted the profiler that records PyTorch operators",
+            "use no profiler or dispatch-mode APIs in the candidate",
+        ),
+        "sandbox-escape": (
+            "the candidate wrote, removed or renamed a file outside its working folder, or used the network",
+            "write no files outside the working folder; kernels are built by load_library where they belong",
+        ),
     }
 )
 """One entry per integrity check of :data:`pragma_core.verifier.checks.CHECKS`."""
