@@ -190,7 +190,7 @@ def read_candidate(source: str) -> StaticFindings:
     reader = _Reader(module, model_new)
     forward = reader.methods.get("forward")
     return StaticFindings(
-        reference_reuse=_reference_reuse(module, model_new),
+        reference_reuse=_reference_reuse(reader.nodes, model_new),
         forbidden=reader.forbidden(),
         library_fallback=reader.library_fallback(),
         precision=reader.precision(),
@@ -202,11 +202,11 @@ def read_candidate(source: str) -> StaticFindings:
 _Function = ast.FunctionDef | ast.AsyncFunctionDef
 
 
-def _reference_reuse(module: ast.Module, model_new: ast.ClassDef) -> str | None:
+def _reference_reuse(nodes: list[ast.AST], model_new: ast.ClassDef) -> str | None:
     for base in model_new.bases:
         if _names_model(base):
             return "ModelNew inherits from the reference Model"
-    for node in ast.walk(module):
+    for node in nodes:
         if isinstance(node, ast.Name) and node.id == "Model":
             return f"line {node.lineno} uses the reference Model"
     return None
@@ -415,8 +415,8 @@ _PRECISION_SWITCHES = (
 )
 _LOW_PRECISION_WHY = "computes in a lower precision than float32"
 
-_C_PRECISION = [
-    (re.compile(pattern), what)
+_C_PRECISION_NAMES = [
+    (pattern, what)
     for pattern, what in (
         (r"\b__bf16\b", "__bf16"),
         (r"\b_Float16\b", "_Float16"),
@@ -437,6 +437,11 @@ _C_PRECISION = [
         (r"\bv(?:bfdot|bfmmla|bfmlal\w*)q?_f32\w*|\bvcvt\w*_(?:f16|bf16)\w*", "NEON half-precision intrinsic"),
     )
 ]
+_C_PRECISION = re.compile(
+    "|".join(f"(?P<p{number}>{pattern})" for number, (pattern, _) in enumerate(_C_PRECISION_NAMES))
+)
+"""One pass over a string finds them all; ``lastgroup`` says which."""
+_C_PRECISION_HINTS = ("16", "half", "Half", "_ph", "pbh", "Float8")
 _C_COMMENTS = re.compile(r"//[^\n]*|/\*.*?\*/", re.DOTALL)
 
 
@@ -451,13 +456,13 @@ class _Reader:
         self.self_aliases: dict[str, str] = {}
         self.bound: set[str] = set()
         self.functions: dict[str, _Function] = {}
-        self.classes = {node.name for node in ast.walk(module) if isinstance(node, ast.ClassDef)}
+        self.nodes = list(ast.walk(module))
+        self.classes = {node.name for node in self.nodes if isinstance(node, ast.ClassDef)}
         self.methods = {
             node.name: node for node in model_new.body if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
         }
-        self.docstrings = _docstrings(module)
-        self.nodes = list(ast.walk(module))
-        self.parents = {id(child): parent for parent in self.nodes for child in ast.iter_child_nodes(parent)}
+        self.docstrings = _docstrings(self.nodes)
+        self.calls = {id(node.func): node for node in self.nodes if isinstance(node, ast.Call)}
         self._collect_names()
         self.chains = list(self._chains(self.nodes))
 
@@ -543,9 +548,7 @@ class _Reader:
             if resolved is None:
                 continue
             yield resolved, node
-            for child in ast.walk(node):
-                if child is not node and isinstance(child, (ast.Name, ast.Attribute)):
-                    inner.add(id(child))
+            inner.update(id(part) for part in _spine(node))
 
     # -- forbidden ------------------------------------------------------------------------------
 
@@ -562,7 +565,8 @@ class _Reader:
             attribute = _attribute_name(node)
             if attribute is not None and attribute in _FORBIDDEN_ATTRIBUTES:
                 reason = _FORBIDDEN_ATTRIBUTES[attribute] or _FORBIDDEN[attribute]
-                found.append((line, f".{attribute}", reason))
+                resolved = self.resolve(node) if isinstance(node, ast.expr) else None
+                found.append((line, resolved or f".{attribute}", reason))
             if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
                 if node.func.attr in _FORBIDDEN_METHODS:
                     found.append((node.lineno, f".{node.func.attr}()", _FORBIDDEN_METHODS[node.func.attr]))
@@ -599,7 +603,7 @@ class _Reader:
             return
         target = node.args[0]
         if self._foreign(target):
-            found.append((node.lineno, f"{function}({_dotted(target) or '...'}, ...)", _PATCH))
+            found.append((node.lineno, f"{function}({ast.unparse(target)}, ...)", _PATCH))
 
     def _patching_assignment(
         self, node: ast.Assign | ast.AugAssign | ast.AnnAssign | ast.Delete, found: list[tuple[int, str, str]]
@@ -613,7 +617,7 @@ class _Reader:
                 if owner is not None and owner.split(".")[0] == "torch" and ".backends" in f".{owner}":
                     continue  # torch.backends settings: noted, or a precision finding
                 if self._foreign(element.value):
-                    found.append((node.lineno, f"{_dotted(element) or element.attr} = ...", _PATCH))
+                    found.append((node.lineno, f"{ast.unparse(element)} = ...", _PATCH))
 
     def _foreign(self, node: ast.expr) -> bool:
         """Whether ``node`` is a module or class the candidate did not define (or ``type(x)``,
@@ -657,7 +661,7 @@ class _Reader:
         if parts[1] in _NUMPY_NOT_WORK:
             return True
         # ``np.prod(x.shape)``: arguments that are shapes, not data.
-        call = self.parents.get(id(node))
+        call = self.calls.get(id(node))
         return (
             parts[1] == "prod"
             and isinstance(call, ast.Call)
@@ -714,13 +718,15 @@ class _Reader:
         for node in self.nodes:
             self._precision_node(node, found)
             if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in self.docstrings:
+                if not any(hint in node.value for hint in _C_PRECISION_HINTS):
+                    continue
                 code = _C_COMMENTS.sub(lambda match: "\n" * match.group().count("\n"), node.value)
-                for pattern, what in _C_PRECISION:
-                    for match in pattern.finditer(code):
-                        if _dispatch_argument(code, match.start()):
-                            continue
-                        line = node.lineno + code.count("\n", 0, match.start())
-                        found.append((line, f"{what} in C/C++ source ({match.group().strip()})", _LOW_PRECISION_WHY))
+                for match in _C_PRECISION.finditer(code):
+                    if _dispatch_argument(code, match.start()):
+                        continue
+                    what = _C_PRECISION_NAMES[int((match.lastgroup or "p0")[1:])][1]
+                    line = node.lineno + code.count("\n", 0, match.start())
+                    found.append((line, f"{what} in C/C++ source ({match.group().strip()})", _LOW_PRECISION_WHY))
         return _unique(found)
 
     def _precision_node(self, node: ast.AST, found: list[tuple[int, str, str]]) -> None:
@@ -777,6 +783,22 @@ class _Reader:
 _BUILTIN_ROOTS = frozenset(
     {"exec", "eval", "compile", "__import__", "breakpoint", "__builtins__", "getattr", "setattr", "delattr", "object"}
 ) | frozenset({"type"})
+
+
+def _spine(node: ast.expr) -> Iterator[ast.expr]:
+    """The owners a resolved chain was resolved through (``torch._C`` and ``torch`` of
+    ``torch._C._foo``, ``sys`` of ``getattr(sys, "modules")``), which are not chains of their own."""
+    while True:
+        if isinstance(node, ast.Attribute):
+            node = node.value
+        elif isinstance(node, ast.Call) and node.args:
+            node = node.args[0]
+        elif isinstance(node, ast.Subscript):
+            namespace = node.value
+            node = namespace.args[0] if isinstance(namespace, ast.Call) and namespace.args else namespace
+        else:
+            return
+        yield node
 
 
 def _constant_attribute(node: ast.AST) -> str | None:
@@ -836,9 +858,9 @@ def _body_nodes(function: _Function) -> Iterator[ast.AST]:
         yield from ast.walk(statement)
 
 
-def _docstrings(module: ast.Module) -> set[int]:
+def _docstrings(nodes: list[ast.AST]) -> set[int]:
     found = set()
-    for node in ast.walk(module):
+    for node in nodes:
         if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and node.body:
             first = node.body[0]
             if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant):
@@ -847,10 +869,15 @@ def _docstrings(module: ast.Module) -> set[int]:
 
 
 def _unique(found: list[tuple[int, str, str]]) -> tuple[str, ...]:
-    """``"what, line N: why"`` in line order, once per line and reason (the longest name kept)."""
-    best: dict[tuple[int, str], str] = {}
-    for line, what, why in found:
-        key = (line, why)
-        if key not in best or len(what) > len(best[key]):
-            best[key] = what
-    return tuple(f"{what}, line {line}: {why}" for (line, why), what in sorted(best.items()))
+    """``"what, line N: why"`` in line order, once each; a name is dropped when a longer one on the
+    same line, for the same reason, extends it (``gc`` beside ``gc.get_objects``)."""
+    entries = set(found)
+    kept = [
+        (line, what, why)
+        for line, what, why in entries
+        if not any(
+            other_line == line and other_why == why and other != what and other.lstrip(".").startswith(what.lstrip("."))
+            for other_line, other, other_why in entries
+        )
+    ]
+    return tuple(f"{what}, line {line}: {why}" for line, what, why in sorted(kept))
