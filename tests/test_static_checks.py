@@ -15,7 +15,7 @@ from pragma_core.offline.graph import NotRecognized
 from pragma_core.offline.recipe import GenerationContext
 from pragma_core.offline.recipes import RECIPES
 from pragma_core.tasks import size_constants
-from pragma_core.verifier.static_checks import read_candidate
+from pragma_core.verifier.static_checks import StaticFindings, read_candidate
 
 from .conftest import EXAMPLES, REPO
 
@@ -28,13 +28,19 @@ def candidate(body: str, *, forward: str = "return x", imports: str = "import to
     )
 
 
+def rejected_by(findings: StaticFindings, *, float32_task: bool = True) -> str | None:
+    """The check the findings reject with, or None."""
+    rejection = findings.rejection(float32_task=float32_task)
+    return rejection[0] if rejection else None
+
+
 def test_fatal_findings():
-    assert read_candidate("def (:").syntax_error.startswith("candidate.py:1: syntax error")
+    assert (read_candidate("def (:").syntax_error or "").startswith("candidate.py:1: syntax error")
     assert read_candidate("x = 1\n").missing_model_new
     inherits = read_candidate("class ModelNew(Model):\n    pass\n")
     assert inherits.reference_reuse == "ModelNew inherits from the reference Model"
     calls = read_candidate(candidate("", forward="return Model.forward(self, x)"))
-    assert calls.reference_reuse.startswith("line 7 uses the reference Model")
+    assert (calls.reference_reuse or "").startswith("line 7 uses the reference Model")
 
 
 def test_pytorch_calls_and_the_matmul_operator_in_forward_are_notes():
@@ -153,7 +159,7 @@ def test_forbidden_constructs_are_found_under_any_spelling(source, named):
     findings = read_candidate(candidate(source))
     assert findings.forbidden, source
     assert any(finding.startswith(f"{named}, line ") for finding in findings.forbidden), findings.forbidden
-    assert findings.rejection(float32_task=False)[0] == "forbidden-construct"
+    assert rejected_by(findings, float32_task=False) == "forbidden-construct"
 
 
 def test_the_disabled_dispatch_mode_trick_inside_forward_is_rejected():
@@ -169,8 +175,8 @@ def test_the_disabled_dispatch_mode_trick_inside_forward_is_rejected():
         finding.startswith("torch.utils._python_dispatch._disable_current_modes, line 8")
         for finding in findings.forbidden
     )
-    check, message = findings.rejection(float32_task=True)
-    assert check == "forbidden-construct" and "line 8" in message
+    assert findings.rejection(float32_task=True) == ("forbidden-construct", "; ".join(findings.forbidden))
+    assert "line 8" in findings.forbidden[1]
 
 
 HONEST_LOOKALIKES = [
@@ -221,7 +227,7 @@ LIBRARY_FALLBACK = [
 def test_another_library_doing_the_work_in_forward_is_rejected(module, forward, named):
     findings = read_candidate(candidate(module, forward=forward))
     assert any(finding.startswith(f"{named}, line ") for finding in findings.library_fallback), findings
-    assert findings.rejection(float32_task=True)[0] == "library-fallback"
+    assert rejected_by(findings, float32_task=True) == "library-fallback"
 
 
 def test_numpy_stored_on_self_and_called_from_a_method_is_followed():
@@ -267,7 +273,7 @@ PRECISION = [
 def test_lower_precision_is_found_in_python_and_in_c(module, forward, named):
     findings = read_candidate(candidate(module, forward=forward))
     assert any(finding.startswith(named) for finding in findings.precision), findings.precision
-    assert findings.rejection(float32_task=True)[0] == "precision-downgrade"
+    assert rejected_by(findings, float32_task=True) == "precision-downgrade"
     assert findings.rejection(float32_task=False) is None
 
 
@@ -359,12 +365,12 @@ def test_reading_a_candidate_takes_about_a_millisecond():
 
 def test_cheats_in_the_test_candidates_are_rejected_from_the_source():
     folder = Path(REPO / "tests" / "candidates")
-    assert read_candidate((folder / "cheat_spawn_process.py").read_text()).rejection(float32_task=True)[0] == (
+    assert rejected_by(read_candidate((folder / "cheat_spawn_process.py").read_text()), float32_task=True) == (
         "forbidden-construct"
     )
-    assert read_candidate((folder / "probe_network.py").read_text()).rejection(float32_task=True)[0] == (
+    assert rejected_by(read_candidate((folder / "probe_network.py").read_text()), float32_task=True) == (
         "forbidden-construct"
     )
-    assert read_candidate((folder / "cheat_no_kernel.py").read_text()).rejection(float32_task=True)[0] == (
+    assert rejected_by(read_candidate((folder / "cheat_no_kernel.py").read_text()), float32_task=True) == (
         "library-fallback"
     )
