@@ -69,7 +69,7 @@ def test_zeros_fail_a_task_whose_outputs_are_below_atol():
     zeros = [torch.zeros(100)]
     result = compare_outputs(zeros, want, atol=ATOL, rtol=RTOL)
     assert not result.ok and result.check is None and norm_error(result) == 1.0
-    assert "whole output" in result.message
+    assert "whole-output relative error 1 exceeds rtol=0.0001" in result.message
 
 
 def test_half_precision_outputs_get_the_whole_output_check_only_when_asked():

@@ -168,14 +168,14 @@ def _compare_values(
             return attrs.evolve(
                 measured,
                 check="precision-downgrade",
-                message=f"relative error of the whole output {norm_error:.3g} exceeds rtol={rtol:g}, "
-                f"though every element is within atol={atol:g}: an error of this size comes from computing "
+                message=f"whole-output relative error {norm_error:.3g} exceeds rtol={rtol:g}, "
+                f"though every element is within atol + rtol * |reference|: an error of this size comes from computing "
                 f"in bf16, fp16 or TF32 (a {_name(want.dtype)} computation stays far below rtol)",
             )
         return attrs.evolve(
             measured,
-            message=f"relative error of the whole output {norm_error:.3g} exceeds rtol={rtol:g}, though every "
-            f"element is within atol={atol:g}: the output is wrong where its values are small",
+            message=f"whole-output relative error {norm_error:.3g} exceeds rtol={rtol:g}, though every "
+            "element is within atol + rtol * |reference|: the output is wrong where its values are small",
         )
     return attrs.evolve(measured, ok=True)
 
