@@ -12,10 +12,15 @@ CHECKS: dict[str, tuple[int, str]] = {
     "background-work": (2, "outputs changed after forward returned, or a thread it started still runs"),
     "tensor-type": (3, "outputs must be plain torch.Tensor objects with real CPU storage"),
     "harness-patched": (4, "the candidate replaced a clock, a torch function or the task"),
+    "forged-timing": (4, "the child's clock disagrees with the parent's"),
     "below-roofline": (7, "faster than the machine's memory or compute roofline allows"),
     "unwritten-output": (8, "output elements still hold the poison the harness put in fresh memory"),
     "input-mutation": (9, "forward changed its inputs"),
     "output-caching": (10, "forward returned the previous trial's result for new input values"),
+    "precision-downgrade": (
+        12,
+        "whole-output relative error beyond the float32 bound, or lower-precision types in a float32 task's candidate",
+    ),
     "exact-arithmetic-probe": (13, "a linear task on small integers must match bit for bit"),
     "drift-after-timing": (14, "outputs on fresh inputs after timing no longer match"),
     "uninitialized-read": (15, "two runs on the same inputs with differently poisoned memory disagree"),
@@ -24,13 +29,17 @@ CHECKS: dict[str, tuple[int, str]] = {
     "reference-reuse": (18, "ModelNew inherits from or calls the reference Model"),
     "harness-modified": (21, "files of the task or of pragma changed while the candidate ran"),
     "spawned-process": (22, "forward started a process"),
-    "forbidden-construct": (26, "the source uses a construct that can reach into the harness or the machine"),
-    "library-fallback": (26, "NumPy, SciPy or another library does the work"),
-    "precision-downgrade": (12, "lower precision than the task's float32"),
-    "timed-output-mismatch": (23, "an output of a timed call, checked at random, differs from the reference"),
-    "forged-timing": (4, "the child's clock disagrees with the parent's"),
-    "monitor-disabled": (26, "the operator recorder was switched off during forward"),
     "sandbox-escape": (22, "wrote, removed or renamed a file outside its folder, or reached for the network"),
+    "timed-output-mismatch": (23, "an output of a timed call, checked at random, differs from the reference"),
+    "forbidden-construct": (
+        26,
+        "the source uses a construct that can reach into the harness or the machine (catalogue entries 4, 20, 22, 26)",
+    ),
+    "library-fallback": (26, "NumPy, SciPy or another library does the work instead of the candidate's kernel"),
+    "monitor-disabled": (
+        26,
+        "the operator recorder was switched off or the dispatch-mode stack changed during forward",
+    ),
 }
 """name -> (catalogue entry in docs/integrity.md, what it means)."""
 
