@@ -95,9 +95,23 @@ def test_memory_hog_is_out_of_memory():
     assert "limit 6 GiB" in verdict.message
 
 
-def test_reaching_for_the_network_is_a_sandbox_escape():
-    """The network is cut where the OS allows; trying is itself a finding, named with its line."""
+def test_reaching_for_the_network_is_rejected_before_and_while_it_runs():
+    """``socket`` in the source is rejected before anything runs; a reach through a library the
+    static rules let by (torch.hub) is caught by the audit hook, named with the candidate's line."""
     verdict = check("probe_network")
+    assert verdict.failed_check == "forbidden-construct", verdict.message
+    through_hub = (CANDIDATES / "probe_network.py").read_text().split("import socket")[0] + (
+        "try:\n"
+        "    torch.hub.load_state_dict_from_url('http://192.0.2.1/weights.pt', progress=False)\n"
+        "except Exception:\n"
+        "    pass\n"
+        "class ModelNew(nn.Module):\n"
+        "    def forward(self, x):\n"
+        "        out = torch.empty_like(x)\n"
+        "        lib.gelu_tanh(x, out, x.numel())\n"
+        "        return out\n"
+    )
+    verdict = verify(load_task(GELU, SMALL), through_hub, QUICK)
     assert verdict.failed_check == "sandbox-escape", verdict.message
     assert "candidate.py line" in verdict.message
 
@@ -110,16 +124,16 @@ def test_reaching_for_the_network_is_a_sandbox_escape():
     [
         ("cheat_background_thread", "background-work"),
         ("cheat_tensor_subclass", "tensor-type"),
-        ("cheat_patch_clock", "harness-patched"),
+        ("cheat_patch_clock", "forbidden-construct"),
         ("cheat_unwritten_output", "unwritten-output"),
         ("cheat_input_mutation", "input-mutation"),
         ("cheat_output_cache", "output-caching"),
         ("cheat_drift", "drift-after-timing"),
         ("cheat_uninitialized_read", "uninitialized-read"),
         ("cheat_torch_fallback", "torch-fallback"),
-        ("cheat_no_kernel", "kernel-not-called"),
+        ("cheat_no_kernel", "library-fallback"),
         ("cheat_inherit_model", "reference-reuse"),
-        ("cheat_spawn_process", "spawned-process"),
+        ("cheat_spawn_process", "forbidden-construct"),
     ],
 )
 def test_cheats_are_rejected_by_their_check(candidate, failed_check):

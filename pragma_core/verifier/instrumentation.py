@@ -327,7 +327,7 @@ class CandidateAudit:
 
     def _candidate_line(self, *, direct: bool) -> int | None:
         """The candidate's line behind the current event, or None when it is not the candidate's."""
-        frame = self._getframe(3)
+        frame: Any = self._getframe(3)
         while frame is not None:
             filename = frame.f_code.co_filename
             if filename == _CANDIDATE_FILE:

@@ -94,18 +94,11 @@ def verify(
         return Verdict(status=VerdictStatus.RUNTIME_ERROR, message="the candidate defines no class ModelNew(nn.Module)")
     if findings.reference_reuse:
         return _rejected("reference-reuse", findings.reference_reuse)
-    forbidden = getattr(findings, "forbidden", ())
-    if forbidden:
-        return _rejected("forbidden-construct", "; ".join(forbidden[:3]))
-    library = getattr(findings, "library_fallback", ())
-    if library:
-        return _rejected("library-fallback", "; ".join(library[:3]) if not isinstance(library, str) else library)
-    precision = getattr(findings, "precision", ())
-    if precision and _float32_task(task):
-        return _rejected(
-            "precision-downgrade", "a float32 task's candidate uses lower precision: " + "; ".join(precision[:3])
-        )
+    rejection = findings.rejection(float32_task=_float32_task(task))
+    if rejection is not None:
+        return _rejected(*rejection)
     notes = [f"flagged PyTorch calls in forward: {', '.join(findings.flagged_calls)}"] if findings.flagged_calls else []
+    notes += list(findings.notes)
 
     # Trust anchors, all before the child exists: seeds, references, preflight, roofline floor;
     # and the files the child must not change, hashed in case the OS cannot keep it from them.

@@ -159,9 +159,9 @@ def _serve(root: Path, writer: Any) -> int:
             if request.get("probe_seed") is not None:
                 fresh = make_probe_inputs(fresh, request["probe_seed"])
             if request.get("reuse") and previous_inputs is not None and _same_layout(previous_inputs, fresh):
-                for buffer, values in zip(previous_inputs, fresh):  # new values at the same addresses
+                for buffer, value in zip(previous_inputs, fresh):  # new values at the same addresses
                     if isinstance(buffer, torch.Tensor):
-                        buffer.copy_(values)
+                        buffer.copy_(value)
                 inputs = previous_inputs
             else:
                 inputs = [_copy(value) for value in fresh]
