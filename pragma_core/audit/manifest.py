@@ -323,11 +323,11 @@ CASES: tuple[AuditCase, ...] = (
         "forbidden-construct if the static rules name it",
     ),
     _rejected(
-        "clear_record_callbacks",
+        "disable_profiler_assembled_name",
         "gelu",
         26,
         "monitor-disabled",
-        "getattr(torch._C, '_clear_' + 'callbacks')() then F.gelu",
+        "getattr(torch.autograd, '_disable_' + 'profiler')() then F.gelu",
     ),
     _rejected("eval_via_builtins", "gelu", 26, "forbidden-construct", "eval through __builtins__ by an assembled name"),
     _rejected("double_fork_setsid", "gelu", 27, "forbidden-construct", "os.fork + os.setsid grandchild writes later"),

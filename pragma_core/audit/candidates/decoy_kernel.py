@@ -1,9 +1,7 @@
 """Compiles a GELU kernel it never calls; PyTorch does the work (catalogue 19)."""
 
-import torch.nn.functional as F
-
-import torch
 import torch.nn as nn
+import torch.nn.functional as F
 
 from pragma_core.native import load_library
 

@@ -1,11 +1,9 @@
 """Pops every Python dispatch mode (the fallback monitor among them) around PyTorch's GELU
 (catalogue 26)."""
 
+import torch.nn as nn
 import torch.nn.functional as F
 from torch.utils._python_dispatch import _disable_current_modes
-
-import torch
-import torch.nn as nn
 
 from pragma_core.native import load_library
 

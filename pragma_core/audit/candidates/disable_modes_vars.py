@@ -1,11 +1,9 @@
 """The same escape from the dispatch modes, its name assembled at run time from the module's
 namespace (catalogue 26)."""
 
+import torch.nn as nn
 import torch.nn.functional as F
 import torch.utils._python_dispatch as dispatch
-
-import torch
-import torch.nn as nn
 
 from pragma_core.native import load_library
 

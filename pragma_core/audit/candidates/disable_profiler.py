@@ -1,10 +1,9 @@
 """Switches off the autograd profiler that records operators below the dispatch modes, then uses
 PyTorch's GELU (catalogue 26)."""
 
-import torch.nn.functional as F
-
 import torch
 import torch.nn as nn
+import torch.nn.functional as F
 
 from pragma_core.native import load_library
 

@@ -1,10 +1,8 @@
 """Reaches eval through __builtins__ by an assembled name and has it run PyTorch's GELU
 (catalogue 17, 26)."""
 
-import torch.nn.functional as F
-
-import torch
 import torch.nn as nn
+import torch.nn.functional as F
 
 from pragma_core.native import load_library
 

@@ -1,10 +1,9 @@
 """Runs its kernel while a Python dispatch mode is on the stack (a monitor watching) and PyTorch
 otherwise, with a kernel call on the side for the counter (catalogue 23)."""
 
-import torch.nn.functional as F
-
 import torch
 import torch.nn as nn
+import torch.nn.functional as F
 
 from pragma_core.native import load_library
 

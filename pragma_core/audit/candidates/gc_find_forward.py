@@ -3,7 +3,6 @@ calls it on itself (catalogue 26)."""
 
 import gc
 
-import torch
 import torch.nn as nn
 
 from pragma_core.native import load_library

@@ -1,7 +1,6 @@
 """Lets NumPy's BLAS do the matrix product in forward, with a kernel call on the side (catalogue 26)."""
 
 import numpy as np
-
 import torch
 import torch.nn as nn
 

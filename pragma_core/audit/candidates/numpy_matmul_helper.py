@@ -2,7 +2,6 @@
 assembled name, so forward itself names no NumPy call (catalogue 26)."""
 
 import numpy
-
 import torch
 import torch.nn as nn
 

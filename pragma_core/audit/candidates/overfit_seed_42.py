@@ -1,10 +1,9 @@
 """Hard-codes the benchmark seed: the output of the inputs torch.manual_seed(42) gives, computed at
 import, returned for every call (catalogue 16)."""
 
-import torch.nn.functional as F
-
 import torch
 import torch.nn as nn
+import torch.nn.functional as F
 
 from pragma_core.native import load_library
 

@@ -1,13 +1,11 @@
 """Patches a harness function: pragma's native call counter always grows, so forwards that never
 call the kernel look as if they did; unwatched calls (no dispatch mode) use PyTorch (catalogue 4, 23)."""
 
+import torch
+import torch.nn as nn
 import torch.nn.functional as F
 
 import pragma_core.native
-
-import torch
-import torch.nn as nn
-
 from pragma_core.native import load_library
 
 lib = load_library(r"""

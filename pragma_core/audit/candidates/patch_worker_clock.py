@@ -1,12 +1,12 @@
 """Slows the sandbox worker's own clock (the module run as __main__) so its timed calls look ten
 times faster (catalogue 4). With the parent's clock the child's samples are only a cross-check."""
 
-import __main__
 import time
 
 import torch
 import torch.nn as nn
 
+import __main__
 from pragma_core.native import load_library
 
 lib = load_library(r"""

@@ -9,8 +9,6 @@ import torch
 import torch.nn as nn
 
 from pragma_core.native import load_library
-
-
 from pragma_core.paths import cache_dir
 
 lib = load_library(r"""

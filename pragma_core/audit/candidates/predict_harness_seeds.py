@@ -3,10 +3,9 @@ import, where nothing watches, and looks each call's answer up by its first valu
 
 import random
 
-import torch.nn.functional as F
-
 import torch
 import torch.nn as nn
+import torch.nn.functional as F
 
 from pragma_core.native import load_library
 

@@ -1,9 +1,8 @@
 """Calls its kernel, then returns PyTorch's own GELU "in case the kernel failed" (catalogue 17)."""
 
-import torch.nn.functional as F
-
 import torch
 import torch.nn as nn
+import torch.nn.functional as F
 
 from pragma_core.native import load_library
 
