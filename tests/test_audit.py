@@ -64,7 +64,8 @@ def test_every_candidate_gets_its_expected_verdict():
     wrong = [row for row in rows if not row.ok]
     table = "\n".join(
         f"{row.candidate:34} entry {row.entry or '-':>2}  expected {row.expected.value}/{row.expected_check or '-'}"
-        f"  got {row.status.value}/{row.check or '-'}  {row.seconds:5.1f}s  {row.message[:160]}"
+        f"  got {row.status.value if row.status else 'verify() raised'}/{row.check or '-'}"
+        f"  {row.seconds:5.1f}s  {row.message[:160]}"
         for row in rows
     )
     assert not wrong, f"{len(wrong)} of {len(rows)} rows differ:\n{table}"

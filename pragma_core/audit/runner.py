@@ -33,11 +33,11 @@ CANDIDATES = _HERE / "candidates"
 TASKS = _HERE / "tasks"
 
 AUDIT_SETTINGS = VerifySettings(
-    trials=5, warmup=2, reps=20, timing_budget_s=1.0, threads=1, timeout_s=300, input_sets=2
+    trials=3, warmup=1, reps=10, timing_budget_s=0.5, threads=1, timeout_s=300, input_sets=2
 )
 """Few repetitions and one thread: the audit asks which check fires, not how fast a kernel is.
-Five trials, because the check for cached outputs writes new values into the same buffers on every
-other trial; a timeout long enough for a first ``load_inline`` build."""
+Three trials, because the check for cached outputs writes new values into the same buffers on
+every other trial; a timeout long enough for a first ``load_inline`` build."""
 
 _TRUSTED = ("roofline", "preflight")  # cache folders the parent reads in later verifications
 
