@@ -1,0 +1,26 @@
+"""The kernel fills a flat buffer; forward returns a view of it in the input's shape."""
+
+import torch
+import torch.nn as nn
+
+from pragma_core.native import load_library
+
+lib = load_library(r"""
+#include <cmath>
+#include <cstdint>
+extern "C" void gelu_flat(const float* x, float* out, int64_t n) {
+    #pragma omp parallel for
+    for (int64_t i = 0; i < n; ++i) {
+        float v = x[i];
+        out[i] = 0.5f * v * (1.0f + std::tanh(0.7978845608028654f * (v + 0.044715f * v * v * v)));
+    }
+}
+""")
+
+
+class ModelNew(nn.Module):
+    def forward(self, x):
+        x = x.contiguous()
+        flat = torch.empty(x.numel(), dtype=x.dtype)
+        lib.gelu_flat(x, flat, x.numel())
+        return flat.view(x.shape)
