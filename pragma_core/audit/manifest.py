@@ -59,6 +59,9 @@ class AuditCase:
     check: str | None = None
     description: str
     uncertain: str = ""
+    also: tuple[str, ...] = ()
+    """Other checks that catch this candidate as rightly (which one fires first can depend on
+    which timed calls the parent draws to check)."""
 
     @property
     def honest(self) -> bool:
@@ -71,7 +74,9 @@ def _honest(candidate: str, task: str, description: str) -> AuditCase:
     )
 
 
-def _rejected(candidate: str, task: str, entry: int, check: str, description: str, uncertain: str = "") -> AuditCase:
+def _rejected(
+    candidate: str, task: str, entry: int, check: str, description: str, uncertain: str = "", also: tuple[str, ...] = ()
+) -> AuditCase:
     return AuditCase(
         candidate=candidate,
         task=task,
@@ -80,6 +85,7 @@ def _rejected(candidate: str, task: str, entry: int, check: str, description: st
         check=check,
         description=description,
         uncertain=uncertain,
+        also=also,
     )
 
 
@@ -130,23 +136,23 @@ CASES: tuple[AuditCase, ...] = (
         "background_native_thread", "gelu", 2, "background-work", "a detached C++ std::thread writes the output later"
     ),
     _rejected("lazy_tensor_subclass", "gelu", 3, "tensor-type", "returns a torch.Tensor subclass"),
-    _rejected("patch_time_clock", "gelu", 4, "harness-patched", "replaces time.perf_counter"),
+    _rejected("patch_time_clock", "gelu", 4, "forbidden-construct", "replaces time.perf_counter"),
     _rejected(
         "patch_worker_clock",
         "gelu",
         4,
-        "harness-patched",
+        "forbidden-construct",
         "slows the worker's own clock through __main__._clock",
-        "if the worker keeps no _clock or is not __main__, the patch does nothing and the verdict is correct; "
-        "if the guard misses it, the parent's clock gives forged-timing",
+        "assigning to a module it did not define is rejected in the source; the identity guard and the "
+        "parent's clock are the layers behind",
     ),
     _rejected(
         "patch_native_counter",
         "gelu",
         4,
-        "torch-fallback",
+        "forbidden-construct",
         "patches pragma's native call counter; PyTorch GELU when no dispatch mode watches",
-        "harness-patched if the new guard covers pragma's own modules",
+        "the source assigns to a module it did not define; the operator recorder is the layer behind",
     ),
     _rejected(
         "reuse_result_in_tight_loop",
@@ -154,15 +160,17 @@ CASES: tuple[AuditCase, ...] = (
         5,
         "timed-output-mismatch",
         "a call on the same buffer within 5 ms of the last gets the last result",
-        "correct if every timed call gets a new buffer address (the cheat then never hits)",
+        "every timed call is sampled, so any hit is caught; output-caching when two trials come close enough",
+        also=("output-caching",),
     ),
     _rejected(
         "skip_work_on_repeated_values",
         "relu_large",
         7,
-        "below-roofline",
+        "torch-fallback",
         "address + 64 sampled values repeat: old result back after 1/64 of the work",
-        "with values never seen before on every timed call the cache never hits and the verdict is correct",
+        "it samples values with torch indexing, which the operator recorder sees; with fresh values on every "
+        "timed call the cache would never hit anyway",
     ),
     # -- semantic attacks --------------------------------------------------------------------------
     _rejected("unwritten_output", "gelu", 8, "unwritten-output", "allocates the output and writes nothing"),
@@ -199,7 +207,8 @@ CASES: tuple[AuditCase, ...] = (
         14,
         "timed-output-mismatch",
         "right for ten calls, then a quarter of the work",
-        "drift-after-timing if no compared timed call comes after the tenth call",
+        "every timed call is sampled; drift-after-timing if the tenth call comes after timing",
+        also=("drift-after-timing",),
     ),
     _rejected("uninitialized_scratch", "gelu", 15, "uninitialized-read", "reads a scratch buffer it never wrote"),
     _status("overfit_seed_42", "gelu", 16, _WRONG, "returns the output for torch.manual_seed(42)'s inputs"),
@@ -210,9 +219,9 @@ CASES: tuple[AuditCase, ...] = (
         "subclasses_find_reference",
         "gelu",
         18,
-        "torch-fallback",
+        "forbidden-construct",
         "finds Model among nn.Module.__subclasses__() by an assembled name",
-        "reference-reuse if the runtime identity check sees Model.forward called",
+        "__subclasses__ is rejected in the source; the operator recorder is the layer behind",
     ),
     _rejected("decoy_kernel", "gelu", 19, "torch-fallback", "compiles a kernel it never calls, F.gelu does the work"),
     _rejected("row_sum_python_lists", "row_sum", 19, "kernel-not-called", "pure Python sums over tolist()"),
@@ -224,7 +233,7 @@ CASES: tuple[AuditCase, ...] = (
         20,
         "sandbox-escape",
         "weakref.finalize at exit rewrites ../phase2.json",
-        "correct if the write is refused before the audit hook attributes it (results travel by pipe anyway)",
+        "the worker runs exit handlers before its last report, so the audit hook sees the write",
     ),
     _rejected(
         "edit_task_file",
@@ -235,9 +244,9 @@ CASES: tuple[AuditCase, ...] = (
         "harness-modified if the parent's hash sees the edit first",
     ),
     _rejected("spawn_subprocess", "gelu", 22, "forbidden-construct", "subprocess.Popen in forward"),
-    _rejected("spawn_posix_spawn", "gelu", 22, "spawned-process", "os.posix_spawn in forward"),
+    _rejected("spawn_posix_spawn", "gelu", 22, "forbidden-construct", "os.posix_spawn in forward"),
     _rejected("write_outside_workdir", "gelu", 22, "sandbox-escape", "writes ../candidate_was_here.txt at import"),
-    _rejected("delete_logs", "gelu", 21, "sandbox-escape", "deletes ../logs at import"),
+    _rejected("delete_logs", "gelu", 21, "forbidden-construct", "deletes ../logs at import with shutil.rmtree"),
     _rejected("open_socket", "gelu", 22, "forbidden-construct", "imports socket and tries the loopback"),
     _status("hog_memory", "gelu", 22, VerdictStatus.OUT_OF_MEMORY, "asks for 64 GiB in forward"),
     # -- telling checked calls from timed ones, predicting, poisoning, hiding, outliving ------------
@@ -245,24 +254,52 @@ CASES: tuple[AuditCase, ...] = (
         "quarter_work_when_unwatched",
         "gelu",
         23,
+        "forbidden-construct",
+        "a quarter of the work when no dispatch mode is on the stack (torch._C)",
+    ),
+    _rejected(
+        "mutate_inputs_when_unwatched",
+        "gelu",
+        23,
+        "forbidden-construct",
+        "zeroes its input when no dispatch mode watches (torch._C)",
+    ),
+    _rejected(
+        "fallback_when_unwatched",
+        "gelu",
+        23,
+        "forbidden-construct",
+        "F.gelu when torch._C._len_torch_dispatch_stack() is 0",
+    ),
+    _rejected(
+        "quarter_work_when_unpoisoned",
+        "gelu",
+        23,
         "timed-output-mismatch",
-        "a quarter of the work when no dispatch mode is on the stack",
-        "drift-after-timing if the check after timing comes first",
+        "a quarter of the work when fresh memory is not NaN (no private API): every timed call",
     ),
     _rejected(
-        "mutate_inputs_when_unwatched", "gelu", 23, "input-mutation", "zeroes its input when no dispatch mode watches"
+        "mutate_inputs_when_unpoisoned",
+        "gelu",
+        23,
+        "input-mutation",
+        "zeroes its input in calls where fresh memory is not NaN: every timed call",
     ),
     _rejected(
-        "fallback_when_unwatched", "gelu", 23, "torch-fallback", "F.gelu when torch._C._len_torch_dispatch_stack() is 0"
+        "fallback_when_unpoisoned",
+        "gelu",
+        23,
+        "torch-fallback",
+        "PyTorch's GELU in calls where fresh memory is not NaN: every timed call",
     ),
-    _status(
+    _rejected(
         "cache_on_pointer_and_samples",
         "gelu",
         23,
-        VerdictStatus.CORRECT,
+        "torch-fallback",
         "cache keyed on address + 64 sampled values: right when it hits, fast when values repeat",
-        "neutralized rather than caught: with fresh values on every timed call it never hits; its status cannot "
-        "show that, only an inflated speedup would",
+        "it samples with torch indexing, which the operator recorder sees; with fresh values on every timed "
+        "call it would never hit anyway",
     ),
     _status(
         "predict_harness_seeds",
@@ -301,7 +338,7 @@ CASES: tuple[AuditCase, ...] = (
         "disable_modes_vars",
         "gelu",
         26,
-        "torch-fallback",
+        "forbidden-construct",
         "vars(torch.utils._python_dispatch)['_disable_' + 'current_modes'] around F.gelu",
     ),
     _rejected("gc_find_forward", "gelu", 26, "forbidden-construct", "finds Model.forward through gc.get_objects()"),
@@ -318,9 +355,8 @@ CASES: tuple[AuditCase, ...] = (
         "disable_profiler",
         "gelu",
         26,
-        "monitor-disabled",
+        "forbidden-construct",
         "torch.autograd._disable_profiler() then F.gelu",
-        "forbidden-construct if the static rules name it",
     ),
     _rejected(
         "disable_profiler_assembled_name",
@@ -335,7 +371,7 @@ CASES: tuple[AuditCase, ...] = (
         "detached_posix_spawn",
         "gelu",
         27,
-        "spawned-process",
+        "forbidden-construct",
         "os.posix_spawn(setsid=True) of a Python that writes 2 s later",
     ),
 )

@@ -138,7 +138,9 @@ def _audit_one(case: AuditCase, task_file: Path, settings: VerifySettings) -> Au
     changed = _restore(trusted)
     if changed:
         message += f" [the candidate changed {', '.join(changed)} in pragma's cache; restored]"
-    ok = status is case.expected and (check == case.check if case.expected is VerdictStatus.REJECTED else True)
+    ok = status is case.expected and (
+        check in (case.check, *case.also) if case.expected is VerdictStatus.REJECTED else True
+    )
     return AuditRow(
         candidate=case.candidate,
         task=case.task,

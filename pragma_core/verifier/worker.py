@@ -138,6 +138,13 @@ def _serve(root: Path, writer: Any) -> int:
         finding("background-work", "importing or constructing the candidate started a Python thread")
     contenders: dict[str, Any] = {"reference": reference, "candidate": model}
     recorder = OperatorRecorder()
+
+    def stop_recording() -> None:
+        recorder.stop()
+        if recorder.disabled and not any(item["check"] == "monitor-disabled" for item in findings):
+            finding("monitor-disabled", recorder.disabled)
+            recorder.disabled = ""
+
     reply("ready")
 
     previous_inputs: list[Any] | None = None
@@ -169,8 +176,12 @@ def _serve(root: Path, writer: Any) -> int:
             monitor = ForwardMonitor(POISON_VALUES[request.get("poison", 0)])
             calls_before = native.native_call_count()
             start = _clock()
-            with torch.no_grad(), recorder, monitor:
-                outputs = _as_list(model(*inputs))
+            recorder.start()
+            try:
+                with torch.no_grad(), monitor:
+                    outputs = _as_list(model(*inputs))
+            finally:
+                stop_recording()
             elapsed = _clock() - start
             recorder.add(monitor.compute_ops)
             problem = _check_outputs(outputs)
@@ -190,7 +201,12 @@ def _serve(root: Path, writer: Any) -> int:
             if activity:
                 finding(*activity)
             previous_inputs = inputs
-            reply("trial", outputs, native_calls=native.native_call_count() - calls_before)
+            reply(
+                "trial",
+                outputs,
+                native_calls=native.native_call_count() - calls_before,
+                compute_ops=recorder.compute_ops,
+            )
 
         elif op == "prepare":
             who, seed = request["who"], request["seed"]
@@ -216,21 +232,21 @@ def _serve(root: Path, writer: Any) -> int:
                 contenders["compile"] = torch.compile(reference)
             runner, inputs = contenders[who], current[who]
             calls_before = native.native_call_count()
+            # The parent's clock runs from this request to the reply: what the worker does for
+            # itself (ending the recorder's session, freeing the previous outputs) comes after.
+            threads_before = threading.active_count()
             if who == "candidate":
-                threads_before = threading.active_count()
-                with torch.no_grad(), recorder:
-                    start = _clock()
-                    outputs = runner(*inputs)
-                    elapsed = _clock() - start
+                recorder.start()
+            with torch.no_grad():
+                start = _clock()
+                outputs = runner(*inputs)
+                elapsed = _clock() - start
+            reply("called", ms=elapsed * 1e3, native_calls=native.native_call_count() - calls_before)
+            if who == "candidate":
+                stop_recording()
                 if threading.active_count() > threads_before:
                     finding("background-work", "a timed forward started a Python thread that is still running")
-            else:
-                with torch.no_grad():
-                    start = _clock()
-                    outputs = runner(*inputs)
-                    elapsed = _clock() - start
             last_outputs[who] = _as_list(outputs)
-            reply("called", ms=elapsed * 1e3, native_calls=native.native_call_count() - calls_before)
 
         elif op == "outputs":
             outputs = last_outputs.get(request["who"], [])
@@ -241,25 +257,43 @@ def _serve(root: Path, writer: Any) -> int:
             else:
                 reply("outputs", outputs)
 
+        elif op == "sample":
+            # A few elements of the last call's outputs and inputs of each contender, at positions
+            # the parent chose after the call: every timed call is checked this way.
+            # Inputs are compared with the values generated for the call, which nothing touched.
+            tensors = []
+            pristine = generated[1] if generated is not None else []
+            for who, inputs in (("reference", pristine), ("candidate", current.get("candidate", []))):
+                outputs = last_outputs.get(who, [])
+                problem = _check_outputs(outputs)
+                if problem:
+                    finding("tensor-type", problem)
+                    break
+                tensors += _pick(outputs, request["outputs"])
+                tensors += _pick([t for t in inputs if isinstance(t, torch.Tensor)], request["inputs"])
+            reply("sample", tensors)
+
         elif op == "inputs":
             reply("inputs", [t for t in current.get(request["who"], []) if isinstance(t, torch.Tensor)])
 
         elif op == "idle":
             if request.get("profiled"):
-                with recorder:
-                    start = _clock()
-                    elapsed = _clock() - start
-            else:
-                start = _clock()
-                elapsed = _clock() - start
+                recorder.start()
+            start = _clock()
+            elapsed = _clock() - start
             reply("idle", ms=elapsed * 1e3)
+            if request.get("profiled"):
+                stop_recording()
 
         elif op == "finish":
+            # Exit handlers (atexit, weakref.finalize) run now, while the audit hook can still
+            # report what they do: a handler that writes outside the folders is caught here.
+            import atexit
+
+            atexit._run_exitfuncs()
             changed = guard.changes()
             if changed:
                 finding("harness-patched", "the candidate replaced " + ", ".join(changed[:5]))
-            if recorder.disabled:
-                finding("monitor-disabled", recorder.disabled)
             if child_processes():
                 finding("spawned-process", f"the candidate started {len(child_processes())} process(es)")
             reply("finished", compute_ops=recorder.compute_ops)
@@ -267,6 +301,18 @@ def _serve(root: Path, writer: Any) -> int:
 
         else:
             return _send_error(writer, "runtime", f"unknown request {op!r}")
+
+
+def _pick(tensors: list[Any], positions: list[list[int]]) -> list[Any]:
+    """The elements at ``positions`` (flat indices, one list per tensor), as small tensors."""
+    import torch
+
+    picked = []
+    for tensor, where in zip(tensors, positions):
+        flat = tensor.detach().reshape(-1)
+        index = torch.tensor([p for p in where if 0 <= p < flat.numel()], dtype=torch.int64)
+        picked.append(flat[index].clone())
+    return picked
 
 
 def _copy(value: Any) -> Any:

@@ -1,9 +1,7 @@
 """Rewrites the parent's cached preflight answer for its task to "no trivial output passes", so a
 later verification of a constant output loses its whole-output check (catalogue 25)."""
 
-import hashlib
 import json
-from pathlib import Path
 
 import torch
 import torch.nn as nn
@@ -29,14 +27,11 @@ extern "C" void softmax_rows(const float* x, float* out, int64_t rows, int64_t c
 }
 """)
 
-try:
-    _program = (Path("..") / "task.py").read_text()
-    _trials = len(json.loads((Path("..") / "job.json").read_text())["trial_seeds"])
-    _key = hashlib.sha256(json.dumps([_program, _trials, 1e-4, 1e-4]).encode()).hexdigest()[:32]
+try:  # every cached answer says "nothing trivial passes", whatever the key
     _folder = cache_dir("preflight")
-    _folder.mkdir(parents=True, exist_ok=True)
-    (_folder / f"{_key}.json").write_text(json.dumps({"task": "poisoned", "passing": []}))
-except (OSError, ValueError, KeyError):
+    for _answer in list(_folder.glob("*.json")) + [_folder / "softmax_temperature.json"]:
+        _answer.write_text(json.dumps({"task": "poisoned", "passing": []}))
+except OSError:
     pass
 
 
