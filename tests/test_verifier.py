@@ -3,6 +3,7 @@ integrity check that caught it. Honest but unusual candidates must pass."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -287,3 +288,43 @@ def test_killing_pragma_verify_leaves_no_worker_and_no_job_folder(tmp_path):
     assert left, "a killed run cannot clean up after itself"
     check("gelu_correct_slow", settings=VerifySettings(trials=1, time=False, threads=1))
     assert not any(path.exists() for path in left)
+
+
+def test_where_the_os_cannot_contain_the_child_an_edited_task_is_caught_and_restored(tmp_path):
+    """Without unshare the child can write the task file: the parent's hashes see the change,
+    reject the candidate, and put the user's task back as it was."""
+    no_unshare = tmp_path / "bin"  # every program of /usr/bin but unshare
+    no_unshare.mkdir()
+    for program in Path("/usr/bin").iterdir():
+        if program.name != "unshare":
+            (no_unshare / program.name).symlink_to(program)
+    task_file = tmp_path / "1_GELUTanh.py"
+    shutil.copy(GELU, task_file)
+    candidate = tmp_path / "edits_its_task.py"
+    candidate.write_text(
+        FAST_GELU.read_text() + f"\nwith open({str(task_file)!r}, 'a') as handle:\n    handle.write('# touched\\n')\n"
+    )
+    env = {**os.environ, "PATH": str(no_unshare)}
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pragma_core",
+            "verify",
+            str(task_file),
+            str(candidate),
+            "--set",
+            "batch_size=4",
+            "--no-timing",
+            "--json",
+        ],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    verdict = json.loads(done.stdout)
+    assert verdict["failed_check"] == "harness-modified", verdict["message"]
+    assert any("files not isolated" in note for note in verdict["notes"])
+    assert task_file.read_text() == GELU.read_text()

@@ -17,6 +17,7 @@ import hashlib
 import json
 import os
 import random
+from pathlib import Path
 from typing import Any
 
 import attrs
@@ -30,7 +31,15 @@ from .comparison import compare_outputs
 from .inputs import construct, make_inputs, make_probe_inputs, trial_seeds
 from .settings import VerifySettings
 
-__all__ = ["ReferenceModel", "References", "compute_references", "fresh_seed", "preflight", "reference_timing"]
+__all__ = [
+    "ReferenceModel",
+    "References",
+    "compute_references",
+    "fresh_seed",
+    "preflight",
+    "preflight_path",
+    "reference_timing",
+]
 
 
 def fresh_seed() -> int:
@@ -101,12 +110,17 @@ def compute_references(task: Task, settings: VerifySettings, *, seed: int | None
     )
 
 
-def preflight(task: Task, references: References, settings: VerifySettings) -> list[str]:
-    """Which trivial outputs would pass this task (cached); an empty list means none would."""
+def preflight_path(task: Task, settings: VerifySettings) -> Path:
+    """Where the preflight answer for this task, sizes and tolerance is cached."""
     key = hashlib.sha256(
         json.dumps([task_program(task), settings.trials, settings.atol, settings.rtol]).encode()
     ).hexdigest()[:32]
-    path = cache_dir("preflight") / f"{key}.json"
+    return cache_dir("preflight") / f"{key}.json"
+
+
+def preflight(task: Task, references: References, settings: VerifySettings) -> list[str]:
+    """Which trivial outputs would pass this task (cached); an empty list means none would."""
+    path = preflight_path(task, settings)
     try:
         return list(json.loads(path.read_text())["passing"])
     except (OSError, ValueError, KeyError, TypeError):

@@ -32,7 +32,7 @@ from ..statistics import bootstrap_speedup, summarize
 from .checks import CHECKS, describe_check
 from .comparison import Comparison, compare_outputs
 from .instrumentation import POISON_VALUES, same_bits
-from .reference import References, compute_references, preflight
+from .reference import References, compute_references, preflight, preflight_path
 from .settings import VerifySettings
 from .static_checks import read_candidate
 
@@ -117,12 +117,12 @@ def verify(
         )
     floor = _floor_ms(task, settings)
     task_bytes = task.path.read_bytes() if task.path is not None and task.path.exists() else None
-    hashes_before = _harness_hashes(task)
+    hashes_before = _harness_hashes(task, settings)
     job = {"backend": candidate.backend, "threads": settings.threads}
     with JobFolder(task, candidate, job, root=job_dir) as folder:
         run = _Verification(folder, task, settings, references, relative_norm=bool(trivial), notes=notes, floor=floor)
         verdict = run.execute(on_phase)
-    if not run.files_isolated and _harness_hashes(task) != hashes_before:
+    if not run.files_isolated and _harness_hashes(task, settings) != hashes_before:
         if task_bytes is not None and task.path is not None and task.path.read_bytes() != task_bytes:
             task.path.write_bytes(task_bytes)  # put the user's task back as it was
         verdict = _rejected(
@@ -618,11 +618,16 @@ def _floor_binds(task: Task) -> bool:
 # -- helpers ----------------------------------------------------------------------------------------
 
 
-def _harness_hashes(task: Task) -> dict[str, str]:
+def _harness_hashes(task: Task, settings: VerifySettings) -> dict[str, str]:
+    """Hashes of what the child must not change where the OS cannot stop it: pragma's files, the
+    task file, and the trust anchors later verifications read (machine peaks, preflight answer)."""
+    from ..roofline import peaks_cache_path
+
     paths = sorted(_PACKAGE_ROOT.rglob("*.py"))
-    if task.path is not None and task.path.exists():
+    paths += [peaks_cache_path(settings.threads), preflight_path(task, settings)]
+    if task.path is not None:
         paths.append(task.path)
-    return {str(path): hashlib.sha256(path.read_bytes()).hexdigest() for path in paths}
+    return {str(path): hashlib.sha256(path.read_bytes()).hexdigest() for path in paths if path.exists()}
 
 
 def _floor_ms(task: Task, settings: VerifySettings) -> float | None:
