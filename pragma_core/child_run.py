@@ -173,7 +173,7 @@ class ChildSession:
             )
         finally:
             os.close(write_end)
-        self._read_end = read_end
+        self._read_end: int | None = read_end
         self.reader = MessageReader(read_end, max_bytes=max_message_bytes)
         self.protocol_error: str | None = None
 
@@ -202,18 +202,20 @@ class ChildSession:
         """End the child (it sees its requests end and exits) and say how it ended."""
         self.process.close_input()
         outcome = self.process.finish()
-        os.close(self._read_end)
+        self._close_pipe()
         return outcome
+
+    def _close_pipe(self) -> None:
+        if self._read_end is not None:
+            os.close(self._read_end)
+            self._read_end = None
 
     def __enter__(self) -> ChildSession:
         return self
 
     def __exit__(self, *exc_info: object) -> None:
         self.process.__exit__(*exc_info)
-        try:
-            os.close(self._read_end)
-        except OSError:
-            pass
+        self._close_pipe()
 
 
 # -- the child's side -----------------------------------------------------------------------------
