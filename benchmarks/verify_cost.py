@@ -27,7 +27,7 @@ TASKS = ROOT / "examples" / "tasks" / "level1"
 CANDIDATES = ROOT / "tests" / "candidates"
 
 PAIRS = [
-    ("GELU 16x16384", TASKS / "1_GELUTanh.py", ROOT / "examples/candidates/1_GELUTanh_fast.py", None),
+    ("GELU 1024x8192 (32 MB)", TASKS / "1_GELUTanh.py", ROOT / "examples/candidates/1_GELUTanh_fast.py", None),
     (
         "GELU 32x1024",
         TASKS / "1_GELUTanh.py",

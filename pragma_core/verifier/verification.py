@@ -45,9 +45,13 @@ ROOFLINE_MARGIN = 0.5
 runs of torch's copy and sgemm) and vary by ~15% between runs; an honest kernel can come close to
 them, a kernel that skips its work lands far below."""
 
-CHECK_PROBABILITY = 0.1
-"""The share of timed calls whose outputs and inputs the parent checks (chosen after each call
-returns, so the child cannot know); one of the first ten is always checked."""
+CHECK_PROBABILITY = 0.03
+"""The share of timed calls whose whole outputs and inputs the parent checks against its own
+reference (chosen after each call returns, so the child cannot know); one of the first ten is
+always checked. Every timed call is also sampled (:data:`_SAMPLED_ELEMENTS` elements of each output
+and input), which is what catches a candidate that cheats on some calls; the whole checks make
+sure the child's own reference run was honest too, at a full comparison's cost (a tenth of a
+second for 32 MB)."""
 
 _KNOWN_CHECKS = CHECKS
 _MIN_REPS = 10  # timed repetitions before the time budget may end timing
@@ -151,6 +155,7 @@ class _Verification:
         self.relative_norm, self.notes, self.floor = relative_norm, notes, floor
         self.where = "building the candidate"
         self.trial_outputs: list[list[torch.Tensor]] = []
+        self.trial_results: list[Comparison] = []  # each trial's comparison, for the verdict's errors
         self.rng = random.Random()  # which timed calls are checked: never derivable from the seeds
         self.session: ChildSession | None = None
         self.files_isolated = False  # whether the OS kept the child's writes inside its folders
@@ -258,6 +263,7 @@ class _Verification:
                     )
                 raise _Rejected(_mismatch(result, trial))
             self.trial_outputs.append(got)
+            self.trial_results.append(result)
             previous = got
         if not native_calls:
             raise _Rejected(
@@ -483,22 +489,19 @@ class _Verification:
 
     def _errors(self) -> dict[str, Any]:
         """Worst absolute and relative error over the trials, where, and the whole-output error."""
-        worst: Comparison | None = None
-        norm = None
-        for got, want in zip(self.trial_outputs, self.references.trials):
-            result = self._compare(got, want, poison=None)
-            if worst is None or (result.max_abs_error or 0) > (worst.max_abs_error or 0):
-                worst = result
-            value = getattr(result, "relative_error_norm", None)
-            if value is not None and math.isfinite(value):
-                norm = value if norm is None else max(norm, value)
-        if worst is None:
+        if not self.trial_results:
             return {}
+        worst = max(self.trial_results, key=lambda result: result.max_abs_error or 0.0)
+        norms = [
+            result.relative_error_norm
+            for result in self.trial_results
+            if result.relative_error_norm is not None and math.isfinite(result.relative_error_norm)
+        ]
         return {
             "max_abs_error": worst.max_abs_error,
             "max_rel_error": worst.max_rel_error,
             "error_index": worst.index,
-            "relative_error_norm": norm,
+            "relative_error_norm": max(norms) if norms else None,
         }
 
     def _ended_early(self, outcome: SandboxOutcome, error: dict[str, Any] | None, protocol: str | None) -> Verdict:
