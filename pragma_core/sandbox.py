@@ -418,5 +418,10 @@ class SandboxedProcess:
 
 
 def _tail(path: Path) -> str:
-    with path.open("rb") as handle:
-        return read_tail(handle, _OUTPUT_LIMIT)
+    """The end of a log the child wrote; where the OS could not contain it, the child may have
+    removed the file: that is said, not raised."""
+    try:
+        with path.open("rb") as handle:
+            return read_tail(handle, _OUTPUT_LIMIT)
+    except OSError as error:
+        return f"[the child's log {path.name} could not be read: {error.strerror}]"

@@ -119,3 +119,16 @@ def test_passed_descriptors_reach_the_program(tmp_path):
         os.close(read_end)
         if write_end >= 0:
             os.close(write_end)
+
+
+def test_a_child_that_removes_its_own_logs_gets_a_note_not_a_crash(tmp_path):
+    """Where the OS cannot contain it, a child can delete the log files the parent reads back."""
+    limits = SandboxLimits(wall_s=30, isolate_files=False, isolate_network=False)
+    code = "import shutil; shutil.rmtree('../logs')"
+    (tmp_path / "work").mkdir()
+    with SandboxedProcess(
+        [sys.executable, "-c", code], cwd=tmp_path / "work", log_dir=tmp_path / "logs", limits=limits, env=os.environ
+    ) as child:
+        outcome = child.finish()
+    assert outcome.returncode == 0
+    assert "could not be read" in outcome.stdout and "could not be read" in outcome.stderr
