@@ -151,7 +151,10 @@ def paranoid_text(level: int | None, privileged: bool) -> str:
     )
     text = f"perf_event_paranoid is {level}: users without CAP_PERFMON may count {allows}"
     if privileged:
-        return text + "; this process is root or has CAP_PERFMON, so the setting does not limit it"
+        return text + (
+            "; this process is root or has CAP_PERFMON, so the setting does not limit it, but programs "
+            "profiled in pragma's sandbox run without capabilities, and for them it applies"
+        )
     return text
 
 
