@@ -1,0 +1,83 @@
+"""The sandbox child's monitors, in process: the operator recorder sees PyTorch work the dispatch
+modes are blind to, and the audit hook blames the candidate's own code, not pragma's or torch's."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+
+import torch
+from torch.utils._python_dispatch import _disable_current_modes
+
+from pragma_core.verifier.instrumentation import OperatorRecorder
+
+from .conftest import REPO
+
+
+def test_the_recorder_counts_compute_but_not_allocation_views_or_reads():
+    recorder = OperatorRecorder()
+    x = torch.randn(64)
+    with recorder:
+        out = torch.empty_like(x)
+        out.copy_(x)
+        out.view(8, 8).t().contiguous()
+        x[3].item()
+    assert recorder.compute_ops == {}
+    with recorder:
+        torch.nn.functional.gelu(x)
+    assert recorder.compute_ops == {"gelu": 1}
+
+
+def test_the_recorder_sees_through_disabled_dispatch_modes():
+    recorder = OperatorRecorder()
+    x = torch.randn(8)
+    with recorder:
+        with _disable_current_modes():
+            torch.relu(x)
+    assert recorder.compute_ops == {"relu": 1}
+
+
+def test_stopping_the_profiler_inside_a_block_is_noticed():
+    recorder = OperatorRecorder()
+    with recorder:
+        torch.autograd.profiler._disable_profiler()
+    assert "switched off" in recorder.disabled
+
+
+def test_the_audit_hook_blames_the_candidate_and_not_the_machinery(tmp_path):
+    """Run in a child: an audit hook cannot be removed from the process that installs it."""
+    allowed = tmp_path / "work"
+    allowed.mkdir()
+    outside = tmp_path / "outside.txt"
+    candidate = "\n".join(
+        [
+            "import gc",
+            "from pathlib import Path",
+            f"Path({str(allowed / 'scratch.txt')!r}).write_text('mine')",
+            "gc.get_objects()",
+            "try:",
+            f"    Path({str(outside)!r}).write_text('escaped')",
+            "except OSError:",
+            "    pass",
+        ]
+    )
+    code = f"""
+        import json
+        from pathlib import Path
+        from pragma_core.verifier.instrumentation import CandidateAudit
+        audit = CandidateAudit(writable=[Path({str(allowed)!r})])
+        audit.install()
+        exec(compile({candidate!r}, "candidate.py", "exec"), {{}})
+        Path({str(tmp_path / "pragma_wrote_this.txt")!r}).write_text("not the candidate")  # not blamed
+        print(json.dumps(audit.take()))
+    """
+    done = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)], cwd=REPO, capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    findings = json.loads(done.stdout.strip().splitlines()[-1])
+    assert [f["check"] for f in findings] == ["forbidden-construct", "sandbox-escape"]
+    assert "line 4" in findings[0]["message"] and "gc.get_objects" in findings[0]["message"]
+    assert str(outside) in findings[1]["message"] and "line 6" in findings[1]["message"]
