@@ -198,9 +198,14 @@ class ChildSession:
             return None
         return message
 
-    def finish(self) -> SandboxOutcome:
-        """End the child (it sees its requests end and exits) and say how it ended."""
+    def finish(self, *, ended: bool = False) -> SandboxOutcome:
+        """End the child and say how it ended. When everything the parent needs has arrived, the
+        child is not left to tear torch down (most of a second): it is killed at once. A child that
+        ``ended`` on its own (it crashed, or stopped answering) is waited for, so its exit code or
+        signal is what the outcome says."""
         self.process.close_input()
+        if not ended:
+            self.process.stop()
         outcome = self.process.finish()
         self._close_pipe()
         return outcome

@@ -366,6 +366,10 @@ class SandboxedProcess:
         except (BrokenPipeError, OSError):
             pass
 
+    def stop(self) -> None:
+        """Kill the child now, because everything needed from it has arrived (not a timeout)."""
+        self._kill()
+
     def close_input(self) -> None:
         """Close the child's stdin: a child reading requests sees the end and exits."""
         stdin = self._process.stdin

@@ -212,7 +212,8 @@ class _Verification:
                 verdict = rejection.verdict
                 return attrs.evolve(verdict, notes=(*self.notes, *outcome.notes, *verdict.notes))
             except _Ended as ended:
-                return self._ended_early(session.finish(), ended.error, session.protocol_error)
+                crashed = ended.error is None and session.protocol_error is None  # wait for its exit status
+                return self._ended_early(session.finish(ended=crashed), ended.error, session.protocol_error)
             outcome = session.finish()
         self.notes += list(outcome.notes)
         return self._judge_timing(samples, parent_samples, calibration)
