@@ -8,7 +8,7 @@ user namespace, it
 1. binds each writable folder onto itself, then remounts every other mount point read-only (keeping
    its nosuid, nodev and noexec flags, which the kernel refuses to drop), and checks that each one
    now is, so a mount it could not change stops the run instead of passing silently;
-2. enters a new PID namespace and forks its init, which mounts a fresh, read-only ``/proc`` (the
+2. enters a new PID namespace and forks its init, which mounts a fresh ``/proc`` of its own (the
    host's processes, pragma among them, cannot be seen, read or traced from inside) and forks the
    program;
 3. in the program's process, drops every capability, the bounding set and the ambient set, and
