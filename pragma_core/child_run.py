@@ -176,21 +176,26 @@ class ChildSession:
         self._read_end: int | None = read_end
         self.reader = MessageReader(read_end, max_bytes=max_message_bytes)
         self.protocol_error: str | None = None
+        self.late = False  # killed for missing a per-request limit, not the sandbox's own
 
     def request(self, op: str, **fields: Any) -> None:
         self.process.send(json.dumps({"op": op, **fields}))
 
-    def receive(self, *events: str) -> Message | None:
+    def receive(self, *events: str, within_s: float | None = None) -> Message | None:
         """The next message if it is one of ``events`` (or an ``error`` report); None when the child
-        ended, ran out of time or broke the protocol (then :attr:`protocol_error` says how)."""
-        deadline = time.monotonic() + max(self.process.remaining_s(), 0.0)
+        ended, ran out of time or broke the protocol (then :attr:`protocol_error` says how).
+        ``within_s`` limits this answer more tightly than the sandbox's time left; a child that
+        misses it is killed, and :attr:`late` says so."""
+        left = max(self.process.remaining_s(), 0.0)
+        deadline = time.monotonic() + (left if within_s is None else min(left, within_s))
         try:
             message = self.reader.receive(deadline, alive=self.process.running)
         except ChannelError as error:
             self.protocol_error = str(error)
             return None
         if message is None:
-            if self.process.remaining_s() <= 0:
+            if time.monotonic() >= deadline and self.process.running():
+                self.late = within_s is not None and within_s < left
                 self.process.expire()
             return None
         if message.event not in (*events, "error"):

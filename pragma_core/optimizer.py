@@ -32,7 +32,7 @@ from . import __version__
 from .agents.extraction import extract_code
 from .agents.prompts import coder_messages, conductor_messages
 from .agents.replies import GuidanceParseError, parse_guidance, repair_messages
-from .components import LLMProvider
+from .components import DEFAULT_PROFILE_TIMEOUT_S, LLMProvider
 from .diagnosis import diagnose
 from .errors import PragmaError
 from .files import atomic_write_text
@@ -429,7 +429,7 @@ class _Loop:
             metrics=extra,
             out_dir=folder,
             threads=verify.threads,
-            timeout_s=verify.timeout_s,
+            timeout_s=verify.timeout_s if verify.timeout_s is not None else DEFAULT_PROFILE_TIMEOUT_S,
         )
 
 

@@ -89,6 +89,22 @@ def test_infinite_loop_is_a_timeout_and_the_caller_survives():
     assert "no result within 8 s" in verdict.message
 
 
+def test_by_default_a_hang_ends_after_a_multiple_of_the_reference_time_not_minutes():
+    """No --timeout: the limit follows the work (100x the reference's forward, at least 20 s)."""
+    import time
+
+    from pragma_core.verifier.settings import FORWARD_LIMIT_FLOOR_S
+
+    started = time.monotonic()
+    verdict = check("gelu_infinite_loop", settings=VerifySettings(reps=5, warmup=1, threads=2))
+    elapsed = time.monotonic() - started
+    assert verdict.status is VerdictStatus.TIMEOUT, verdict.message
+    assert f"no answer within {FORWARD_LIMIT_FLOOR_S:g} s (while trial 0)" in verdict.message
+    assert "times the reference's" in verdict.message
+    assert any(note.startswith("time limit: 20 s per forward") for note in verdict.notes), verdict.notes
+    assert elapsed < 60
+
+
 def test_memory_hog_is_out_of_memory():
     settings = VerifySettings(reps=5, warmup=1, timeout_s=60, memory_gb=6, threads=2)
     verdict = check("gelu_memory_hog", settings=settings)

@@ -7,9 +7,16 @@ import os
 import attrs
 from attrs import validators as v
 
-__all__ = ["VerifySettings", "BASELINES"]
+__all__ = ["VerifySettings", "BASELINES", "BUILD_LIMIT_S", "FORWARD_LIMIT_FACTOR", "FORWARD_LIMIT_FLOOR_S"]
 
 BASELINES = ("eager", "compile")
+
+BUILD_LIMIT_S = 600.0
+"""The default limit on a whole verification: torch's extension builds take a minute or more."""
+FORWARD_LIMIT_FACTOR = 100.0
+"""A forward may take this many times the reference's time (a naive serial loop runs 5-50x)."""
+FORWARD_LIMIT_FLOOR_S = 20.0
+"""...but never less than this: first calls page memory in and fill caches."""
 
 
 def _default_threads() -> int:
@@ -24,7 +31,25 @@ class VerifySettings:
     Timing stops before ``reps`` once at least 10 repetitions ran and ``timing_budget_s`` passed, so
     a slow candidate (a plain serial matrix product) does not take minutes. ``seed`` None (the
     default) draws every verification's inputs from fresh operating-system randomness; a number
-    repeats a verification exactly (the verdict records the seed it used)."""
+    repeats a verification exactly (the verdict records the seed it used).
+
+    ``timeout_s`` None (the default) lets the time limit follow the work: building and importing
+    the candidate may take up to :data:`BUILD_LIMIT_S`, and each forward after that at most
+    :data:`FORWARD_LIMIT_FACTOR` times the reference's, never less than :data:`FORWARD_LIMIT_FLOOR_S`,
+    so a hang on a 50 ms task ends in seconds, not minutes. A number is one wall-time limit for the
+    whole verification instead."""
+
+    @property
+    def wall_limit_s(self) -> float:
+        """The limit on the whole verification, building included."""
+        return self.timeout_s if self.timeout_s is not None else BUILD_LIMIT_S
+
+    def forward_limit_s(self, reference_ms: float) -> float | None:
+        """The limit on one forward of the candidate, from the reference's time; None with a set
+        ``timeout_s``."""
+        if self.timeout_s is not None:
+            return None
+        return max(FORWARD_LIMIT_FLOOR_S, FORWARD_LIMIT_FACTOR * reference_ms / 1e3)
 
     trials: int = attrs.field(default=5, validator=[v.instance_of(int), v.ge(1)])
     atol: float = attrs.field(default=1e-4, validator=v.ge(0))
@@ -35,7 +60,7 @@ class VerifySettings:
     threads: int = attrs.field(factory=_default_threads, validator=[v.instance_of(int), v.ge(1)])
     baseline: str = attrs.field(default="eager", validator=v.in_(BASELINES))
     time: bool = True
-    timeout_s: float = attrs.field(default=600.0, validator=v.gt(0))
+    timeout_s: float | None = attrs.field(default=None, validator=v.optional(v.gt(0)))
     memory_gb: float = attrs.field(default=16.0, validator=v.gt(0))
     isolate_network: bool = True
     input_sets: int | None = attrs.field(default=None, validator=v.optional(v.ge(1)))

@@ -33,7 +33,7 @@ from .checks import CHECKS, describe_check
 from .comparison import Comparison, compare_outputs
 from .instrumentation import POISON_VALUES, same_bits
 from .reference import References, compute_references, preflight, preflight_path
-from .settings import VerifySettings
+from .settings import FORWARD_LIMIT_FACTOR, FORWARD_LIMIT_FLOOR_S, VerifySettings
 from .static_checks import read_candidate
 
 __all__ = ["verify"]
@@ -160,6 +160,13 @@ class _Verification:
         self.session: ChildSession | None = None
         self.files_isolated = False  # whether the OS kept the child's writes inside its folders
         self.uncalled = 0  # timed candidate calls that called no compiled kernel
+        self.forward_limit = settings.forward_limit_s(references.call_ms)
+        if self.forward_limit is not None:
+            notes.append(
+                f"time limit: {self.forward_limit:.3g} s per forward ({FORWARD_LIMIT_FACTOR:g}x the reference's "
+                f"{references.call_ms:.3g} ms, at least {FORWARD_LIMIT_FLOOR_S:g} s); building may take "
+                f"{settings.wall_limit_s:g} s; --timeout sets one limit for the whole verification instead"
+            )
         self.input_sizes = [
             t.numel() for t in references.model.inputs(references.trial_seeds[0]) if isinstance(t, torch.Tensor)
         ]
@@ -167,7 +174,7 @@ class _Verification:
     def execute(self, on_phase: Callable[[str], None] | None) -> Verdict:
         settings = self.settings
         limits = SandboxLimits(
-            wall_s=settings.timeout_s,
+            wall_s=settings.wall_limit_s,
             address_space_bytes=int(settings.memory_gb * 1024**3),
             isolate_network=settings.isolate_network,
         )
@@ -220,14 +227,15 @@ class _Verification:
 
     # -- talking to the child -------------------------------------------------------------------
 
-    def _ask(self, op: str, expect: str, **fields: Any) -> Message:
+    def _ask(self, op: str, expect: str, *, limited: bool = True, **fields: Any) -> Message:
+        """Send a request and receive its answer, within the per-forward limit when ``limited``."""
         assert self.session is not None
         self.session.request(op, **fields)
-        return self._receive(expect)
+        return self._receive(expect, within_s=self.forward_limit if limited else None)
 
-    def _receive(self, expect: str) -> Message:
+    def _receive(self, expect: str, within_s: float | None = None) -> Message:
         assert self.session is not None
-        message = self.session.receive(expect)
+        message = self.session.receive(expect, within_s=within_s)
         if message is None:
             raise _Ended()
         for finding in message.header.get("findings") or []:
@@ -330,7 +338,7 @@ class _Verification:
         def one_call(who: str, slot: int, seed: int) -> tuple[float, float, Message]:
             self._ask("prepare", "prepared", who=who, slot=slot, seed=seed)
             start = time.perf_counter()
-            message = self._ask("call", "called", who=who)
+            message = self._ask("call", "called", who=who, limited=who != "compile")  # compiling takes long
             return (time.perf_counter() - start) * 1e3, _number(message, "ms"), message
 
         if "compile" in contenders:
@@ -513,12 +521,18 @@ class _Verification:
                 "harness-patched", f"the child's report channel was tampered with: {protocol}", notes=notes
             )
         if outcome.timed_out:
-            return Verdict(
-                status=VerdictStatus.TIMEOUT,
-                notes=notes,
-                message=f"no result within {settings.timeout_s:g} s (while {where}): "
-                "the candidate hangs or is far too slow",
-            )
+            assert self.session is not None
+            if self.session.late and self.forward_limit is not None:
+                message = (
+                    f"no answer within {self.forward_limit:.3g} s (while {where}), {FORWARD_LIMIT_FACTOR:g} times "
+                    f"the reference's {self.references.call_ms:.3g} ms: the candidate hangs or is far too slow"
+                )
+            else:
+                message = (
+                    f"no result within {settings.wall_limit_s:g} s (while {where}): "
+                    "the candidate hangs or is far too slow"
+                )
+            return Verdict(status=VerdictStatus.TIMEOUT, notes=notes, message=message)
         if error is not None:
             kind = str(error.get("kind"))
             status = {"compile": VerdictStatus.COMPILE_ERROR, "out_of_memory": VerdictStatus.OUT_OF_MEMORY}.get(
