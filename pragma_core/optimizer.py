@@ -429,8 +429,13 @@ class _Loop:
             metrics=extra,
             out_dir=folder,
             threads=verify.threads,
-            timeout_s=verify.timeout_s if verify.timeout_s is not None else DEFAULT_PROFILE_TIMEOUT_S,
+            timeout_s=_profile_limit(verify),
         )
+
+
+def _profile_limit(verify: VerifySettings) -> float:
+    """A profile's time limit in a run: the run's --timeout when one is set, else the default."""
+    return verify.timeout_s if verify.timeout_s is not None else DEFAULT_PROFILE_TIMEOUT_S
 
 
 def _plugin_failure(name: str, error: Exception, folder: Path) -> str:
@@ -496,7 +501,9 @@ def _baseline(task: Task, settings: OptimizeSettings, run: RunDirectory, unavail
             verify = settings.verify
             out_dir = folder / f"profile-{name}"
             profiles.append(
-                profile(task, None, profiler=name, out_dir=out_dir, threads=verify.threads, timeout_s=verify.timeout_s)
+                profile(
+                    task, None, profiler=name, out_dir=out_dir, threads=verify.threads, timeout_s=_profile_limit(verify)
+                )
             )
         except PragmaError as error:
             skipped[name] = str(error)
