@@ -164,13 +164,12 @@ def _tensor_spec(spec: Any) -> tuple[str, tuple[int, ...], int]:
     shape = spec.get("shape")
     if not isinstance(shape, list) or not all(isinstance(size, int) and size >= 0 for size in shape):
         raise ChannelError(f"a tensor with a malformed shape: {shape!r:.100}")
+    import torch
+
     numel = 1
     for size in shape:
         numel *= size
-    itemsize = {"float64": 8, "int64": 8, "complex64": 8, "complex128": 16, "float32": 4, "int32": 4}.get(
-        spec["dtype"], 2 if spec["dtype"] in ("float16", "bfloat16", "int16") else 1
-    )
-    return spec["dtype"], tuple(shape), numel * itemsize
+    return spec["dtype"], tuple(shape), numel * getattr(torch, spec["dtype"]).itemsize
 
 
 def _tensor_from(data: bytes, dtype: str, shape: tuple[int, ...]) -> Any:

@@ -30,7 +30,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import attrs
@@ -341,21 +341,6 @@ class SandboxedProcess:
         """Kill the child because its time is up; :meth:`finish` then reports a timeout."""
         self._kill()
         self._timed_out = True
-
-    def wait_for(self, path: Path, poll_s: float = 0.01, on_poll: Callable[[], None] | None = None) -> bool:
-        """Wait until ``path`` exists (True) or the child ends or runs out of time (False);
-        ``on_poll`` is called between looks (a live display reads the child's progress there)."""
-        while not path.exists():
-            if on_poll is not None:
-                on_poll()
-            if self._process.poll() is not None:
-                return path.exists()
-            if self.remaining_s() <= 0:
-                self._kill()
-                self._timed_out = True
-                return False
-            time.sleep(poll_s)
-        return True
 
     def send(self, line: str) -> None:
         """Write one line to the child's stdin; a child that already ended is not an error."""

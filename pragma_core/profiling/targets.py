@@ -9,18 +9,16 @@ afford the interpreter.
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import attrs
 
-from ..child_run import candidate_build_dir
+from ..child_run import JobFolder
 from ..components import DEFAULT_PROFILE_TIMEOUT_S, ProfileTarget
 from ..records import Candidate, Task
 from ..sandbox import SandboxedProcess, SandboxLimits, build_environment, child_environment
-from ..tasks import task_program
 
 if TYPE_CHECKING:  # importing them imports torch, which profiler plugins must not pay for at load time
     from ..native.recording import CallRecording
@@ -49,23 +47,10 @@ def prepare_target(
 
     threads = threads or VerifySettings().threads
     out_dir = Path(out_dir)
-    job_dir = out_dir / "job"
-    job_dir.mkdir(parents=True, exist_ok=True)
-    (job_dir / "task.py").write_text(task_program(task))
-    (job_dir / "job.json").write_text(
-        json.dumps(
-            {
-                "threads": threads,
-                "device": device,
-                "backend": candidate.backend if candidate else None,
-            }
-        )
-    )
-    work = job_dir / "work"
-    work.mkdir(exist_ok=True)
-    build_dir = candidate_build_dir(candidate) if candidate is not None else work / "build"
-    build_dir.mkdir(parents=True, exist_ok=True)
-    env = child_environment(threads) | build_environment(build_dir)
+    job = {"threads": threads, "device": device, "backend": candidate.backend if candidate else None}
+    folder = JobFolder(task, candidate, job, root=out_dir / "job")  # kept: the profiler runs it later
+    job_dir = folder.root
+    env = child_environment(threads) | build_environment(folder.build_dir)
     python_argv = (sys.executable, "-m", "pragma_core.profiling.worker", "run", str(job_dir), str(repetitions))
     target = ProfileTarget(
         task=task,
@@ -80,8 +65,7 @@ def prepare_target(
     if candidate is None:
         return target
 
-    (job_dir / "candidate.py").write_text(candidate.source)
-    recording = _record(job_dir, env, timeout_s, writable=[work, build_dir]) if device == "cpu" else None
+    recording = _record(folder, env, timeout_s) if device == "cpu" else None
     if recording is None or not recording.calls:
         return target
     libraries = tuple(dict.fromkeys(call.library for call in recording.calls))
@@ -94,17 +78,18 @@ def prepare_target(
     )
 
 
-def _record(job_dir: Path, env: dict[str, str], timeout_s: float, *, writable: list[Path]) -> CallRecording | None:
+def _record(folder: JobFolder, env: dict[str, str], timeout_s: float) -> CallRecording | None:
     """Record one forward's native calls in the sandbox; None when the candidate made none."""
     from ..errors import PragmaError
     from ..native.recording import CallRecording
 
-    argv = [sys.executable, "-m", "pragma_core.profiling.worker", "record", str(job_dir)]
+    argv = [sys.executable, "-m", "pragma_core.profiling.worker", "record", str(folder.root)]
     limits = SandboxLimits(wall_s=timeout_s)
-    recording_dir = job_dir / "recording"
+    recording_dir = folder.root / "recording"
     recording_dir.mkdir(exist_ok=True)
+    writable = [folder.build_dir, recording_dir]
     with SandboxedProcess(
-        argv, cwd=writable[0], log_dir=job_dir / "logs", limits=limits, env=env, writable=[*writable, recording_dir]
+        argv, cwd=folder.work, log_dir=folder.logs, limits=limits, env=env, writable=writable
     ) as child:
         outcome = child.finish()
     if outcome.timed_out or outcome.signal or outcome.returncode:

@@ -184,10 +184,6 @@ class OperatorRecorder:
         with self:  # the first session pays the profiler's start-up (about a second), not a call
             pass
 
-    def add(self, ops: Mapping[str, int]) -> None:
-        for name, count in ops.items():
-            self.compute_ops[name] = self.compute_ops.get(name, 0) + count
-
     def __enter__(self) -> OperatorRecorder:
         self.start()
         return self

