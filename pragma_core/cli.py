@@ -208,7 +208,12 @@ _SET_OPTION = click.option(
     show_default=True,
     help="compile: also time torch.compile of the reference.",
 )
-@click.option("--threads", type=int, default=None, help="Threads for both programs [default: all CPUs here].")
+@click.option(
+    "--threads",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Threads for both programs [default: the CPUs idle now: all of them on a quiet machine].",
+)
 @click.option("--atol", default=1e-4, show_default=True, help="Absolute tolerance of the output comparison.")
 @click.option("--rtol", default=1e-4, show_default=True, help="Relative tolerance of the output comparison.")
 @click.option(
@@ -282,6 +287,13 @@ def verify_command(
         from .reports import verdict_table
 
         _stdout().print(verdict_table(task, candidate_path.name, verdict))
+    if verdict.noisy:
+        assert verdict.conditions is not None
+        Console(stderr=True).print(
+            "[yellow]warning:[/] the machine was busy while timing ("
+            + "; ".join(verdict.conditions.noise)
+            + "): the speedup is a rough figure; verify again on a quiet machine"
+        )
     if not verdict.ok:
         raise SystemExit(1)
 
@@ -348,7 +360,7 @@ def roofline_command(
     from .verifier.settings import VerifySettings
 
     task = _load_one_task(task_path, assignments)
-    peaks = machine_peaks(threads or VerifySettings().threads, refresh=refresh)
+    peaks = machine_peaks(threads or VerifySettings().thread_count, refresh=refresh)
     if as_json:
         assert task.analysis is not None  # load_task always analyzes
         document = {
@@ -459,7 +471,10 @@ def profile_command(
 )
 @click.option("--reps", default=100, show_default=True, help="Timed runs per verification.")
 @click.option(
-    "--threads", type=int, default=None, help="Threads for reference and candidates [default: all CPUs here]."
+    "--threads",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Threads for reference and candidates [default: the CPUs idle when the run starts].",
 )
 @click.option(
     "--runs-dir",

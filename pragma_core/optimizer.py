@@ -186,6 +186,8 @@ def optimize(
         raise PragmaError("give a task to optimize, or resume= a run directory")
     settings = attrs.evolve(settings, model=configured_model(settings))
     settings = attrs.evolve(settings, provider=provider_name(settings))
+    verify_settings, threads_note = settings.verify.with_threads()  # once: every attempt times alike
+    settings = attrs.evolve(settings, verify=verify_settings)
     registry = get_registry()
     provider = registry.llm_provider(provider_name(settings))
     backend = registry.backend(settings.backend)
@@ -214,6 +216,8 @@ def optimize(
         progress.run_dir = run.root
         attempts = []
         run.append_event("started", task=task.key, model=settings.model)
+        if threads_note:
+            run.append_event("busy_machine", note=threads_note)
         for name, reason in unavailable.items():
             run.append_event("profiler_unavailable", profiler=name, reason=reason)
         progress(0, "baseline")
@@ -336,9 +340,7 @@ class _Loop:
             candidate = Candidate(source=source, backend=settings.backend, attempt=number)
             files["candidate.py"] = source
             self.progress(number, "building")
-            verdict = verify(
-                task, candidate, settings.verify, job_dir=None, on_phase=lambda phase: self.progress(number, phase)
-            )
+            verdict = self._verify(number, candidate)
 
         profiles: list[Profile] = []
         skipped: dict[str, str] = {}
@@ -401,6 +403,21 @@ class _Loop:
         )
         return attempt
 
+    def _verify(self, number: int, candidate: Candidate) -> Verdict:
+        """The Verifier's verdict; a noisy timing is measured once more, and the second verdict
+        kept (still noisy if the machine stayed busy, which keeps it from replacing a best)."""
+        verdict = verify(
+            self.task, candidate, self.settings.verify, on_phase=lambda phase: self.progress(number, phase)
+        )
+        if not verdict.noisy:
+            return verdict
+        assert verdict.conditions is not None
+        self.run.append_event("remeasuring", attempt=number, noise=list(verdict.conditions.noise))
+        self.progress(number, "building")
+        again = verify(self.task, candidate, self.settings.verify, on_phase=lambda phase: self.progress(number, phase))
+        first = "; ".join(verdict.conditions.noise)
+        return attrs.evolve(again, notes=(*again.notes, f"measured twice: the first timing was noisy ({first})"))
+
     def _profile(
         self, number: int, candidate: Candidate, staging: Path, extra: tuple[str, ...]
     ) -> tuple[list[Profile], dict[str, str]]:
@@ -428,7 +445,7 @@ class _Loop:
             profiler=name,
             metrics=extra,
             out_dir=folder,
-            threads=verify.threads,
+            threads=verify.thread_count,
             timeout_s=_profile_limit(verify),
         )
 
@@ -491,7 +508,7 @@ def _baseline(task: Task, settings: OptimizeSettings, run: RunDirectory, unavail
     folder.mkdir(exist_ok=True)
     floor = None
     if task.analysis is not None:
-        floor = floor_ms(task.analysis, machine_peaks(settings.verify.threads))
+        floor = floor_ms(task.analysis, machine_peaks(settings.verify.thread_count))
         atomic_write_text(folder / "roofline.json", json.dumps(to_dict(floor), indent=2) + "\n")
     profiles, skipped = [], dict(unavailable)
     for name in settings.profilers if settings.profile else ():
@@ -502,7 +519,12 @@ def _baseline(task: Task, settings: OptimizeSettings, run: RunDirectory, unavail
             out_dir = folder / f"profile-{name}"
             profiles.append(
                 profile(
-                    task, None, profiler=name, out_dir=out_dir, threads=verify.threads, timeout_s=_profile_limit(verify)
+                    task,
+                    None,
+                    profiler=name,
+                    out_dir=out_dir,
+                    threads=verify.thread_count,
+                    timeout_s=_profile_limit(verify),
                 )
             )
         except PragmaError as error:

@@ -35,6 +35,7 @@ __all__ = [
     "Task",
     "Candidate",
     "Timing",
+    "TimingConditions",
     "Speedup",
     "Verdict",
     "Metric",
@@ -228,6 +229,45 @@ class Speedup:
 
 
 @attrs.frozen(kw_only=True)
+class TimingConditions:
+    """The machine while a verdict's timed calls ran, and whether that makes the timing noisy.
+
+    ``threads`` and ``cpus`` (the CPU set, affinity) are what the reference and the candidate both
+    ran with. ``other_cpu`` and ``steal`` are cores' worth of time, averaged over the timing's
+    ``seconds``, that other processes used on those CPUs and that the hypervisor took;
+    ``load_average`` is the 1-minute load before and after; ``frequency_mhz`` the lowest and
+    highest current frequency of the CPUs, where readable. ``calibration_ms`` is a fixed
+    multithreaded kernel's median time before and after the timing, ``calibration_best_ms`` the
+    fastest this machine has run it with these threads. ``drift`` is the highest speedup over the
+    lowest across consecutive blocks of the timing. ``noise`` holds the reasons the timing cannot
+    be trusted, empty when it can; None fields were not readable here.
+    """
+
+    threads: int = attrs.field(validator=v.ge(1))
+    cpus: tuple[int, ...] = attrs.field(converter=frozen_tuple)
+    seconds: float = attrs.field(default=0.0, validator=_non_negative)
+    other_cpu: float | None = attrs.field(default=None, validator=_non_negative)
+    steal: float | None = attrs.field(default=None, validator=_non_negative)
+    load_average: tuple[float, float] | None = attrs.field(
+        default=None, converter=attrs.converters.optional(frozen_tuple)
+    )
+    frequency_mhz: tuple[float, float] | None = attrs.field(
+        default=None, converter=attrs.converters.optional(frozen_tuple)
+    )
+    calibration_ms: tuple[float, float] | None = attrs.field(
+        default=None, converter=attrs.converters.optional(frozen_tuple)
+    )
+    calibration_best_ms: float | None = attrs.field(default=None, validator=_non_negative)
+    drift: float | None = attrs.field(default=None, validator=_non_negative)
+    noise: tuple[str, ...] = attrs.field(default=(), converter=frozen_strings)
+
+    @property
+    def noisy(self) -> bool:
+        """True when something disturbed the timing enough that its interval cannot be trusted."""
+        return bool(self.noise)
+
+
+@attrs.frozen(kw_only=True)
 class Verdict:
     """The Verifier's finding on one candidate.
 
@@ -237,6 +277,8 @@ class Verdict:
     reference; ``floor_ms`` is the roofline floor of the task on this machine.
     ``relative_error_norm`` is the whole-output error ``||c - r|| / ||r||`` (worst output and trial);
     ``seed`` is the verification's base seed, drawn fresh each time, from which every input derives.
+    ``conditions`` describe the machine while the timing ran (:class:`TimingConditions`); a
+    ``noisy`` verdict's speedup is a rough figure, not a measurement to compare.
     """
 
     status: VerdictStatus = attrs.field(converter=VerdictStatus)
@@ -256,6 +298,7 @@ class Verdict:
     notes: tuple[str, ...] = attrs.field(default=(), converter=frozen_strings)
     relative_error_norm: float | None = attrs.field(default=None, validator=_non_negative)
     seed: int | None = None
+    conditions: TimingConditions | None = None
 
     def __attrs_post_init__(self) -> None:
         if self.status is VerdictStatus.REJECTED and not self.failed_check:
@@ -274,6 +317,11 @@ class Verdict:
     def ok(self) -> bool:
         """True when the candidate is correct."""
         return self.status is VerdictStatus.CORRECT
+
+    @property
+    def noisy(self) -> bool:
+        """True when the timing ran on a machine too busy (or drifting) to trust its interval."""
+        return self.conditions is not None and self.conditions.noisy
 
 
 # -- profiles and the Conductor -----------------------------------------------------------------

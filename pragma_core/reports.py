@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from rich.table import Table
 
-from .records import Attempt, Baseline, Profile, RunResult, Task, Timing, Verdict, VerdictStatus
+from .records import Attempt, Baseline, Profile, RunResult, Task, Timing, TimingConditions, Verdict, VerdictStatus
 from .run_summary import trace_entries
 
-__all__ = ["verdict_table", "profile_table", "attempt_line", "run_table", "trace_text"]
+__all__ = ["verdict_table", "machine_text", "profile_table", "attempt_line", "run_table", "trace_text"]
 
 _STATUS_STYLE = {VerdictStatus.CORRECT: "bold green", VerdictStatus.REJECTED: "bold red"}
 
@@ -34,9 +34,13 @@ def verdict_table(task: Task, candidate_name: str, verdict: Verdict) -> Table:
         table.add_row("torch.compile", _timing(verdict.compiled_reference))
     if verdict.candidate:
         table.add_row("candidate", _timing(verdict.candidate))
-    if verdict.speedup:
+    if verdict.speedup and verdict.noisy:
+        table.add_row("speedup", f"[yellow]about {verdict.speedup.value:.2f}x, noisy: not a measurement to compare[/]")
+    elif verdict.speedup:
         s = verdict.speedup
         table.add_row("speedup", f"{s.value:.2f}x  ({s.confidence:.0%} CI {s.low:.2f}-{s.high:.2f})")
+    if verdict.conditions is not None:
+        table.add_row("machine", machine_text(verdict.conditions))
     if verdict.speedup_vs_compiled:
         s = verdict.speedup_vs_compiled
         table.add_row("vs torch.compile", f"{s.value:.2f}x  ({s.confidence:.0%} CI {s.low:.2f}-{s.high:.2f})")
@@ -53,6 +57,28 @@ def verdict_table(task: Task, candidate_name: str, verdict: Verdict) -> Table:
     for note in verdict.notes:
         table.add_row("note", note)
     return table
+
+
+def machine_text(conditions: TimingConditions) -> str:
+    """One line on the machine while a verdict's timing ran: threads, CPUs, others' load, noise."""
+    parts = [f"{conditions.threads} thread(s) on CPU {', '.join(map(str, conditions.cpus))}"]
+    if conditions.other_cpu is not None:
+        parts.append(f"others used {conditions.other_cpu:.2f} CPU")
+    if conditions.steal is not None:
+        parts.append(f"steal {conditions.steal:.2f} CPU")
+    if conditions.load_average is not None:
+        parts.append(f"load {conditions.load_average[0]:.2f}-{conditions.load_average[1]:.2f}")
+    if conditions.frequency_mhz is not None:
+        low, high = conditions.frequency_mhz
+        parts.append(f"{low:.0f} MHz" if low == high else f"{low:.0f}-{high:.0f} MHz")
+    if conditions.calibration_ms is not None:
+        before, after = conditions.calibration_ms
+        best = f", best {conditions.calibration_best_ms:.3g}" if conditions.calibration_best_ms else ""
+        parts.append(f"calibration {before:.3g}/{after:.3g} ms{best}")
+    if conditions.drift is not None:
+        parts.append(f"drift {conditions.drift:.2f}x")
+    text = "; ".join(parts)
+    return f"{text}  [yellow]noisy: {'; '.join(conditions.noise)}[/]" if conditions.noisy else text
 
 
 def _timing(timing: Timing) -> str:
@@ -83,6 +109,8 @@ def _speedup_text(verdict: Verdict | None) -> str:
     if verdict is None or verdict.speedup is None:
         return "-"
     s = verdict.speedup
+    if verdict.noisy:
+        return f"~{s.value:.2f}x noisy"
     return f"{s.value:.2f}x [{s.low:.2f}-{s.high:.2f}]"
 
 

@@ -334,6 +334,11 @@ class SandboxedProcess:
     def remaining_s(self) -> float:
         return self._limits.wall_s - (time.monotonic() - self._started)
 
+    @property
+    def pid(self) -> int:
+        """The sandbox's first process (as this process sees it), root of the candidate's tree."""
+        return self._process.pid
+
     def running(self) -> bool:
         return self._process.poll() is None
 

@@ -62,9 +62,16 @@ def beats(new: Speedup, old: Speedup) -> bool:
 
 def improves_on(verdict: Verdict | None, best: Attempt | None) -> bool:
     """The loop's rule for a new best: a correct, timed verdict that beats the best's speedup, or
-    any such verdict when there is no timed best yet."""
+    any such verdict when there is no timed best yet. A noisy verdict (timed on a busy machine)
+    never replaces a best: its interval says nothing; it can only be the first best, so a run on a
+    machine that never quiets down still keeps a correct version, and a quiet verdict faster than
+    its point estimate replaces it."""
     if verdict is None or not verdict.ok or verdict.speedup is None:
         return False
     if best is None or best.verdict is None or best.verdict.speedup is None:
         return True
+    if verdict.noisy:
+        return False
+    if best.verdict.noisy:  # a rough figure: a quiet measurement above it is better evidence
+        return verdict.speedup.value > best.verdict.speedup.value
     return beats(verdict.speedup, best.verdict.speedup)

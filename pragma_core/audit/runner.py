@@ -100,7 +100,7 @@ def run_audit(
     settings = settings or AUDIT_SETTINGS
     from ..roofline import machine_peaks
 
-    machine_peaks(settings.threads)  # measured once here, never by two verifications at a time
+    machine_peaks(settings.thread_count)  # measured once here, never by two verifications at a time
     with tempfile.TemporaryDirectory(prefix="pragma-audit-tasks-") as scratch:
         task_files = _copy_tasks({case.task for case in cases}, Path(scratch))
         rows: dict[str, AuditRow] = {}

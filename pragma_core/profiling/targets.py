@@ -45,7 +45,7 @@ def prepare_target(
     from ..native.replay import build_replay
     from ..verifier.settings import VerifySettings
 
-    threads = threads or VerifySettings().threads
+    threads = threads or VerifySettings().thread_count
     out_dir = Path(out_dir)
     job = {"threads": threads, "device": device, "backend": candidate.backend if candidate else None}
     folder = JobFolder(task, candidate, job, root=out_dir / "job")  # kept: the profiler runs it later

@@ -157,7 +157,7 @@ def reference_timing(task: Task, settings: VerifySettings) -> Timing:
     """
     namespace = task_namespace(task)
     previous = torch.get_num_threads()
-    torch.set_num_threads(settings.threads)
+    torch.set_num_threads(settings.thread_count)
     try:
         with torch.no_grad():
             model = construct(namespace, namespace["Model"])

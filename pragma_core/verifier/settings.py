@@ -7,7 +7,7 @@ import os
 import attrs
 from attrs import validators as v
 
-__all__ = ["VerifySettings", "BASELINES", "BUILD_LIMIT_S", "FORWARD_LIMIT_FACTOR", "FORWARD_LIMIT_FLOOR_S"]
+__all__ = ["all_cpus", "VerifySettings", "BASELINES", "BUILD_LIMIT_S", "FORWARD_LIMIT_FACTOR", "FORWARD_LIMIT_FLOOR_S"]
 
 BASELINES = ("eager", "compile")
 
@@ -19,8 +19,15 @@ FORWARD_LIMIT_FLOOR_S = 20.0
 """...but never less than this: first calls page memory in and fill caches."""
 
 
-def _default_threads() -> int:
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+def all_cpus() -> tuple[int, ...]:
+    """The CPUs this process may run on (its affinity)."""
+    if hasattr(os, "sched_getaffinity"):
+        return tuple(sorted(os.sched_getaffinity(0)))
+    return tuple(range(os.cpu_count() or 1))
+
+
+def _cpu_set(value: object) -> tuple[int, ...] | None:
+    return None if value is None else tuple(sorted({int(cpu) for cpu in value}))  # type: ignore[attr-defined]
 
 
 @attrs.frozen(kw_only=True)
@@ -37,7 +44,35 @@ class VerifySettings:
     the candidate may take up to :data:`BUILD_LIMIT_S`, and each forward after that at most
     :data:`FORWARD_LIMIT_FACTOR` times the reference's, never less than :data:`FORWARD_LIMIT_FLOOR_S`,
     so a hang on a 50 ms task ends in seconds, not minutes. A number is one wall-time limit for the
-    whole verification instead."""
+    whole verification instead.
+
+    ``threads`` None (the default) times with the CPUs that are idle when the verification starts:
+    all of them on a quiet machine, fewer when other work keeps some busy (:meth:`with_threads`
+    decides, and says so). Reference and candidate always run in one process with the same thread
+    count and CPU set; ``cpus`` pins that set (None: every CPU this process may use)."""
+
+    @property
+    def thread_count(self) -> int:
+        """``threads``, or every CPU this process may use while it is undecided."""
+        return self.threads if self.threads is not None else len(all_cpus())
+
+    def with_threads(self) -> tuple[VerifySettings, str]:
+        """These settings with ``threads`` decided, and a note when the machine was busy.
+
+        A set ``threads`` stays as it is; None becomes the number of CPUs others leave idle now
+        (watched for a quarter of a second), pinned to those CPUs when that is not all of them."""
+        if self.threads is not None:
+            return self, ""
+        from .machine_load import idle_cpus
+
+        idle = idle_cpus()
+        if not idle.busy:
+            return attrs.evolve(self, threads=len(idle.cpus)), ""
+        note = (
+            f"{idle.describe()}: timing with {len(idle.cpus)} thread(s) on CPU {', '.join(map(str, idle.cpus))} "
+            f"instead of all {len(idle.allowed)}; --threads sets the count"
+        )
+        return attrs.evolve(self, threads=len(idle.cpus), cpus=idle.cpus), note
 
     @property
     def wall_limit_s(self) -> float:
@@ -57,7 +92,8 @@ class VerifySettings:
     warmup: int = attrs.field(default=5, validator=[v.instance_of(int), v.ge(0)])
     reps: int = attrs.field(default=100, validator=[v.instance_of(int), v.ge(1)])
     timing_budget_s: float = attrs.field(default=60.0, validator=v.gt(0))
-    threads: int = attrs.field(factory=_default_threads, validator=[v.instance_of(int), v.ge(1)])
+    threads: int | None = attrs.field(default=None, validator=v.optional([v.instance_of(int), v.ge(1)]))
+    cpus: tuple[int, ...] | None = attrs.field(default=None, converter=_cpu_set)
     baseline: str = attrs.field(default="eager", validator=v.in_(BASELINES))
     time: bool = True
     timeout_s: float | None = attrs.field(default=None, validator=v.optional(v.gt(0)))

@@ -26,14 +26,15 @@ import torch
 
 from ..channel import Message
 from ..child_run import ChildSession, JobFolder
-from ..records import Candidate, Task, Verdict, VerdictStatus
+from ..records import Candidate, Task, TimingConditions, Verdict, VerdictStatus
 from ..sandbox import SandboxLimits, SandboxOutcome
 from ..statistics import bootstrap_speedup, summarize
 from .checks import CHECKS, describe_check
 from .comparison import Comparison, compare_outputs
 from .instrumentation import POISON_VALUES, same_bits
+from .machine_load import Snapshot, best_calibration, block_drift, frequency_mhz, noise_reasons, snapshot, usage_between
 from .reference import References, compute_references, preflight, preflight_path
-from .settings import FORWARD_LIMIT_FACTOR, FORWARD_LIMIT_FLOOR_S, VerifySettings
+from .settings import FORWARD_LIMIT_FACTOR, FORWARD_LIMIT_FLOOR_S, VerifySettings, all_cpus
 from .static_checks import read_candidate
 
 __all__ = ["verify"]
@@ -62,6 +63,7 @@ call's own time, before the child's reading is called forged: an honest candidat
 up to about 0.55 ms more than an idle one on the CI machine (the recorder's session has events to
 keep), and a busy machine adds scheduling delay."""
 _CALIBRATION_ROUNDS = 12  # round trips measured to know the cost of asking, with and without the recorder
+_CALIBRATION_KERNELS = 9  # runs of the calibration kernel before and after the timing (median of them)
 
 
 class _Ended(Exception):
@@ -95,6 +97,7 @@ def verify(
     trials), then ``"timing"``.
     """
     settings = settings or VerifySettings()
+    settings, threads_note = settings.with_threads()
     if isinstance(candidate, str):
         candidate = Candidate(source=candidate, backend="cpu-cpp")
     findings = read_candidate(candidate.source)
@@ -109,6 +112,8 @@ def verify(
         return _rejected(*rejection)
     notes = [f"flagged PyTorch calls in forward: {', '.join(findings.flagged_calls)}"] if findings.flagged_calls else []
     notes += list(findings.notes)
+    if threads_note:
+        notes.append(threads_note)
 
     # Trust anchors, all before the child exists: seeds, references, preflight, roofline floor;
     # and the files the child must not change, hashed in case the OS cannot keep it from them.
@@ -122,7 +127,11 @@ def verify(
     floor = _floor_ms(task, settings)
     task_bytes = task.path.read_bytes() if task.path is not None and task.path.exists() else None
     hashes_before = _harness_hashes(task, settings)
-    job = {"backend": candidate.backend, "threads": settings.threads}
+    job = {
+        "backend": candidate.backend,
+        "threads": settings.thread_count,
+        "cpus": settings.cpus and list(settings.cpus),
+    }
     with JobFolder(task, candidate, job, root=job_dir) as folder:
         run = _Verification(folder, task, settings, references, relative_norm=bool(trivial), notes=notes, floor=floor)
         verdict = run.execute(on_phase)
@@ -160,6 +169,7 @@ class _Verification:
         self.session: ChildSession | None = None
         self.files_isolated = False  # whether the OS kept the child's writes inside its folders
         self.uncalled = 0  # timed candidate calls that called no compiled kernel
+        self.machine: tuple[Snapshot, Snapshot, list[float], list[float]] | None = None  # around the timing
         self.forward_limit = settings.forward_limit_s(references.call_ms)
         if self.forward_limit is not None:
             notes.append(
@@ -182,7 +192,7 @@ class _Verification:
         with ChildSession(
             self.folder,
             "pragma_core.verifier.worker",
-            threads=settings.threads,
+            threads=settings.thread_count,
             limits=limits,
             max_message_bytes=4 * max(biggest, _input_bytes(self.task)) + (64 << 20),
         ) as session:
@@ -351,10 +361,14 @@ class _Verification:
             if time.perf_counter() - warming > settings.timing_budget_s / 4:
                 break  # slow contenders: one full pass warms as well as five
         self.where = "timing"
+        calibrated_before = self._calibrate()
         samples: dict[str, list[float]] = {who: [] for who in contenders}
         parent_samples: dict[str, list[float]] = {who: [] for who in contenders}
         uncalled = 0
         forced = self.rng.randrange(min(_MIN_REPS, settings.reps))
+        assert self.session is not None
+        child = self.session.process.pid
+        machine_before = snapshot(child)
         started = time.perf_counter()
         enough = min(_MIN_REPS, settings.reps)
         for rep in range(settings.reps):
@@ -371,8 +385,20 @@ class _Verification:
                 self._check_timed_call(rep, seed)
             if rep + 1 >= enough and time.perf_counter() - started > settings.timing_budget_s:
                 break
+        machine_after = snapshot(child)
+        self.machine = (machine_before, machine_after, calibrated_before, self._calibrate())
         self.uncalled = uncalled
         return samples, parent_samples, calibration
+
+    def _calibrate(self) -> list[float]:
+        """A fixed multithreaded kernel timed by the parent's clock in the child: a busy machine
+        slows it as it slows the reference."""
+        times = []
+        for _ in range(_CALIBRATION_KERNELS):
+            start = time.perf_counter()
+            self._ask("calibrate", "calibrated")
+            times.append((time.perf_counter() - start) * 1e3)
+        return times
 
     def _sample_timed_call(self, rep: int) -> None:
         """Every timed call: elements at positions drawn now, after the call, of the candidate's
@@ -478,14 +504,16 @@ class _Verification:
         if "compile" in samples:
             compiled = summarize(samples["compile"])
             speedup_vs_compiled = bootstrap_speedup(samples["compile"], samples["candidate"])
+        conditions = self._conditions(samples)
         notes.append(
             f"{len(samples['candidate'])} timed calls on fresh inputs, each sampled against the reference "
             "and timed by the parent's clock too; "
-            f"{settings.threads} thread(s)"
+            f"{settings.threads} thread(s) on CPU {_cpu_list(conditions.cpus)}"
         )
         return Verdict(
             status=VerdictStatus.CORRECT,
-            message=_correct_message(settings, speedup, speedup_vs_compiled),
+            message=_correct_message(settings, speedup, speedup_vs_compiled, noise=conditions.noise),
+            conditions=conditions,
             reference=reference,
             candidate=candidate,
             speedup=speedup,
@@ -494,6 +522,37 @@ class _Verification:
             floor_ms=floor,
             notes=notes,
             **self._errors(),
+        )
+
+    def _conditions(self, samples: dict[str, list[float]]) -> TimingConditions:
+        """The machine around the timing, and whether it makes the timing noisy."""
+        assert self.machine is not None and self.settings.threads is not None
+        before, after, calibrated_before, calibrated_after = self.machine
+        cpus = self.settings.cpus or all_cpus()
+        other, steal = usage_between(before, after, cpus)
+        calibration = (statistics.median(calibrated_before), statistics.median(calibrated_after))
+        best = best_calibration(self.settings.threads, min(calibrated_before + calibrated_after))
+        drift = block_drift(samples["reference"], samples["candidate"])
+        loads = (before.load1, after.load1)
+        return TimingConditions(
+            threads=self.settings.threads,
+            cpus=cpus,
+            seconds=after.wall - before.wall,
+            other_cpu=other,
+            steal=steal,
+            load_average=loads if None not in loads else None,
+            frequency_mhz=frequency_mhz(cpus),
+            calibration_ms=calibration,
+            calibration_best_ms=best,
+            drift=drift,
+            noise=noise_reasons(
+                cpus=len(cpus),
+                other_cpu=other,
+                steal=steal,
+                calibration_ms=calibration,
+                calibration_best_ms=best,
+                drift=drift,
+            ),
         )
 
     def _errors(self) -> dict[str, Any]:
@@ -642,7 +701,7 @@ def _harness_hashes(task: Task, settings: VerifySettings) -> dict[str, str]:
     from ..roofline import peaks_cache_path
 
     paths = sorted(_PACKAGE_ROOT.rglob("*.py"))
-    paths += [peaks_cache_path(settings.threads), preflight_path(task, settings)]
+    paths += [peaks_cache_path(settings.thread_count), preflight_path(task, settings)]
     if task.path is not None:
         paths.append(task.path)
     return {str(path): hashlib.sha256(path.read_bytes()).hexdigest() for path in paths if path.exists()}
@@ -653,7 +712,7 @@ def _floor_ms(task: Task, settings: VerifySettings) -> float | None:
         return None
     from ..roofline import floor_ms, machine_peaks
 
-    return floor_ms(task.analysis, machine_peaks(settings.threads)).floor_ms
+    return floor_ms(task.analysis, machine_peaks(settings.thread_count)).floor_ms
 
 
 def _same_outputs(a: list[torch.Tensor], b: list[torch.Tensor]) -> bool:
@@ -682,13 +741,20 @@ def _rejected(check: str, message: str, *, notes: list[str] | tuple[str, ...] = 
     )
 
 
-def _correct_message(settings: VerifySettings, speedup, speedup_vs_compiled=None) -> str:  # noqa: ANN001
+def _correct_message(settings: VerifySettings, speedup, speedup_vs_compiled=None, noise=()) -> str:  # noqa: ANN001
     text = f"correct in {settings.trials} trials"
+    if speedup is not None and noise:
+        text += f"; about {speedup.value:.2f}x the reference, but the timing was noisy: {'; '.join(noise)}"
+        return text
     if speedup is not None:
         text += f"; {speedup.value:.2f}x the reference (95% CI {speedup.low:.2f}-{speedup.high:.2f})"
     if speedup_vs_compiled is not None:
         text += f", {speedup_vs_compiled.value:.2f}x torch.compile"
     return text
+
+
+def _cpu_list(cpus: tuple[int, ...]) -> str:
+    return ", ".join(map(str, cpus))
 
 
 def _finite_or_none(value: float | None) -> float | None:

@@ -16,6 +16,8 @@ Requests, one JSON line each on stdin:
   inputs; replies with the child's clock reading and the compiled-kernel calls it made.
 - ``outputs`` / ``inputs`` (who): the last call's outputs, or its inputs as they are now.
 - ``idle`` (profiled): nothing, for the parent to measure the cost of a round trip.
+- ``calibrate``: a fixed multithreaded matrix product, which the parent times to see how busy the
+  machine is before and after timing.
 - ``finish``: the monitors' last findings; then the child exits.
 
 Every candidate call, checked or timed, runs inside the same operator recorder (the torch
@@ -51,6 +53,7 @@ def main(job_root: str) -> int:
 def _serve(root: Path, writer: Any) -> int:
     import json
 
+    _pin_cpus(root)  # before torch starts its thread pool, which inherits the CPU set
     import torch
 
     from .. import native
@@ -152,6 +155,7 @@ def _serve(root: Path, writer: Any) -> int:
     current: dict[str, list[Any]] = {}
     last_outputs: dict[str, list[Any]] = {}
     generated: tuple[int, list[Any]] | None = None
+    calibration: tuple[Any, Any] | None = None
     stdin = sys.stdin.buffer
 
     while True:
@@ -269,6 +273,13 @@ def _serve(root: Path, writer: Any) -> int:
             if request.get("profiled"):
                 stop_recording()
 
+        elif op == "calibrate":
+            if calibration is None:
+                numbers = torch.Generator().manual_seed(0)
+                calibration = (torch.rand(_CALIBRATION_SIZE, _CALIBRATION_SIZE, generator=numbers),) * 2
+            torch.mm(*calibration)
+            reply("calibrated")
+
         elif op == "finish":
             # Exit handlers (atexit, weakref.finalize) run now, while the audit hook can still
             # report what they do: a handler that writes outside the folders is caught here.
@@ -285,6 +296,18 @@ def _serve(root: Path, writer: Any) -> int:
 
         else:
             return _send_error(writer, "runtime", f"unknown request {op!r}")
+
+
+_CALIBRATION_SIZE = 320  # a product of two 320x320 matrices: about a millisecond on two cores
+
+
+def _pin_cpus(root: Path) -> None:
+    """Run on the job's CPU set, when it names one (the verifier's choice of idle CPUs)."""
+    import json
+
+    cpus = json.loads((root / "job.json").read_text()).get("cpus")
+    if cpus and hasattr(os, "sched_setaffinity"):
+        os.sched_setaffinity(0, cpus)
 
 
 def _pick(tensors: list[Any], positions: list[list[int]]) -> list[Any]:
