@@ -53,7 +53,7 @@ def test_drift_compares_blocks_of_the_timing():
     # the reference slowed to three times its time halfway (others took its cores), the candidate did not
     drifting = block_drift([2.0] * 20 + [6.0] * 20, [1.0] * 40)
     assert drifting == pytest.approx(3.0) and drifting > DRIFT_LIMIT
-    assert block_drift([1.0] * 5, [1.0] * 5) is None  # too few pairs to split
+    assert block_drift([1.0] * 20, [1.0] * 20) is None  # too few pairs to split
 
 
 def test_pragmas_own_work_is_not_counted_as_other_work():

@@ -166,10 +166,10 @@ def idle_cpus(window_s: float = 0.25) -> IdleCpus:
 
 def block_drift(reference_ms: Sequence[float], candidate_ms: Sequence[float]) -> float | None:
     """Highest over lowest speedup (median over median) across consecutive blocks of paired timed
-    calls: 4 blocks from 24 pairs, 2 from 10, None below."""
+    calls: 4 blocks, from 24 pairs on (None below: medians of fewer calls move by chance)."""
     pairs = min(len(reference_ms), len(candidate_ms))
-    blocks = 4 if pairs >= 24 else 2 if pairs >= 10 else 0
-    if not blocks:
+    blocks = 4
+    if pairs < 6 * blocks:
         return None
     size = pairs // blocks
     speedups = []
