@@ -409,7 +409,9 @@ def profile_command(
     """Profile CANDIDATE (or, without one, the reference of TASK) and list its metrics.
 
     Fast-path CPU candidates are recorded once in the sandbox and replayed natively under the
-    profiler, so the numbers are the kernels' own. The raw tool output is kept only with --keep.
+    profiler, so the numbers are the kernels' own. A task whose data is far above the last-level
+    cache is profiled at smaller sizes (see docs/profiling.md); --full-size keeps its own. The raw
+    tool output is kept only with --keep.
     """
     from .profiling import profile
     from .reports import profile_table
