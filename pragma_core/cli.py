@@ -393,6 +393,12 @@ def roofline_command(
 )
 @click.option("--threads", type=int, default=None, help="Threads [default: all CPUs here].")
 @click.option(
+    "--full-size",
+    is_flag=True,
+    help="Profile at the task's own sizes [default: a task whose data is far above the last-level cache "
+    "is profiled smaller, its outer dimensions shrunk; the profile's first note says the sizes].",
+)
+@click.option(
     "--keep",
     type=click.Path(path_type=Path),
     default=None,
@@ -408,13 +414,16 @@ def profile_command(
     repetitions: int,
     timeout_s: float,
     threads: int | None,
+    full_size: bool,
     keep: Path | None,
     as_json: bool,
 ) -> None:
     """Profile CANDIDATE (or, without one, the reference of TASK) and list its metrics.
 
     Fast-path CPU candidates are recorded once in the sandbox and replayed natively under the
-    profiler, so the numbers are the kernels' own. The raw tool output is kept only with --keep.
+    profiler, so the numbers are the kernels' own. A task whose data is far above the last-level
+    cache is profiled at smaller sizes (see docs/profiling.md); --full-size keeps its own. The raw
+    tool output is kept only with --keep.
     """
     from .profiling import profile
     from .reports import profile_table
@@ -435,6 +444,7 @@ def profile_command(
                 repetitions=repetitions,
                 threads=threads,
                 timeout_s=timeout_s,
+                full_size=full_size,
             )
     if keep is None:  # the folder is gone: point to nothing in it
         result = attrs.evolve(result, raw_paths=(), notes=(*result.notes, "raw tool output not kept (use --keep DIR)"))

@@ -344,7 +344,9 @@ class Profile:
     """What one profiler run returned: metrics, where its raw output lies, and what it could not do.
 
     ``not_collected`` maps each requested metric that is absent to the reason, so nothing a caller
-    asked for disappears silently.
+    asked for disappears silently. ``sizes`` are the size constants the task was profiled at where
+    they differ from the task's own (a reduced profiling size; empty: the task's sizes), and the
+    counts are those of a forward at these sizes.
     """
 
     profiler: str = attrs.field(validator=_non_empty_str)
@@ -352,6 +354,7 @@ class Profile:
     raw_paths: tuple[str, ...] = attrs.field(default=(), converter=frozen_strings)
     notes: tuple[str, ...] = attrs.field(default=(), converter=frozen_strings)
     not_collected: dict[str, str] = attrs.field(factory=dict)
+    sizes: dict[str, int | float] = attrs.field(factory=dict)
 
     def get(self, name: str, kernel: str | None = None) -> Metric | None:
         """The first metric of that name (and kernel, when given), or None."""

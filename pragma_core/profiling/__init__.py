@@ -17,10 +17,14 @@ import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
+import attrs
+
 from ..components import DEFAULT_PROFILE_TIMEOUT_S
 from ..errors import ProfilerUnavailable
 from ..plugins import get_registry
 from ..records import Candidate, Profile, Task
+from ..size_scaling import ShrunkTask
+from .sizing import default_working_set_bytes, profiling_size, size_note
 from .targets import prepare_target
 
 __all__ = ["profile", "prepare_target"]
@@ -37,6 +41,8 @@ def profile(
     repetitions: int = 3,
     threads: int | None = None,
     timeout_s: float = DEFAULT_PROFILE_TIMEOUT_S,
+    full_size: bool = False,
+    working_set_bytes: int | None = None,
 ) -> Profile:
     """Run ``profiler`` on the candidate (the reference when None) and return its profile.
 
@@ -46,6 +52,12 @@ def profile(
     ``timeout_s`` bounds the recording of the candidate's kernel calls and each run of the
     profiler's tool; a run past it is stopped and reported (in ``not_collected``, or as
     :class:`~pragma_core.errors.ProfilerUnavailable` by profilers that cannot give a partial profile).
+
+    A CPU task whose data (inputs, outputs, parameters) is above ``working_set_bytes`` (default
+    :func:`~pragma_core.profiling.sizing.default_working_set_bytes`: a few times this machine's
+    last-level cache) is profiled at smaller sizes that keep its access pattern
+    (:mod:`pragma_core.profiling.sizing`); the sizes are in ``Profile.sizes`` and the first note.
+    ``full_size`` profiles at the task's own sizes.
     """
     registry = get_registry()
     chosen = registry.profiler(profiler)
@@ -54,6 +66,7 @@ def profile(
         still = f"; still works: {availability.still_works}" if availability.still_works else ""
         raise ProfilerUnavailable(f"profiler {profiler!r} cannot run here: {availability.reason}{still}")
     device = chosen.devices[0]
+    target_bytes = (working_set_bytes or default_working_set_bytes()) if device == "cpu" and not full_size else None
     wanted = list(registry.metric_selector(selector).defaults(chosen, device))
     wanted += [name for name in (metrics or ()) if name not in wanted]
     if isinstance(candidate, str):
@@ -62,7 +75,10 @@ def profile(
     folder = (
         Path(out_dir).resolve() if out_dir is not None else Path(tempfile.mkdtemp(prefix=f"pragma-profile-{profiler}-"))
     )
+    shrunk = ShrunkTask(task=task) if full_size else profiling_size(task, device=device, working_set_bytes=target_bytes)
     target = prepare_target(
-        task, candidate, folder, device=device, repetitions=repetitions, threads=threads, timeout_s=timeout_s
+        shrunk.task, candidate, folder, device=device, repetitions=repetitions, threads=threads, timeout_s=timeout_s
     )
-    return chosen.collect(target, wanted)
+    result = chosen.collect(target, wanted)
+    note = size_note(shrunk, target_bytes)
+    return attrs.evolve(result, sizes=shrunk.sizes, notes=(note, *result.notes) if note else result.notes)

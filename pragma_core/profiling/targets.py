@@ -9,7 +9,10 @@ afford the interpreter.
 
 from __future__ import annotations
 
+import hashlib
+import shutil
 import sys
+from collections import OrderedDict
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -65,7 +68,7 @@ def prepare_target(
     if candidate is None:
         return target
 
-    recording = _record(folder, env, timeout_s) if device == "cpu" else None
+    recording = _recorded_once(folder, candidate, threads, env, timeout_s) if device == "cpu" else None
     if recording is None or not recording.calls:
         return target
     libraries = tuple(dict.fromkeys(call.library for call in recording.calls))
@@ -76,6 +79,42 @@ def prepare_target(
         kernel_sources=tuple(str(source) for library in libraries for source in _sources_of(Path(library))),
         kernel_libraries=libraries,
     )
+
+
+_MEMORY = 8  # recordings remembered: a run profiles one candidate at a time, with a few profilers
+_RECORDINGS: OrderedDict[str, Path | None] = OrderedDict()
+"""Recordings made in this process, by :func:`_recording_key`: the folder, or None for a candidate
+that made no native call. A second profiler of the same candidate at the same size copies the
+folder instead of starting another child, which would import torch again (about 2 s)."""
+
+
+def _recording_key(folder: JobFolder, candidate: Candidate, threads: int) -> str:
+    parts = [folder.task_file.read_text(), candidate.backend, candidate.source, str(threads)]
+    return hashlib.sha256("\0".join(parts).encode()).hexdigest()
+
+
+def _recorded_once(
+    folder: JobFolder, candidate: Candidate, threads: int, env: dict[str, str], timeout_s: float
+) -> CallRecording | None:
+    """The candidate's recording in ``folder``: copied from an earlier one of the same candidate,
+    task program and threads in this process when it is still there, else recorded in the sandbox."""
+    from ..native.recording import CallRecording
+
+    key = _recording_key(folder, candidate, threads)
+    if key in _RECORDINGS:
+        earlier = _RECORDINGS[key]
+        if earlier is None:
+            return None
+        if (earlier / "calls.json").exists():
+            # Not the driver: it names its buffer files by path, so it is built again for the copy.
+            skip = shutil.ignore_patterns("replay", "replay.c", "replay.json")
+            shutil.copytree(earlier, folder.root / "recording", ignore=skip, dirs_exist_ok=True)
+            return CallRecording.load(folder.root / "recording")
+    recording = _record(folder, env, timeout_s)
+    _RECORDINGS[key] = folder.root / "recording" if recording is not None and recording.calls else None
+    while len(_RECORDINGS) > _MEMORY:
+        _RECORDINGS.popitem(last=False)
+    return recording
 
 
 def _record(folder: JobFolder, env: dict[str, str], timeout_s: float) -> CallRecording | None:

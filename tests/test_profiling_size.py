@@ -1,0 +1,136 @@
+"""The reduced profiling size: a task's outer dimensions shrink, its rules and its rates stay."""
+
+from __future__ import annotations
+
+import shutil
+from collections import OrderedDict
+from pathlib import Path
+
+import pytest
+
+from pragma_core import Candidate, load_task
+from pragma_core.profiling import profile, targets
+from pragma_core.profiling.sizing import profiling_size, size_note
+from pragma_core.size_scaling import MIN_VALUE, shape_constants, shrink_task
+
+from .conftest import EXAMPLES
+
+GELU = EXAMPLES / "level1" / "1_GELUTanh.py"
+FAST_GELU = (EXAMPLES.parent / "candidates" / "1_GELUTanh_fast.py").read_text()
+KiB = 1024
+
+ROW_NORM = """
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self, features: int):
+        super().__init__()
+        self.scale = nn.Parameter(torch.ones(features))
+
+    def forward(self, x):
+        return x / x.norm(dim=-1, keepdim=True).clamp_min(eps) * self.scale
+
+
+rows = 256          # the batch: shrinks first
+features = 512      # the row each output reads whole: kept
+eps = 1e-6
+
+
+def get_inputs():
+    return [torch.randn(rows, features)]
+
+
+def get_init_inputs():
+    return [features]
+"""
+
+
+def _task(tmp_path: Path, source: str, name: str = "row_norm.py", sizes=None):
+    path = tmp_path / name
+    path.write_text(source)
+    return load_task(path, sizes)
+
+
+def test_the_batch_shrinks_and_the_row_a_kernel_reads_whole_is_kept(tmp_path):
+    task = _task(tmp_path, ROW_NORM)  # 256 x 512 floats in and out, 512 floats of scale: 1 MiB + 2 KiB
+    assert [(c.name, c.innermost) for c in shape_constants(task)] == [("rows", False), ("features", True)]
+    shrunk = shrink_task(task, 256 * KiB)
+    assert shrunk.sizes == {"rows": 64}  # the least multiple of 8 whose data is still >= 256 KiB
+    assert shrunk.task.sizes == {"rows": 64}
+    assert [spec.shape for spec in shrunk.task.analysis.inputs] == [(64, 512)]
+    assert shrunk.bytes == shrunk.task.analysis.min_bytes >= 256 * KiB
+    assert shrunk.full_bytes == task.analysis.min_bytes
+    assert shrunk.note.startswith("rows=64 (of 256): inputs+outputs 258 KiB of 1 MiB")
+
+
+def test_the_next_dimension_shrinks_only_when_the_batch_is_at_its_floor(tmp_path):
+    task = load_task(EXAMPLES / "level1" / "7_SumReduction.py", {"batch_size": 16, "dim1": 64, "dim2": 128})
+    assert [c.name for c in shape_constants(task)] == ["batch_size", "dim1", "dim2"]
+    shrunk = shrink_task(task, 64 * KiB)  # 512 KiB at the overridden sizes; batch 8 alone leaves 256 KiB
+    assert shrunk.sizes == {"batch_size": MIN_VALUE, "dim1": 16}
+    assert shrunk.task.sizes == {"batch_size": MIN_VALUE, "dim1": 16, "dim2": 128}
+    assert shrunk.task.analysis.inputs[0].shape == (8, 16, 128)
+
+
+def test_a_task_small_enough_or_without_size_constants_runs_at_its_own_size(tmp_path):
+    small = _task(tmp_path, ROW_NORM)
+    assert shrink_task(small, 4 * 2**20).sizes == {}
+    fixed = _task(tmp_path, ROW_NORM.replace("torch.randn(rows, features)", "torch.randn(256, 512)"), "fixed.py")
+    unchanged = shrink_task(fixed, 256 * KiB)
+    assert unchanged.task is fixed and unchanged.sizes == {}
+    assert "no module-level int constant that sizes its inputs" in unchanged.note
+    assert size_note(unchanged).startswith("profiled at the task's full size: the task has no")
+    tiny_batch = _task(tmp_path, ROW_NORM.replace("rows = 256", "rows = 4"), "tiny.py", {"features": 65536})
+    floor = shrink_task(tiny_batch, 256 * KiB)  # rows is below the floor already; features is the only row
+    assert floor.sizes == {"features": 7288}  # 4 x 7288 x 8 B in and out + 4 x 7288 B of scale >= 256 KiB
+
+
+def test_a_size_the_task_rejects_counts_as_too_small(tmp_path):
+    # Valid only for rows >= 100: the search must not settle below that.
+    source = ROW_NORM.replace("def get_inputs():\n", "def get_inputs():\n    assert rows >= 100, 'too few rows'\n")
+    task = _task(tmp_path, source, "strict.py")
+    shrunk = shrink_task(task, 1)
+    assert shrunk.sizes == {"rows": 104}  # the least multiple of 8 the task accepts
+
+
+def test_gpu_tasks_are_profiled_at_their_own_size(tmp_path):
+    task = _task(tmp_path, ROW_NORM)
+    assert profiling_size(task, device="cuda", working_set_bytes=1).task is task
+    assert profiling_size(task, working_set_bytes=256 * KiB).sizes == {"rows": 64}
+
+
+@pytest.mark.skipif(shutil.which("valgrind") is None, reason="valgrind is not installed")
+def test_cachegrind_at_the_reduced_size_keeps_the_rates_and_says_the_size(tmp_path):
+    task = load_task(GELU, {"batch_size": 64, "dim": 1024})  # 512 KiB in and out
+    reduced = profile(
+        task, FAST_GELU, profiler="valgrind", out_dir=tmp_path / "r", threads=1, working_set_bytes=128 * KiB
+    )
+    full = profile(task, FAST_GELU, profiler="valgrind", out_dir=tmp_path / "f", threads=1, full_size=True)
+    assert reduced.sizes == {"batch_size": 16} and full.sizes == {}
+    assert reduced.notes[0].startswith("profiled at a reduced size, batch_size=16 (of 64): inputs+outputs 128 KiB")
+    assert "counts are per forward at this size" in reduced.notes[0]
+    assert not any(note.startswith("profiled at") for note in full.notes)
+    (run,) = [r for r in reduced.metrics if r.name == "Ir" and "+" not in r.kernel]
+    (whole,) = [f for f in full.metrics if f.name == "Ir" and "+" not in f.kernel]
+    assert run.value == pytest.approx(whole.value / 4, rel=0.01)  # a quarter of the rows, a quarter of the work
+    assert reduced.get("D1 miss rate").value == pytest.approx(full.get("D1 miss rate").value, rel=0.02)
+
+
+def test_a_second_profiler_of_the_same_candidate_reuses_its_recording(tmp_path, monkeypatch):
+    task = load_task(GELU, {"batch_size": 8, "dim": 512})
+    monkeypatch.setattr(targets, "_RECORDINGS", OrderedDict())
+    recorded = []
+    original = targets._record
+    monkeypatch.setattr(targets, "_record", lambda *args: recorded.append(args) or original(*args))
+    first = targets.prepare_target(task, Candidate(source=FAST_GELU, backend="cpu-cpp"), tmp_path / "a", threads=1)
+    second = targets.prepare_target(task, Candidate(source=FAST_GELU, backend="cpu-cpp"), tmp_path / "b", threads=1)
+    assert len(recorded) == 1
+    assert second.replay_argv[0].startswith(str(tmp_path / "b")) and second.kernel_functions == first.kernel_functions
+    other_size = load_task(GELU, {"batch_size": 16, "dim": 512})
+    targets.prepare_target(other_size, Candidate(source=FAST_GELU, backend="cpu-cpp"), tmp_path / "c", threads=1)
+    assert len(recorded) == 2  # other inputs: recorded again
+    shutil.rmtree(tmp_path / "c")
+    targets.prepare_target(other_size, Candidate(source=FAST_GELU, backend="cpu-cpp"), tmp_path / "d", threads=1)
+    assert len(recorded) == 3  # the earlier recording is gone: recorded again
