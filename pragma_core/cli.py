@@ -383,7 +383,13 @@ def roofline_command(
 )
 @click.option("--metrics", default="", help="Extra metrics to collect, comma-separated.")
 @_SET_OPTION
-@click.option("--repetitions", default=3, show_default=True, help="Forwards (or replays) the profiler watches.")
+@click.option(
+    "--repetitions",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Forwards (or replays) the profiler watches [default: 1 for a deterministic profiler such as "
+    "cachegrind, else 3].",
+)
 @click.option(
     "--timeout",
     "timeout_s",
@@ -411,7 +417,7 @@ def profile_command(
     profiler_name: str,
     metrics: str,
     assignments: tuple[str, ...],
-    repetitions: int,
+    repetitions: int | None,
     timeout_s: float,
     threads: int | None,
     full_size: bool,

@@ -196,6 +196,9 @@ class Profiler:
     ``doc_sources`` are the official pages the knowledge builder reads for it; ``formulas`` name
     the metrics the plugin computes itself from the tool's own (``"ipc": "instructions / cycles"``),
     so the compendium documents them by their formula and the documented meaning of each term.
+    ``deterministic`` says its counts do not vary between runs (a simulator such as cachegrind,
+    which also runs tens of times slower than native): one replayed forward is a whole profile,
+    where a sampling or counting profiler replays three.
     """
 
     name: str = attrs.field(validator=_name)
@@ -207,6 +210,7 @@ class Profiler:
     parse: ParseOutput
     doc_sources: tuple[str, ...] = attrs.field(default=(), converter=frozen_strings)
     formulas: dict[str, str] = attrs.field(factory=dict)
+    deterministic: bool = False
 
 
 @attrs.frozen(kw_only=True)

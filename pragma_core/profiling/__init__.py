@@ -38,7 +38,7 @@ def profile(
     metrics: Sequence[str] | None = None,
     selector: str = "default",
     out_dir: str | Path | None = None,
-    repetitions: int = 3,
+    repetitions: int | None = None,
     threads: int | None = None,
     timeout_s: float = DEFAULT_PROFILE_TIMEOUT_S,
     full_size: bool = False,
@@ -54,10 +54,11 @@ def profile(
     :class:`~pragma_core.errors.ProfilerUnavailable` by profilers that cannot give a partial profile).
 
     A CPU task whose data (inputs, outputs, parameters) is above ``working_set_bytes`` (default
-    :func:`~pragma_core.profiling.sizing.default_working_set_bytes`: a few times this machine's
+    :func:`~pragma_core.profiling.sizing.default_working_set_bytes`: twice this machine's
     last-level cache) is profiled at smaller sizes that keep its access pattern
     (:mod:`pragma_core.profiling.sizing`); the sizes are in ``Profile.sizes`` and the first note.
-    ``full_size`` profiles at the task's own sizes.
+    ``full_size`` profiles at the task's own sizes. ``repetitions`` (forwards replayed) defaults
+    to one for a deterministic profiler (cachegrind) and three for the others.
     """
     registry = get_registry()
     chosen = registry.profiler(profiler)
@@ -66,6 +67,8 @@ def profile(
         still = f"; still works: {availability.still_works}" if availability.still_works else ""
         raise ProfilerUnavailable(f"profiler {profiler!r} cannot run here: {availability.reason}{still}")
     device = chosen.devices[0]
+    if repetitions is None:
+        repetitions = 1 if chosen.deterministic else 3
     target_bytes = (working_set_bytes or default_working_set_bytes()) if device == "cpu" and not full_size else None
     wanted = list(registry.metric_selector(selector).defaults(chosen, device))
     wanted += [name for name in (metrics or ()) if name not in wanted]

@@ -1,6 +1,6 @@
 """The size a task is profiled at: smaller than the task's when its data is far above the caches.
 
-A profile shows how a kernel uses the memory hierarchy; data a few times the last-level cache
+A profile shows how a kernel uses the memory hierarchy; data twice the last-level cache
 streams from memory as the full size does, and anything more only makes the profile slower
 (cachegrind runs the replay 20 to 100 times slower than native). :func:`profiling_size` shrinks a
 CPU task whose inputs, outputs and parameters exceed :data:`LLC_MULTIPLE` times this machine's
@@ -16,10 +16,10 @@ from ..size_scaling import ShrunkTask, format_bytes, shrink_task
 
 __all__ = ["LLC_MULTIPLE", "FALLBACK_LLC_BYTES", "default_working_set_bytes", "profiling_size", "size_note"]
 
-LLC_MULTIPLE = 4
+LLC_MULTIPLE = 2
 """Data of one forward this many times the last-level cache streams from memory on every
-repetition: past 1x a simulated LRU cache (cachegrind) misses every line again; the margin covers
-real caches' adaptive replacement, victim L3s and the other cores' caches."""
+repetition: from 1.5x a simulated LRU cache (cachegrind) misses every line again (measured); twice
+is the rule the verifier's roofline floor uses too, for real caches' adaptive replacement."""
 
 FALLBACK_LLC_BYTES = 32 * 2**20
 """The last-level cache assumed when this machine does not say (a large desktop or server L3)."""

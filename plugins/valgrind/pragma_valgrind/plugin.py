@@ -36,5 +36,6 @@ def pragma_register_profilers(register: Callable[[Profiler], None]) -> None:
             parse=parse,
             doc_sources=DOC_SOURCES,
             formulas=FORMULAS,
+            deterministic=True,
         )
     )
