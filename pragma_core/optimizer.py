@@ -532,7 +532,7 @@ def _baseline(task: Task, settings: OptimizeSettings, run: RunDirectory, unavail
     folder.mkdir(exist_ok=True)
     floor = None
     if task.analysis is not None:
-        clock.start("roofline")  # the machine's peaks are measured on a run's first need, then cached
+        clock.start("roofline")  # measures the machine's peaks the first time a thread count needs them
         floor = floor_ms(task.analysis, machine_peaks(settings.verify.threads))
         atomic_write_text(folder / "roofline.json", json.dumps(to_dict(floor), indent=2) + "\n")
     profiles, skipped = [], dict(unavailable)
