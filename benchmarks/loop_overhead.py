@@ -79,19 +79,21 @@ def main() -> None:
         runs_dir=out / "runs",
         verify=verify,
     )
-    machine = {"cpus": os.cpu_count(), "load_average_at_start": os.getloadavg(), "pragma_core": pragma_core.__file__}
+    load_at_start = os.getloadavg()
+    machine: dict[str, Any] = {"cpus": os.cpu_count(), "load_average_at_start": load_at_start}
+    machine["pragma_core"] = pragma_core.__file__
     rows: list[dict[str, Any]] = []
     for path in paths:
         task = load_task(path, plan[path])
         console.print(f"{task.key} {task.sizes or '(its own sizes)'}: {args.attempts} attempts ...")
         rows.append(_run(task, settings))
         _write(out, settings, machine, rows)
-    machine["load_average_at_end"] = os.getloadavg()
+    load_at_end = machine["load_average_at_end"] = os.getloadavg()
     _write(out, settings, machine, rows)
     console.print(_table(rows, args.attempts))
     _plot(rows, out / "phases.png")
     console.print(
-        f"load average {machine['load_average_at_start'][0]:.1f} at start, {machine['load_average_at_end'][0]:.1f} "
+        f"load average {load_at_start[0]:.1f} at start, {load_at_end[0]:.1f} "
         f"at end on {machine['cpus']} cores; results: {out / 'results.json'}, plot: {out / 'phases.png'}"
     )
 
