@@ -662,7 +662,8 @@ def _phase_text(progress: Any) -> str:
 @click.option("--json", "as_json", is_flag=True, help="Print the trace as JSON (fields in docs/loop.md).")
 def trace_command(run_dir: Path, as_json: bool) -> None:
     """Print the Conductor's reasoning attempt by attempt: historical best against current,
-    diagnosis, analysis and actions; first the baseline and the profilers that could not watch."""
+    diagnosis, analysis and actions; first the baseline and the profilers that could not watch,
+    last the seconds each attempt spent per phase."""
     from .reports import trace_text
     from .run_directory import RunDirectory
     from .run_summary import trace_document

@@ -247,6 +247,7 @@ def optimize(
                 status=attempt.verdict.status.value if attempt.verdict else None,
                 best=best.number if best else None,
                 skipped=attempt.skipped,
+                **_time_fields(attempt),
             )
             if on_attempt is not None:
                 on_attempt(attempt, best)
@@ -319,8 +320,13 @@ class _Loop:
         files: dict[str, str] = {}
         last = history[-1] if history else None
         run.append_event("attempt_started", attempt=number)
+        clock = _PhaseClock()
 
-        self.progress(number, "writing")
+        def phase(name: str, detail: str = "") -> None:
+            clock.start(f"{name}:{detail}" if detail else name)
+            self.progress(number, name, detail)
+
+        phase("writing")
         messages = coder_messages(
             task=task, guide=self.guide, guidance=last.guidance if last else None, best=best, last=last, history=history
         )
@@ -339,18 +345,18 @@ class _Loop:
         else:
             candidate = Candidate(source=source, backend=settings.backend, attempt=number)
             files["candidate.py"] = source
-            self.progress(number, "building")
-            verdict = self._verify(number, candidate)
+            phase("building")
+            verdict = self._verify(number, candidate, phase)
 
         profiles: list[Profile] = []
         skipped: dict[str, str] = {}
         if verdict.ok and self.profilers and candidate is not None:
             extra = last.guidance.extra_metrics if last and last.guidance else ()
-            profiles, skipped = self._profile(number, candidate, staging, extra)
-        self.progress(number, "diagnosing")
+            profiles, skipped = self._profile(phase, candidate, staging, extra)
+        phase("diagnosing")
         diagnosis = diagnose(verdict, profiles, best=best, roofline_bound=self.bound)
 
-        self.progress(number, "advising")
+        phase("advising")
         documentation = conductor_documentation(
             [*profiles, *(best.profiles if best else ())],
             diagnosis,
@@ -396,6 +402,7 @@ class _Loop:
             diagnosis=diagnosis,
             guidance=guidance,
             usage=usage,
+            phase_seconds=clock.stop(),
             elapsed_s=time.monotonic() - started,
         )
         run.complete_attempt(
@@ -403,28 +410,27 @@ class _Loop:
         )
         return attempt
 
-    def _verify(self, number: int, candidate: Candidate) -> Verdict:
+    def _verify(self, number: int, candidate: Candidate, phase: Callable[[str], None]) -> Verdict:
         """The Verifier's verdict; a noisy timing is measured once more, and the second verdict
         kept (still noisy if the machine stayed busy, which keeps it from replacing a best)."""
-        verdict = verify(
-            self.task, candidate, self.settings.verify, on_phase=lambda phase: self.progress(number, phase)
-        )
+        verdict = verify(self.task, candidate, self.settings.verify, on_phase=phase)
         if not verdict.noisy:
             return verdict
         assert verdict.conditions is not None
         self.run.append_event("remeasuring", attempt=number, noise=list(verdict.conditions.noise))
-        self.progress(number, "building")
-        again = verify(self.task, candidate, self.settings.verify, on_phase=lambda phase: self.progress(number, phase))
+        phase("building")
+        again = verify(self.task, candidate, self.settings.verify, on_phase=phase)
         first = "; ".join(verdict.conditions.noise)
         return attrs.evolve(again, notes=(*again.notes, f"measured twice: the first timing was noisy ({first})"))
 
     def _profile(
-        self, number: int, candidate: Candidate, staging: Path, extra: tuple[str, ...]
+        self, phase: Callable[[str, str], None], candidate: Candidate, staging: Path, extra: tuple[str, ...]
     ) -> tuple[list[Profile], dict[str, str]]:
-        """Each profiler's profile of the candidate, and why each of the others gave none."""
+        """Each profiler's profile of the candidate, and why each of the others gave none; ``phase``
+        hears each profiler start."""
         profiles, skipped = [], {}
         for name in self.profilers:
-            self.progress(number, "profiling", name)
+            phase("profiling", name)
             folder = staging / f"profile-{name}"
             try:
                 profiles.append(self._profile_with(name, candidate, folder, extra))
@@ -448,6 +454,40 @@ class _Loop:
             threads=verify.thread_count,
             timeout_s=_profile_limit(verify),
         )
+
+
+@attrs.define
+class _PhaseClock:
+    """Wall seconds per phase: a phase lasts until the next one starts or the clock stops, so the
+    phases add up to the time between the first start and the stop. A phase started twice adds up."""
+
+    seconds: dict[str, float] = attrs.Factory(dict)
+    _phase: str | None = None
+    _since: float = 0.0
+
+    def start(self, phase: str) -> None:
+        now = time.monotonic()
+        self._close(now)
+        self._phase, self._since = phase, now
+
+    def stop(self) -> dict[str, float]:
+        """Ends the running phase; the seconds of every phase, in the order they first started."""
+        self._close(time.monotonic())
+        return dict(self.seconds)
+
+    def _close(self, now: float) -> None:
+        if self._phase is not None:
+            self.seconds[self._phase] = self.seconds.get(self._phase, 0.0) + (now - self._since)
+            self._phase = None
+
+
+def _time_fields(attempt: Attempt) -> dict[str, Any]:
+    """An attempt's times for ``events.jsonl``, in seconds rounded to the millisecond."""
+    return {
+        "elapsed_s": round(attempt.elapsed_s, 3),
+        "timed_s": round(attempt.timed_s, 3),
+        "phase_seconds": {name: round(seconds, 3) for name, seconds in attempt.phase_seconds.items()},
+    }
 
 
 def _profile_limit(verify: VerifySettings) -> float:
@@ -504,16 +544,19 @@ def _baseline(task: Task, settings: OptimizeSettings, run: RunDirectory, unavail
     from .serialization import to_dict
     from .verifier.reference import reference_timing
 
+    clock = _PhaseClock()
     folder = run.root / "baseline"
     folder.mkdir(exist_ok=True)
     floor = None
     if task.analysis is not None:
+        clock.start("roofline")  # measures the machine's peaks the first time a thread count needs them
         floor = floor_ms(task.analysis, machine_peaks(settings.verify.thread_count))
         atomic_write_text(folder / "roofline.json", json.dumps(to_dict(floor), indent=2) + "\n")
     profiles, skipped = [], dict(unavailable)
     for name in settings.profilers if settings.profile else ():
         if name in unavailable:
             continue
+        clock.start(f"profiling:{name}")
         try:
             verify = settings.verify
             out_dir = folder / f"profile-{name}"
@@ -531,8 +574,11 @@ def _baseline(task: Task, settings: OptimizeSettings, run: RunDirectory, unavail
             skipped[name] = str(error)
         except Exception as error:  # a broken plugin must neither end the run nor pass unseen
             skipped[name] = _plugin_failure(name, error, folder / f"profile-{name}")
+    clock.start("timing")
+    reference = reference_timing(task, settings.verify)
+    seconds = clock.stop()
     baseline = Baseline(
-        reference=reference_timing(task, settings.verify),
+        reference=reference,
         floor_ms=floor.floor_ms if floor else None,
         bound=floor.bound if floor else None,
         profiles=profiles,
@@ -546,6 +592,8 @@ def _baseline(task: Task, settings: OptimizeSettings, run: RunDirectory, unavail
         bound=baseline.bound.value if baseline.bound else None,
         profiled=[p.profiler for p in profiles],
         skipped=skipped,
+        seconds=round(sum(seconds.values()), 3),
+        phase_seconds={name: round(value, 3) for name, value in seconds.items()},
     )
     return baseline
 

@@ -120,6 +120,11 @@ def _finite(_instance: Any, attribute: attrs.Attribute, value: float) -> None:
         raise ValueError(f"{attribute.name} must be a finite number, got {value!r}")
 
 
+def _seconds(instance: Any, attribute: attrs.Attribute, value: float) -> None:
+    _finite(instance, attribute, value)
+    _non_negative(instance, attribute, value)
+
+
 def frozen_strings(value: Iterable[str]) -> tuple[str, ...]:
     """The ``converter`` of string-sequence fields: a tuple, refusing one string (which ``tuple``
     would split into characters)."""
@@ -457,7 +462,12 @@ class Attempt:
     """Everything of one iteration of the loop. Parts stay None where the iteration stopped early.
 
     ``skipped`` names each profiler of the run that gave no profile of this candidate, with why:
-    it cannot watch this candidate, or it failed (a failure of the plugin itself says so)."""
+    it cannot watch this candidate, or it failed (a failure of the plugin itself says so).
+    ``elapsed_s`` is the attempt's wall time; ``phase_seconds`` splits it by phase (a phase it did
+    not reach is absent): ``writing`` (the Coder), ``building`` (sandbox start and the candidate's build),
+    ``verifying`` (correctness trials), ``timing``, ``profiling:<profiler>`` for each profiler,
+    ``diagnosing`` and ``advising`` (the Conductor, a repair request included). Attempts written
+    before pragma measured phases have none."""
 
     number: int = attrs.field(validator=[v.instance_of(int), v.ge(1)])
     candidate: Candidate | None = None
@@ -468,6 +478,20 @@ class Attempt:
     guidance: Guidance | None = None
     usage: TokenUsage = attrs.field(factory=TokenUsage)
     elapsed_s: float = attrs.field(default=0.0, validator=_non_negative)
+    phase_seconds: dict[str, float] = attrs.field(
+        factory=dict, validator=v.deep_mapping(key_validator=_non_empty_str, value_validator=_seconds)
+    )
+
+    @property
+    def timed_s(self) -> float:
+        """Seconds of the timed calls themselves (every sample of the reference, the candidate and
+        ``torch.compile`` in the verdict; warm-up calls not included): the part of ``elapsed_s``
+        that is measurement, not overhead. 0 when nothing was timed."""
+        verdict = self.verdict
+        if verdict is None:
+            return 0.0
+        timings = (verdict.reference, verdict.candidate, verdict.compiled_reference)
+        return sum(sum(timing.samples_ms) for timing in timings if timing is not None) / 1000
 
 
 @attrs.frozen(kw_only=True)

@@ -183,4 +183,47 @@ def trace_text(task: Task, attempts: list[Attempt], baseline: Baseline | None = 
             lines += [f"   action: {action}" for action in attempt.guidance.actions]
             if attempt.guidance.extra_metrics:
                 lines.append("   asks for: " + ", ".join(attempt.guidance.extra_metrics))
+    if attempts:
+        lines += ["", *phase_time_lines(attempts)]
     return "\n".join(lines)
+
+
+_PHASE_HEADERS = {
+    "writing": "write",
+    "building": "build",
+    "verifying": "verify",
+    "timing": "timing",
+    "diagnosing": "diagnose",
+    "advising": "advise",
+}
+
+
+def phase_time_lines(attempts: list[Attempt]) -> list[str]:
+    """A plain-text table of seconds per phase and attempt: the phases of the loop (a column per
+    profiler), the attempt's total, its timed calls and the overhead beyond them (total - timed).
+    An attempt from before pragma measured phases shows ``-`` in the phase columns."""
+    seen = list(dict.fromkeys(name for attempt in attempts for name in attempt.phase_seconds))
+    before = [name for name in ("writing", "building", "verifying", "timing") if name in seen]
+    after = [name for name in ("diagnosing", "advising") if name in seen]
+    middle = sorted(name for name in seen if name not in before and name not in after)  # the profilers
+    phases = [*before, *middle, *after]
+    headers = ["#", *(_PHASE_HEADERS.get(name, name.removeprefix("profiling:")) for name in phases)]
+    headers += ["total", "timed", "overhead"]
+    rows = []
+    for attempt in attempts:
+        cells = [f"{attempt.phase_seconds[name]:.2f}" if name in attempt.phase_seconds else "-" for name in phases]
+        timed = attempt.timed_s
+        rows.append(
+            [
+                str(attempt.number),
+                *cells,
+                f"{attempt.elapsed_s:.2f}",
+                f"{timed:.2f}",
+                f"{attempt.elapsed_s - timed:.2f}",
+            ]
+        )
+    widths = [max(len(header), *(len(row[i]) for row in rows)) for i, header in enumerate(headers)]
+    lines = ["seconds per phase (timed: the timed calls inside timing; overhead: total - timed)"]
+    for cells in (headers, *rows):
+        lines.append("  ".join(cell.rjust(width) for cell, width in zip(cells, widths)))
+    return lines

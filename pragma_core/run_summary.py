@@ -16,7 +16,7 @@ from .records import Attempt, Baseline, RunResult, Speedup, TokenUsage
 from .serialization import to_dict
 from .statistics import improves_on
 
-__all__ = ["run_summary", "trace_entries", "trace_document"]
+__all__ = ["run_summary", "trace_entries", "trace_document", "total_phase_seconds"]
 
 
 def run_summary(result: RunResult, *, run_dir: Path, model: str | None, provider: str) -> dict[str, Any]:
@@ -49,8 +49,20 @@ def run_summary(result: RunResult, *, run_dir: Path, model: str | None, provider
         "skipped_profilers": dict(baseline.skipped) if baseline else {},
         "tokens": {"prompt": usage.prompt, "completion": usage.completion},
         "elapsed_s": round(sum(attempt.elapsed_s for attempt in result.attempts), 3),
+        "timed_s": round(sum(attempt.timed_s for attempt in result.attempts), 3),
+        "phase_seconds": total_phase_seconds(result.attempts),
         "best_candidate": str(best_source) if best is not None else None,
     }
+
+
+def total_phase_seconds(attempts: tuple[Attempt, ...] | list[Attempt]) -> dict[str, float]:
+    """Seconds per phase summed over the attempts (rounded to the millisecond), phases in the order
+    they first ran; attempts from before pragma measured phases add nothing."""
+    totals: dict[str, float] = {}
+    for attempt in attempts:
+        for name, seconds in attempt.phase_seconds.items():
+            totals[name] = totals.get(name, 0.0) + seconds
+    return {name: round(seconds, 3) for name, seconds in totals.items()}
 
 
 def trace_entries(attempts: tuple[Attempt, ...] | list[Attempt]) -> list[tuple[Attempt, Attempt | None]]:
@@ -88,6 +100,8 @@ def trace_document(result_id: str, task_key: str, baseline: Baseline | None, att
                 "skipped_profilers": dict(attempt.skipped),
                 "tokens": {"prompt": attempt.usage.prompt, "completion": attempt.usage.completion},
                 "elapsed_s": attempt.elapsed_s,
+                "timed_s": attempt.timed_s,
+                "phase_seconds": dict(attempt.phase_seconds),
             }
         )
     return {
