@@ -11,7 +11,7 @@ import textwrap
 import torch
 from torch.utils._python_dispatch import _disable_current_modes
 
-from pragma_core.verifier.instrumentation import OperatorRecorder
+from pragma_core.verifier.instrumentation import IdentityGuard, OperatorRecorder
 
 from .conftest import REPO
 
@@ -81,3 +81,20 @@ def test_the_audit_hook_blames_the_candidate_and_not_the_machinery(tmp_path):
     assert [f["check"] for f in findings] == ["forbidden-construct", "sandbox-escape"]
     assert "line 4" in findings[0]["message"] and "gc.get_objects" in findings[0]["message"]
     assert str(outside) in findings[1]["message"] and "line 6" in findings[1]["message"]
+
+
+def test_torchs_own_wrapping_of_a_function_is_not_a_patch_but_a_lookalike_wrapper_is():
+    import functools
+
+    original = torch.random.manual_seed
+    namespace = {"manual_seed": original}
+    guard = IdentityGuard({"torch": namespace})
+    namespace["manual_seed"] = torch._disable_dynamo(original)  # what importing torch._dynamo does
+    assert guard.changes() == []
+
+    @functools.wraps(original)
+    def lookalike(seed):
+        return original(0)  # every input predictable
+
+    namespace["manual_seed"] = lookalike
+    assert guard.changes() == ["torch.manual_seed"]

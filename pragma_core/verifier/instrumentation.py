@@ -371,12 +371,17 @@ class CandidateAudit:
 
 
 class IdentityGuard:
-    """Snapshot of callables by identity; :meth:`changes` names those replaced since."""
+    """Snapshot of callables by identity; :meth:`changes` names those replaced since.
+
+    torch wraps some of its own functions when a part of it is first imported (``torch._dynamo``
+    wraps ``torch.manual_seed``, which the worker would otherwise pay a second import of torch for,
+    up front): a replacement that wraps the original (``__wrapped__``) with code from torch's own
+    package is torch's, not a patch."""
 
     def __init__(self, namespaces: Mapping[str, Mapping[str, Any]]) -> None:
         self._namespaces = namespaces
         self._snapshot = {
-            (label, name): id(value)
+            (label, name): value
             for label, namespace in namespaces.items()
             for name, value in list(namespace.items())
             if callable(value) and not isinstance(value, type(os))
@@ -384,11 +389,23 @@ class IdentityGuard:
 
     def changes(self) -> list[str]:
         changed = []
-        for (label, name), identity in self._snapshot.items():
+        for (label, name), original in self._snapshot.items():
             current = self._namespaces[label].get(name)
-            if id(current) != identity:
+            if current is not original and not _torch_wrapper_of(current, original):
                 changed.append(f"{label}.{name}")
         return sorted(changed)
+
+
+_TORCH_PACKAGE = str(Path(torch.__file__).resolve().parent) + os.sep
+
+
+def _torch_wrapper_of(current: Any, original: Any) -> bool:
+    code = getattr(current, "__code__", None)
+    return (
+        getattr(current, "__wrapped__", None) is original
+        and code is not None
+        and str(Path(code.co_filename).resolve()).startswith(_TORCH_PACKAGE)
+    )
 
 
 def same_bits(a: torch.Tensor, b: torch.Tensor) -> bool:

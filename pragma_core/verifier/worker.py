@@ -77,7 +77,6 @@ def _serve(root: Path, writer: Any) -> int:
     audit.install()
     _watchers.append(audit)
 
-    import torch._dynamo  # noqa: F401 - it wraps torch.manual_seed on import; let that happen first
     import torch.nn.functional as functional
 
     from .. import channel
