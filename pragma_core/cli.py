@@ -193,7 +193,14 @@ _SET_OPTION = click.option(
 @_SET_OPTION
 @click.option("--trials", default=5, show_default=True, help="Correctness trials with fresh inputs.")
 @click.option("--warmup", default=5, show_default=True, help="Untimed runs before timing.")
-@click.option("--reps", default=100, show_default=True, help="Timed runs of each program.")
+@click.option("--reps", default=100, show_default=True, help="Timed runs of each program, at most.")
+@click.option(
+    "--precision",
+    type=click.FloatRange(min=0, max=1, max_open=True),
+    default=0.02,
+    show_default=True,
+    help="Stop timing once at least 30 runs gave a speedup interval within this share of its value (0: all runs).",
+)
 @click.option(
     "--timing-budget",
     "timing_budget_s",
@@ -243,6 +250,7 @@ def verify_command(
     trials: int,
     warmup: int,
     reps: int,
+    precision: float,
     timing_budget_s: float,
     baseline: str,
     threads: int | None,
@@ -267,6 +275,7 @@ def verify_command(
         trials=trials,
         warmup=warmup,
         reps=reps,
+        precision=precision,
         timing_budget_s=timing_budget_s,
         baseline=baseline,
         atol=atol,
@@ -485,7 +494,15 @@ def profile_command(
     show_default=True,
     help="Profilers to run, comma-separated (see `pragma plugins`); one that cannot run here is left out, and said.",
 )
-@click.option("--reps", default=100, show_default=True, help="Timed runs per verification.")
+@click.option("--reps", default=100, show_default=True, help="Timed runs per verification, at most.")
+@click.option(
+    "--precision",
+    type=click.FloatRange(min=0, max=1, max_open=True),
+    default=0.02,
+    show_default=True,
+    help="A verification stops timing once at least 30 runs gave a speedup interval within this share of its "
+    "value (0: all runs).",
+)
 @click.option(
     "--threads",
     type=click.IntRange(min=1),
@@ -524,6 +541,7 @@ def optimize_command(
     no_profile: bool,
     profilers: str,
     reps: int,
+    precision: float,
     threads: int | None,
     runs_dir: Path,
     resume: Path | None,
@@ -573,7 +591,7 @@ def optimize_command(
         profilers=tuple(p.strip() for p in profilers.split(",") if p.strip()),
     )
     option_of = {"profile": "no_profile"}
-    verify_options: dict[str, Any] = {"reps": reps}
+    verify_options: dict[str, Any] = {"reps": reps, "precision": precision}
     if threads is not None:
         verify_options["threads"] = threads
     if resume is not None:

@@ -344,3 +344,11 @@ def test_where_the_os_cannot_contain_the_child_an_edited_task_is_caught_and_rest
     assert verdict["failed_check"] == "harness-modified", verdict["message"]
     assert any("files not isolated" in note for note in verdict["notes"])
     assert task_file.read_text() == GELU.read_text()
+
+
+def test_timing_stops_once_the_interval_is_precise_enough_and_not_before_thirty_runs():
+    loose = VerifySettings(reps=1000, warmup=1, timeout_s=120, threads=2, precision=0.95)
+    verdict = check("gelu_correct_fast", settings=loose)
+    assert verdict.ok and len(verdict.candidate.samples_ms) == 30, verdict.message
+    every = VerifySettings(reps=40, warmup=1, timeout_s=120, threads=2, precision=0)
+    assert len(check("gelu_correct_fast", settings=every).candidate.samples_ms) == 40

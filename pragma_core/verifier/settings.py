@@ -36,7 +36,9 @@ class VerifySettings:
     runs, 100 timed repetitions). ``baseline="compile"`` also times ``torch.compile`` of the
     reference. ``input_sets`` None rotates as many input sets as it takes to leave the caches.
     Timing stops before ``reps`` once at least 10 repetitions ran and ``timing_budget_s`` passed, so
-    a slow candidate (a plain serial matrix product) does not take minutes. ``seed`` None (the
+    a slow candidate (a plain serial matrix product) does not take minutes; and once at least 30 ran
+    and the speedup's 95% interval lies within ``precision`` (default 2%) of its value, since more
+    repetitions would not change what the verdict says (0 always runs ``reps``). ``seed`` None (the
     default) draws every verification's inputs from fresh operating-system randomness; a number
     repeats a verification exactly (the verdict records the seed it used).
 
@@ -92,6 +94,7 @@ class VerifySettings:
     warmup: int = attrs.field(default=5, validator=[v.instance_of(int), v.ge(0)])
     reps: int = attrs.field(default=100, validator=[v.instance_of(int), v.ge(1)])
     timing_budget_s: float = attrs.field(default=60.0, validator=v.gt(0))
+    precision: float = attrs.field(default=0.02, validator=[v.ge(0), v.lt(1)])
     threads: int | None = attrs.field(default=None, validator=v.optional([v.instance_of(int), v.ge(1)]))
     cpus: tuple[int, ...] | None = attrs.field(default=None, converter=_cpu_set)
     baseline: str = attrs.field(default="eager", validator=v.in_(BASELINES))

@@ -56,6 +56,8 @@ second for 32 MB)."""
 
 _KNOWN_CHECKS = CHECKS
 _MIN_REPS = 10  # timed repetitions before the time budget may end timing
+_PRECISE_REPS = 30  # timed repetitions before a precise enough interval may end timing (drift needs 24)
+_PRECISION_EVERY = 10  # how often, in repetitions, the interval is looked at
 _SAMPLED_ELEMENTS = 32  # per output and input of every timed call
 _FORGERY_SLACK_MS = 1.0
 """How much more than an idle round trip the parent may see around a call, beyond a quarter of the
@@ -385,6 +387,8 @@ class _Verification:
                 self._check_timed_call(rep, seed)
             if rep + 1 >= enough and time.perf_counter() - started > settings.timing_budget_s:
                 break
+            if _precise_enough(samples, rep + 1, settings.precision):
+                break
         machine_after = snapshot(child)
         self.machine = (machine_before, machine_after, calibrated_before, self._calibrate())
         self.uncalled = uncalled
@@ -617,6 +621,15 @@ class _Verification:
             diagnostics=_logs(outcome),
             message=f"the sandbox child exited with code {outcome.returncode} while {where} without a result",
         )
+
+
+def _precise_enough(samples: dict[str, list[float]], reps: int, precision: float) -> bool:
+    """Whether the speedup's interval is already within ``precision`` of its value (looked at every
+    few repetitions from :data:`_PRECISE_REPS` on, with a quick bootstrap)."""
+    if not precision or reps < _PRECISE_REPS or reps % _PRECISION_EVERY:
+        return False
+    speedup = bootstrap_speedup(samples["reference"], samples["candidate"], resamples=500)
+    return speedup.high - speedup.low <= 2 * precision * speedup.value
 
 
 def _forged_timing(
