@@ -1,11 +1,14 @@
 """What a verification costs: wall time of whole verifications and the speedups they report.
 
 Verifies each candidate against its task ``--runs`` times (each a fresh sandbox child, building
-from the candidate's own cache after the first) and prints, per pair, the median wall time of a
-verification, the median speedup and the widest 95% interval. Run it on a quiet machine; it imports
-whichever ``pragma_core`` is first on ``PYTHONPATH``, so two checkouts can be compared:
+from the candidate's own cache after the first) and prints, per pair, medians of: the wall time of
+a verification; where it went (until the child was ready, the correctness trials, timing with the
+checks after it); the timed calls themselves (the sum of every timed sample, reference and
+candidate); the overhead (wall time minus the timed calls: what issue 14 asks to keep small); and
+the median speedup with the widest 95% interval. Run it on a quiet machine; it imports whichever
+``pragma_core`` is first on ``PYTHONPATH``, so two checkouts can be compared:
 
-    python benchmarks/verify_cost.py [--runs 3] [--reps 100]
+    python benchmarks/verify_cost.py [--runs 3] [--reps 100] [--only GELU]
     PYTHONPATH=../old-checkout python benchmarks/verify_cost.py
 """
 
@@ -28,6 +31,7 @@ CANDIDATES = ROOT / "tests" / "candidates"
 
 PAIRS = [
     ("GELU 1024x8192 (32 MB)", TASKS / "1_GELUTanh.py", ROOT / "examples/candidates/1_GELUTanh_fast.py", None),
+    ("Softmax 1024x8192 (32 MB)", TASKS / "3_Softmax.py", CANDIDATES / "honest_softmax_pybind11.py", None),
     (
         "GELU 32x1024",
         TASKS / "1_GELUTanh.py",
@@ -48,28 +52,45 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--reps", type=int, default=100)
+    parser.add_argument("--only", default="", help="run only the pairs whose label contains this")
     args = parser.parse_args()
     settings = VerifySettings(reps=args.reps)
     table = Table(title=f"verifications with {pragma_core.__file__}: {args.runs} runs, {args.reps} reps")
-    for column in ("task", "status", "wall s (median)", "speedup (median)", "widest 95% CI"):
+    columns = ("task", "status", "wall s", "to ready s", "trials s", "timing s", "timed calls s", "overhead s")
+    for column in (*columns, "speedup", "widest 95% CI"):
         table.add_column(column, justify="right")
     for label, task_path, candidate_path, sizes in PAIRS:
+        if args.only not in label:
+            continue
         task = load_task(task_path, sizes)
         candidate = Candidate(source=candidate_path.read_text(), backend="cpu-cpp")
         verify(task, candidate, VerifySettings(time=False, trials=1))  # builds the kernel once
-        walls, speedups, widest, statuses = [], [], 0.0, set()
+        rows: list[tuple[float, ...]] = []
+        speedups, widest, statuses = [], 0.0, set()
         for _ in range(args.runs):
+            marks: dict[str, float] = {}
             started = time.perf_counter()
-            verdict = verify(task, candidate, settings)
-            walls.append(time.perf_counter() - started)
+            verdict = verify(
+                task,
+                candidate,
+                settings,
+                on_phase=lambda phase, marks=marks: marks.update({phase: time.perf_counter()}),
+            )
+            ended = time.perf_counter()
             statuses.add(verdict.status.value if not verdict.failed_check else verdict.failed_check)
+            timed = sum(sum(t.samples_ms) for t in (verdict.reference, verdict.candidate) if t is not None) / 1e3
+            ready = marks.get("verifying", ended)
+            timing = marks.get("timing", ended)
+            rows.append(
+                (ended - started, ready - started, timing - ready, ended - timing, timed, ended - started - timed)
+            )
             if verdict.speedup is not None:
                 speedups.append(verdict.speedup.value)
                 widest = max(widest, verdict.speedup.high - verdict.speedup.low)
         table.add_row(
             label,
             ",".join(sorted(statuses)),
-            f"{statistics.median(walls):.1f}",
+            *(f"{statistics.median(row[i] for row in rows):.2f}" for i in range(6)),
             f"{statistics.median(speedups):.2f}x" if speedups else "-",
             f"{widest:.2f}" if speedups else "-",
         )

@@ -155,3 +155,111 @@ def test_integer_and_nan_outputs_keep_their_rules():
     integers = [torch.tensor([1, 2, 3])]
     exact = compare_outputs([integers[0].clone()], integers, atol=ATOL, rtol=RTOL)
     assert exact.ok and exact.relative_error_norm is None
+
+
+def _whole_output_errors(got: torch.Tensor, want: torch.Tensor) -> tuple[float, int, float, float | None]:
+    """The definition, on whole tensors in float64: max abs error, its flat index, max relative
+    error over nonzero reference elements, whole-output relative error norm."""
+    got64, want64 = got.double().flatten(), want.double().flatten()
+    same = (got64 == want64) | (got64.isnan() & want64.isnan())
+    difference = (got64 - want64).abs().masked_fill(same, 0.0).nan_to_num(nan=float("inf"))
+    finite = want64.isfinite()
+    magnitude = want64.abs().masked_fill(~finite, 0.0)
+    nonzero = magnitude > 0
+    max_rel = float((difference[nonzero] / magnitude[nonzero]).max()) if bool(nonzero.any()) else 0.0
+    reference_norm = float(torch.linalg.vector_norm(magnitude))
+    norm = float(torch.linalg.vector_norm(difference.masked_fill(~finite, 0.0))) / reference_norm
+    return float(difference.max()), int(difference.argmax()), max_rel, norm if reference_norm else None
+
+
+@pytest.mark.parametrize("special", ["finite", "nan in both", "inf in both"])
+def test_an_output_of_many_chunks_gets_the_errors_of_the_whole(special):
+    generator = torch.Generator().manual_seed(5)
+    want = torch.randn(100, 1000, generator=generator).flatten()  # three chunks of 32768 and a short one
+    got = want + 1e-6 * torch.randn(want.shape, generator=generator)
+    got[70000] = want[70000] + 3e-5  # the largest error, in the third chunk
+    got[90000] = want[90000] - 3e-5  # the same error later: the first one is reported
+    want[5], got[5] = 0.0, 1e-5  # a zero reference element: left out of the relative error
+    if special == "nan in both":
+        got[40000] = want[40000] = float("nan")
+    if special == "inf in both":
+        got[40000] = want[40000] = -float("inf")
+    result = compare_outputs([got.view(100, 1000)], [want.view(100, 1000)], atol=ATOL, rtol=RTOL)
+    max_abs, at, max_rel, norm = _whole_output_errors(got, want)
+    assert result.ok and at == 70000
+    assert result.max_abs_error == max_abs and result.max_rel_error == max_rel
+    assert norm is not None and norm_error(result) == pytest.approx(norm, rel=1e-12)
+    strict = compare_outputs([got.view(100, 1000)], [want.view(100, 1000)], atol=1e-5, rtol=0.0)
+    assert not strict.ok and strict.index == (70, 0) and strict.max_abs_error == max_abs
+    assert "2 of 100000 values differ" in strict.message
+
+
+def test_a_wrong_element_in_a_later_chunk_is_found_with_the_count_and_the_first():
+    want = torch.ones(100_000)
+    got = want.clone()
+    got[[50_000, 99_999]] = 2.0
+    got[66_000] = float("nan")
+    result = compare_outputs([got], [want], atol=ATOL, rtol=RTOL)
+    assert not result.ok and result.check is None and (result.max_abs_error or 0.0) > 1e308
+    assert result.index == (66_000,) and "3 of 100000 values differ" in result.message
+    assert "(nan instead of 1)" in result.message
+    poisoned = compare_outputs([got], [want], atol=ATOL, rtol=RTOL, poison=float("nan"))
+    assert poisoned.check == "unwritten-output" and poisoned.index == (50_000,)
+    assert "1 of 100000 output elements still hold the poison" in poisoned.message
+
+
+def test_a_candidate_infinity_where_the_reference_is_finite_fails():
+    want = torch.randn(40_000, generator=torch.Generator().manual_seed(6))
+    got = want.clone()
+    got[35_000] = float("inf")
+    result = compare_outputs([got], [want], atol=ATOL, rtol=RTOL)
+    assert not result.ok and result.index == (35_000,) and "1 of 40000 values differ" in result.message
+    assert (result.max_abs_error or 0.0) > 1e308 and norm_error(result) == float("inf")
+
+
+def test_the_second_poison_is_found_where_the_reference_differs():
+    want = torch.zeros(50_000)
+    got = want.clone()
+    got[40_000:] = -7.0  # a finite poison, left in the last 10000 elements
+    result = compare_outputs([got], [want], atol=ATOL, rtol=RTOL, poison=-7.0)
+    assert result.check == "unwritten-output" and "10000 of 50000" in result.message
+
+
+def test_float64_relative_error_may_be_infinite_beside_a_tiny_reference():
+    want = torch.tensor([1e-320, 1.0], dtype=torch.float64)  # a subnormal: 1e-5 / 1e-320 overflows
+    result = compare_outputs([want + 1e-5], [want], atol=ATOL, rtol=RTOL)
+    assert result.ok and result.max_rel_error == float("inf")
+
+
+def test_bool_outputs_must_be_equal():
+    want = [torch.tensor([True, False, True])]
+    assert compare_outputs([want[0].clone()], want, atol=ATOL, rtol=RTOL).ok
+    result = compare_outputs([torch.tensor([True, True, True])], want, atol=ATOL, rtol=RTOL)
+    assert (
+        not result.ok
+        and result.index == (1,)
+        and "1 of 3 values differ; first at (1,): True instead of False" in (result.message)
+    )
+
+
+def test_empty_outputs_pass_and_their_shape_still_counts():
+    assert compare_outputs([torch.empty(0, 4)], [torch.empty(0, 4)], atol=ATOL, rtol=RTOL).ok
+    assert not compare_outputs([torch.empty(4, 0)], [torch.empty(0, 4)], atol=ATOL, rtol=RTOL).ok
+
+
+def test_non_contiguous_outputs_are_compared_by_their_logical_index():
+    want = torch.arange(12.0).view(3, 4)
+    got = want.t().contiguous().t()  # the same values, column-major in memory
+    assert not got.is_contiguous() and compare_outputs([got], [want], atol=ATOL, rtol=RTOL).ok
+    wrong = got.clone(memory_format=torch.preserve_format)
+    wrong = wrong.t().contiguous().t()
+    wrong[2, 1] += 1.0
+    result = compare_outputs([wrong], [want], atol=ATOL, rtol=RTOL)
+    assert not result.ok and result.index == (2, 1) and "(10 instead of 9)" in result.message
+
+
+def test_complex_outputs_are_compared_by_magnitude():
+    want = torch.randn(1000, dtype=torch.complex64, generator=torch.Generator().manual_seed(7))
+    assert compare_outputs([want + 1e-6], [want], atol=ATOL, rtol=RTOL).ok
+    result = compare_outputs([want * 1j], [want], atol=ATOL, rtol=RTOL)
+    assert not result.ok and (result.max_abs_error or 0.0) > 1.0

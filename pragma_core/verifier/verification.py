@@ -179,9 +179,7 @@ class _Verification:
                 f"{references.call_ms:.3g} ms, at least {FORWARD_LIMIT_FLOOR_S:g} s); building may take "
                 f"{settings.wall_limit_s:g} s; --timeout sets one limit for the whole verification instead"
             )
-        self.input_sizes = [
-            t.numel() for t in references.model.inputs(references.trial_seeds[0]) if isinstance(t, torch.Tensor)
-        ]
+        self.input_sizes = list(references.input_sizes)
 
     def execute(self, on_phase: Callable[[str], None] | None) -> Verdict:
         settings = self.settings
@@ -433,12 +431,12 @@ class _Verification:
         """Compare a timed call's outputs with the reference, and its inputs with what they were."""
         self.where = f"checking timed call {rep}"
         message = self._ask("outputs", "outputs", who="candidate")
-        want = self.references.model.outputs(seed)
+        inputs, want = self.references.model.inputs_and_outputs(seed)
         result = self._compare(list(message.tensors), want, poison=None)
         if not result.ok:
             raise _Rejected(_rejected("timed-output-mismatch", f"timed call {rep}: {result.message}"))
         message = self._ask("inputs", "inputs", who="candidate")
-        expected = [t for t in self.references.model.inputs(seed) if isinstance(t, torch.Tensor)]
+        expected = [t for t in inputs if isinstance(t, torch.Tensor)]
         for position, (now, before) in enumerate(zip(message.tensors, expected)):
             if not same_bits(now, before):
                 raise _Rejected(_rejected("input-mutation", f"timed call {rep} changed input {position}"))

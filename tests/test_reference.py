@@ -1,0 +1,44 @@
+"""The parent's reference side: inputs and outputs drawn from seeds, sizes recorded."""
+
+from __future__ import annotations
+
+import torch
+
+from pragma_core import VerifySettings, load_task
+from pragma_core.verifier.reference import ReferenceModel, compute_references
+
+IN_PLACE_TASK = """
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def forward(self, x, index):
+        return x.mul_(2.0)  # writes into its input, as some references do
+
+
+def get_inputs():
+    return [torch.randn(64, 32), torch.randint(0, 32, (5,))]
+
+
+def get_init_inputs():
+    return []
+"""
+
+
+def test_inputs_and_outputs_keep_the_drawn_inputs_when_the_reference_writes_into_them(tmp_path):
+    path = tmp_path / "in_place.py"
+    path.write_text(IN_PLACE_TASK)
+    model = ReferenceModel(load_task(path))
+    inputs, outputs = model.inputs_and_outputs(1234)
+    assert torch.equal(inputs[0], model.inputs(1234)[0])  # as drawn, not doubled
+    assert torch.equal(outputs[0], 2 * inputs[0]) and torch.equal(outputs[0], model.outputs(1234)[0])
+
+
+def test_references_record_the_size_of_each_tensor_input(tmp_path):
+    path = tmp_path / "in_place.py"
+    path.write_text(IN_PLACE_TASK)
+    references = compute_references(load_task(path), VerifySettings(trials=2), seed=7)
+    assert references.input_sizes == (64 * 32, 5)
+    again = compute_references(load_task(path), VerifySettings(trials=2), seed=7)
+    assert all(torch.equal(a[0], b[0]) for a, b in zip(references.trials, again.trials))
