@@ -168,6 +168,19 @@ class ForwardMonitor(TorchDispatchMode):
         return result
 
 
+def _without_dynamo_import(mode: type[TorchDispatchMode]) -> None:
+    """torch wraps every dispatch mode's handler so that dynamo never traces into it, and that
+    wrapper imports torch._dynamo at the first call: a second of every verification. Dynamo does not
+    run during the trials, so the handler is its own dynamo-disabled form (the attribute torch's
+    wrapper caches it under); were torch to rename it, the import simply happens as before."""
+    handler = getattr(mode.__dict__.get("__torch_dispatch__"), "__wrapped__", None)
+    if handler is not None:
+        setattr(handler, "__dynamo_disable", handler)
+
+
+_without_dynamo_import(ForwardMonitor)
+
+
 class OperatorRecorder:
     """Records the ATen compute operators run inside ``with recorder:`` blocks, through the torch
     profiler (RecordFunction, below Python's dispatch modes). Only the outermost operators count:
@@ -181,7 +194,7 @@ class OperatorRecorder:
         self.compute_ops: dict[str, int] = {}
         self.disabled = ""
         self._profile: Any = None
-        with self:  # the first session pays the profiler's start-up (about a second), not a call
+        with self:  # the first session pays the profiler's start-up, not a call
             pass
 
     def __enter__(self) -> OperatorRecorder:
@@ -192,9 +205,9 @@ class OperatorRecorder:
         self.stop()
 
     def start(self) -> None:
-        from torch.profiler import ProfilerActivity, profile
-
-        self._profile = profile(activities=[ProfilerActivity.CPU])
+        # The autograd profiler itself: torch.profiler.profile wraps it and imports torch._inductor
+        # (and so torch._dynamo) on its first start, a second of every verification for nothing.
+        self._profile = torch.autograd.profiler.profile(use_cpu=True, use_kineto=True)
         self._profile.__enter__()
         with torch.autograd.profiler.record_function(_SENTINELS[0]):
             pass
@@ -207,7 +220,7 @@ class OperatorRecorder:
             with torch.autograd.profiler.record_function(_SENTINELS[1]):
                 pass
             profiler.__exit__(None, None, None)
-            events = profiler.events() or []
+            events = profiler.function_events or []
         except Exception as error:  # noqa: BLE001 - the candidate stopped the profiler itself
             self.disabled = self.disabled or f"the operator recorder was switched off during forward ({error})"
             return
