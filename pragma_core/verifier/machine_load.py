@@ -31,6 +31,7 @@ __all__ = [
     "CALIBRATION_SHIFT_LIMIT",
     "CALIBRATION_SLOWDOWN_LIMIT",
     "DRIFT_LIMIT",
+    "CALIBRATION_SIZE",
     "Snapshot",
     "IdleCpus",
     "snapshot",
@@ -48,15 +49,21 @@ OTHER_CPU_LIMIT = 0.10
 timing is noisy: a quiet machine's background stays under a few hundredths."""
 STEAL_LIMIT = 0.05
 """Share of the timing's CPUs the hypervisor may take (steal time) before the timing is noisy."""
-CALIBRATION_SHIFT_LIMIT = 1.3
+CALIBRATION_SHIFT_LIMIT = 1.5
 """The calibration kernel's median after the timing over before (or the inverse) above this means
-the machine's state changed while timing."""
+the machine's state changed while timing (a busy loop on one of two cores moves it 5-40x; an idle
+machine after a long serial candidate, up to about 1.4x)."""
 CALIBRATION_SLOWDOWN_LIMIT = 1.5
 """The calibration kernel's median over the fastest this machine has run it: above this, the CPUs
 were shared (a quiet machine's median stays within about 1.1 of its best)."""
-DRIFT_LIMIT = 1.25
+DRIFT_LIMIT = 1.5
 """Highest over lowest speedup across consecutive blocks of the timing: above this, the reference
-and the candidate drifted apart."""
+and the candidate drifted apart (busy loops moved it 1.4-8x; an idle machine timing a serial
+candidate 50 times slower than a two-thread reference, up to 1.7x now and then)."""
+
+CALIBRATION_SIZE = 512
+"""The calibration kernel is the product of two matrices of this size: about 2 ms on two cores,
+long enough not to jitter, short enough to run nine times before and after every timing."""
 
 _CLOCK_TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 _BUSY_SHARE = 0.3  # a CPU busier than this (others' work) is not counted idle for the thread default
@@ -216,7 +223,7 @@ def best_calibration(threads: int, fastest_ms: float | None) -> float | None:
     ``fastest_ms`` (this timing's) is recorded in turn when it is faster."""
     from ..hardware import describe_cpu
 
-    path = cache_dir("calibration") / f"{describe_cpu().fingerprint()}-{threads}t.json"
+    path = cache_dir("calibration") / f"{describe_cpu().fingerprint()}-{threads}t-mm{CALIBRATION_SIZE}.json"
     best = None
     try:
         value = json.loads(path.read_text()).get("fastest_ms")

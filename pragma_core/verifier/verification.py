@@ -32,7 +32,16 @@ from ..statistics import bootstrap_speedup, summarize
 from .checks import CHECKS, describe_check
 from .comparison import Comparison, compare_outputs
 from .instrumentation import POISON_VALUES, same_bits
-from .machine_load import Snapshot, best_calibration, block_drift, frequency_mhz, noise_reasons, snapshot, usage_between
+from .machine_load import (
+    CALIBRATION_SIZE,
+    Snapshot,
+    best_calibration,
+    block_drift,
+    frequency_mhz,
+    noise_reasons,
+    snapshot,
+    usage_between,
+)
 from .reference import References, compute_references, preflight, preflight_path
 from .settings import FORWARD_LIMIT_FACTOR, FORWARD_LIMIT_FLOOR_S, VerifySettings, all_cpus
 from .static_checks import read_candidate
@@ -51,8 +60,8 @@ CHECK_PROBABILITY = 0.03
 reference (chosen after each call returns, so the child cannot know); one of the first ten is
 always checked. Every timed call is also sampled (:data:`_SAMPLED_ELEMENTS` elements of each output
 and input), which is what catches a candidate that cheats on some calls; the whole checks make
-sure the child's own reference run was honest too, at a full comparison's cost (a tenth of a
-second for 32 MB)."""
+sure the child's own reference run was honest too, at the cost of the parent drawing the inputs,
+running the reference and comparing (about a quarter of a second for 32 MB)."""
 
 _KNOWN_CHECKS = CHECKS
 _MIN_REPS = 10  # timed repetitions before the time budget may end timing
@@ -398,7 +407,7 @@ class _Verification:
         times = []
         for _ in range(_CALIBRATION_KERNELS):
             start = time.perf_counter()
-            self._ask("calibrate", "calibrated")
+            self._ask("calibrate", "calibrated", size=CALIBRATION_SIZE)
             times.append((time.perf_counter() - start) * 1e3)
         return times
 

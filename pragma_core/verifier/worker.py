@@ -16,8 +16,8 @@ Requests, one JSON line each on stdin:
   inputs; replies with the child's clock reading and the compiled-kernel calls it made.
 - ``outputs`` / ``inputs`` (who): the last call's outputs, or its inputs as they are now.
 - ``idle`` (profiled): nothing, for the parent to measure the cost of a round trip.
-- ``calibrate``: a fixed multithreaded matrix product, which the parent times to see how busy the
-  machine is before and after timing.
+- ``calibrate`` (size): a fixed multithreaded matrix product, which the parent times to see how
+  busy the machine is before and after timing.
 - ``finish``: the monitors' last findings; then the child exits.
 
 Every candidate call, checked or timed, runs inside the same operator recorder (the torch
@@ -274,8 +274,8 @@ def _serve(root: Path, writer: Any) -> int:
 
         elif op == "calibrate":
             if calibration is None:
-                numbers = torch.Generator().manual_seed(0)
-                calibration = (torch.rand(_CALIBRATION_SIZE, _CALIBRATION_SIZE, generator=numbers),) * 2
+                numbers, size = torch.Generator().manual_seed(0), int(request["size"])
+                calibration = (torch.rand(size, size, generator=numbers),) * 2
             torch.mm(*calibration)
             reply("calibrated")
 
@@ -295,9 +295,6 @@ def _serve(root: Path, writer: Any) -> int:
 
         else:
             return _send_error(writer, "runtime", f"unknown request {op!r}")
-
-
-_CALIBRATION_SIZE = 320  # a product of two 320x320 matrices: about a millisecond on two cores
 
 
 def _pin_cpus(root: Path) -> None:
