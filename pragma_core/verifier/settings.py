@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable
 
 import attrs
 from attrs import validators as v
@@ -26,8 +27,8 @@ def all_cpus() -> tuple[int, ...]:
     return tuple(range(os.cpu_count() or 1))
 
 
-def _cpu_set(value: object) -> tuple[int, ...] | None:
-    return None if value is None else tuple(sorted({int(cpu) for cpu in value}))  # type: ignore[attr-defined]
+def _cpu_set(value: Iterable[int] | None) -> tuple[int, ...] | None:
+    return None if value is None else tuple(sorted({int(cpu) for cpu in value}))
 
 
 @attrs.frozen(kw_only=True)
