@@ -27,7 +27,7 @@ from pragma_core.sandbox import (
     isolation_prefix,
 )
 
-from .test_sandbox import processes_with
+from .test_sandbox import gone, processes_with
 
 PROJECT = Path(pragma_core.__file__).resolve().parents[1]
 
@@ -140,7 +140,7 @@ def test_a_setsid_grandchild_ends_with_the_child(tmp_path):
     """
     outcome = run(tmp_path, code, wall_s=30)
     assert outcome.returncode == 0, outcome.stderr
-    assert processes_with(marker) == []
+    assert gone(marker)
 
 
 def test_killing_pragma_with_sigkill_kills_the_child_and_its_grandchildren(tmp_path):
@@ -172,10 +172,7 @@ def test_killing_pragma_with_sigkill_kills_the_child_and_its_grandchildren(tmp_p
         assert len(processes_with(marker)) >= 3  # pragma, the child (and its init), the grandchild
         parent.send_signal(signal.SIGKILL)
         parent.wait()
-        deadline = time.monotonic() + 5
-        while processes_with(marker) and time.monotonic() < deadline:
-            time.sleep(0.02)
-        assert processes_with(marker) == []
+        assert gone(marker, within_s=5)
     finally:
         parent.kill()
         parent.wait()
