@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 import os
 import platform
+import shutil
 import time
 import traceback
 from collections.abc import Callable, Sequence
@@ -346,13 +347,14 @@ class _Loop:
             candidate = Candidate(source=source, backend=settings.backend, attempt=number)
             files["candidate.py"] = source
             phase("building")
-            verdict = self._verify(number, candidate, phase)
+            verdict = self._verify(number, candidate, phase, staging)
 
         profiles: list[Profile] = []
         skipped: dict[str, str] = {}
         if verdict.ok and self.profilers and candidate is not None:
             extra = last.guidance.extra_metrics if last and last.guidance else ()
             profiles, skipped = self._profile(phase, candidate, staging, extra)
+        shutil.rmtree(staging / "recording", ignore_errors=True)  # each profile kept its own copy
         phase("diagnosing")
         diagnosis = diagnose(verdict, profiles, best=best, roofline_bound=self.bound)
 
@@ -410,18 +412,25 @@ class _Loop:
         )
         return attempt
 
-    def _verify(self, number: int, candidate: Candidate, phase: Callable[[str], None]) -> Verdict:
+    def _verify(self, number: int, candidate: Candidate, phase: Callable[[str], None], staging: Path) -> Verdict:
         """The Verifier's verdict; a noisy timing is measured once more, and the second verdict
-        kept (still noisy if the machine stayed busy, which keeps it from replacing a best)."""
-        verdict = verify(self.task, candidate, self.settings.verify, on_phase=phase)
-        if not verdict.noisy:
-            return verdict
-        assert verdict.conditions is not None
-        self.run.append_event("remeasuring", attempt=number, noise=list(verdict.conditions.noise))
-        phase("building")
-        again = verify(self.task, candidate, self.settings.verify, on_phase=phase)
-        first = "; ".join(verdict.conditions.noise)
-        return attrs.evolve(again, notes=(*again.notes, f"measured twice: the first timing was noisy ({first})"))
+        kept (still noisy if the machine stayed busy, which keeps it from replacing a best). When
+        the run profiles, the verifier's child also records the kernel calls the profilers replay,
+        so profiling starts no child of its own to import torch again."""
+        from .profiling.targets import remember_recording
+
+        keep = staging / "recording" if self.profilers else None
+        verdict = verify(self.task, candidate, self.settings.verify, on_phase=phase, keep_recording=keep)
+        if verdict.noisy:
+            assert verdict.conditions is not None
+            self.run.append_event("remeasuring", attempt=number, noise=list(verdict.conditions.noise))
+            phase("building")
+            again = verify(self.task, candidate, self.settings.verify, on_phase=phase)
+            first = "; ".join(verdict.conditions.noise)
+            verdict = attrs.evolve(again, notes=(*again.notes, f"measured twice: the first timing was noisy ({first})"))
+        if keep is not None:
+            remember_recording(self.task, candidate, self.settings.verify.thread_count, keep)
+        return verdict
 
     def _profile(
         self, phase: Callable[[str, str], None], candidate: Candidate, staging: Path, extra: tuple[str, ...]

@@ -145,3 +145,22 @@ def test_a_target_refuses_an_environment_no_process_can_have(tmp_path):
     assert by_hand.env == dict(os.environ) and by_hand.env is not os.environ
     secret = ProfileTarget(task=task, candidate=None, out_dir=tmp_path, env={"OPENAI_API_KEY": "sk-do-not-print"})
     assert "sk-do-not-print" not in repr(secret)
+
+
+def test_a_recording_the_verifier_kept_is_profiled_without_another_child(tmp_path):
+    from pragma_core.profiling.targets import remember_recording
+    from pragma_core.verifier import VerifySettings, verify
+
+    task = load_task(EXAMPLES / "level1" / "1_GELUTanh.py", {"batch_size": 8, "dim": 1024})
+    fast = Candidate(source=(EXAMPLES.parent / "candidates" / "1_GELUTanh_fast.py").read_text(), backend="cpu-cpp")
+    verdict = verify(task, fast, VerifySettings(reps=5, warmup=1, threads=1), keep_recording=tmp_path / "kept")
+    assert verdict.ok, verdict.message
+    kept = CallRecording.load(tmp_path / "kept")
+    assert [call.function for call in kept.calls] == ["gelu_tanh"]
+    remember_recording(task, fast, 1, tmp_path / "kept")
+    result = profile(task, fast, profiler="valgrind", out_dir=tmp_path / "profile", threads=1)
+    assert result.metrics and not any((tmp_path / "profile" / "job" / "logs").iterdir())  # no child ran
+
+    wrong = Candidate(source=(CANDIDATES / "gelu_wrong_values.py").read_text(), backend="cpu-cpp")
+    verdict = verify(task, wrong, VerifySettings(reps=5, warmup=1, threads=1), keep_recording=tmp_path / "wrong")
+    assert not verdict.ok and not (tmp_path / "wrong").exists()

@@ -26,7 +26,7 @@ from ..sandbox import SandboxedProcess, SandboxLimits, build_environment, child_
 if TYPE_CHECKING:  # importing them imports torch, which profiler plugins must not pay for at load time
     from ..native.recording import CallRecording
 
-__all__ = ["prepare_target"]
+__all__ = ["prepare_target", "remember_recording"]
 
 
 def prepare_target(
@@ -88,9 +88,25 @@ that made no native call. A second profiler of the same candidate at the same si
 folder instead of starting another child, which would import torch again (about 2 s)."""
 
 
-def _recording_key(folder: JobFolder, candidate: Candidate, threads: int) -> str:
-    parts = [folder.task_file.read_text(), candidate.backend, candidate.source, str(threads)]
+def _recording_key(program: str, candidate: Candidate, threads: int) -> str:
+    parts = [program, candidate.backend, candidate.source, str(threads)]
     return hashlib.sha256("\0".join(parts).encode()).hexdigest()
+
+
+def remember_recording(task: Task, candidate: Candidate, threads: int, recording_dir: Path) -> None:
+    """Use ``recording_dir`` (a recording of one forward of ``candidate`` on ``task``, made by the
+    verifier's child: ``verify(..., keep_recording=...)``) for this process's next profiles of that
+    candidate at the task's own sizes, instead of recording again in another child."""
+    from ..tasks import task_program
+
+    if (Path(recording_dir) / "calls.json").is_file():
+        _remember(_recording_key(task_program(task), candidate, threads), Path(recording_dir))
+
+
+def _remember(key: str, recording_dir: Path | None) -> None:
+    _RECORDINGS[key] = recording_dir
+    while len(_RECORDINGS) > _MEMORY:
+        _RECORDINGS.popitem(last=False)
 
 
 def _recorded_once(
@@ -100,7 +116,7 @@ def _recorded_once(
     task program and threads in this process when it is still there, else recorded in the sandbox."""
     from ..native.recording import CallRecording
 
-    key = _recording_key(folder, candidate, threads)
+    key = _recording_key(folder.task_file.read_text(), candidate, threads)
     if key in _RECORDINGS:
         earlier = _RECORDINGS[key]
         if earlier is None:
@@ -111,9 +127,7 @@ def _recorded_once(
             shutil.copytree(earlier, folder.root / "recording", ignore=skip, dirs_exist_ok=True)
             return CallRecording.load(folder.root / "recording")
     recording = _record(folder, env, timeout_s)
-    _RECORDINGS[key] = folder.root / "recording" if recording is not None and recording.calls else None
-    while len(_RECORDINGS) > _MEMORY:
-        _RECORDINGS.popitem(last=False)
+    _remember(key, folder.root / "recording" if recording is not None and recording.calls else None)
     return recording
 
 

@@ -28,6 +28,7 @@ from ..paths import cache_dir
 __all__ = [
     "OTHER_CPU_LIMIT",
     "STEAL_LIMIT",
+    "MIN_WINDOW_S",
     "CALIBRATION_SHIFT_LIMIT",
     "CALIBRATION_SLOWDOWN_LIMIT",
     "DRIFT_LIMIT",
@@ -49,13 +50,18 @@ OTHER_CPU_LIMIT = 0.10
 timing is noisy: a quiet machine's background stays under a few hundredths."""
 STEAL_LIMIT = 0.05
 """Share of the timing's CPUs the hypervisor may take (steal time) before the timing is noisy."""
+MIN_WINDOW_S = 0.5
+"""CPU time is counted in ticks (a hundredth of a second): over a shorter timing, one tick more or
+less per CPU moves the reading by a fifth of a core or more, so others' use and steal are reported
+but not judged (measured: a 50 ms timing on a quiet machine read 0.22-0.32 of two CPUs)."""
 CALIBRATION_SHIFT_LIMIT = 1.5
 """The calibration kernel's median after the timing over before (or the inverse) above this means
 the machine's state changed while timing (a busy loop on one of two cores moves it 5-40x; an idle
 machine after a long serial candidate, up to about 1.4x)."""
-CALIBRATION_SLOWDOWN_LIMIT = 1.5
+CALIBRATION_SLOWDOWN_LIMIT = 2.0
 """The calibration kernel's median over the fastest this machine has run it: above this, the CPUs
-were shared (a quiet machine's median stays within about 1.1 of its best)."""
+were shared (busy loops slowed it 2-40x; on the quiet virtual machine one verification in a dozen
+ran it 1.6x slower than its best, both before and after the timing, which is the host's business)."""
 DRIFT_LIMIT = 1.5
 """Highest over lowest speedup across consecutive blocks of the timing: above this, the reference
 and the candidate drifted apart (busy loops moved it 1.4-8x; an idle machine timing a serial
@@ -192,17 +198,19 @@ def block_drift(reference_ms: Sequence[float], candidate_ms: Sequence[float]) ->
 def noise_reasons(
     *,
     cpus: int,
+    seconds: float,
     other_cpu: float | None,
     steal: float | None,
     calibration_ms: tuple[float, float] | None,
     calibration_best_ms: float | None,
     drift: float | None,
 ) -> tuple[str, ...]:
-    """Why a timing cannot be trusted, by the limits above; empty when nothing says so."""
+    """Why a timing of ``seconds`` cannot be trusted, by the limits above; empty when nothing says so."""
     reasons = []
-    if other_cpu is not None and other_cpu > OTHER_CPU_LIMIT * cpus:
+    counted = seconds >= MIN_WINDOW_S
+    if counted and other_cpu is not None and other_cpu > OTHER_CPU_LIMIT * cpus:
         reasons.append(f"other processes used {other_cpu:.2f} of the {cpus} CPU(s) timed on")
-    if steal is not None and steal > STEAL_LIMIT * cpus:
+    if counted and steal is not None and steal > STEAL_LIMIT * cpus:
         reasons.append(f"the hypervisor stole {steal:.2f} of the {cpus} CPU(s) timed on")
     if calibration_ms is not None:
         before, after = calibration_ms

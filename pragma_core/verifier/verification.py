@@ -15,6 +15,7 @@ from __future__ import annotations
 import hashlib
 import math
 import random
+import shutil
 import statistics
 import time
 from collections.abc import Callable
@@ -31,6 +32,7 @@ from ..sandbox import SandboxLimits, SandboxOutcome
 from ..statistics import bootstrap_speedup, summarize
 from .checks import CHECKS, describe_check
 from .comparison import Comparison, compare_outputs
+from .inputs import trial_seeds
 from .instrumentation import POISON_VALUES, same_bits
 from .machine_load import (
     CALIBRATION_SIZE,
@@ -98,6 +100,7 @@ def verify(
     *,
     job_dir: Path | None = None,
     on_phase: Callable[[str], None] | None = None,
+    keep_recording: Path | None = None,
 ) -> Verdict:
     """Check ``candidate`` (a :class:`Candidate` or the source of a module defining ``ModelNew``)
     against ``task`` in a sandboxed child process, and time it when it is correct.
@@ -105,7 +108,9 @@ def verify(
     ``job_dir`` keeps the job's files (the task and candidate as run, the child's logs) there; by
     default a private folder is used and removed afterwards. ``on_phase`` hears where the check
     goes after building the candidate, for a live display: ``"verifying"`` (the correctness
-    trials), then ``"timing"``.
+    trials), then ``"timing"``. ``keep_recording``, for a candidate found correct, is where the
+    child's recording of one forward's native calls goes, for profiling it without another child
+    (:func:`pragma_core.profiling.targets.remember_recording`); nothing is written there otherwise.
     """
     settings = settings or VerifySettings()
     settings, threads_note = settings.with_threads()
@@ -145,7 +150,11 @@ def verify(
     }
     with JobFolder(task, candidate, job, root=job_dir) as folder:
         run = _Verification(folder, task, settings, references, relative_norm=bool(trivial), notes=notes, floor=floor)
+        run.record = keep_recording is not None
         verdict = run.execute(on_phase)
+        recorded = folder.work / "recording"
+        if verdict.ok and keep_recording is not None and (recorded / "calls.json").is_file():
+            shutil.copytree(recorded, keep_recording, symlinks=False, dirs_exist_ok=True)
     if not run.files_isolated and _harness_hashes(task, settings) != hashes_before:
         if task_bytes is not None and task.path is not None and task.path.read_bytes() != task_bytes:
             task.path.write_bytes(task_bytes)  # put the user's task back as it was
@@ -180,6 +189,7 @@ class _Verification:
         self.session: ChildSession | None = None
         self.files_isolated = False  # whether the OS kept the child's writes inside its folders
         self.uncalled = 0  # timed candidate calls that called no compiled kernel
+        self.record = False  # whether a correct candidate's native calls are recorded for profiling
         self.machine: tuple[Snapshot, Snapshot, list[float], list[float]] | None = None  # around the timing
         self.forward_limit = settings.forward_limit_s(references.call_ms)
         if self.forward_limit is not None:
@@ -225,6 +235,9 @@ class _Verification:
                     on_phase("timing")
                 samples, parent_samples, calibration = self._timing()
                 self._post_check()
+                if self.record:
+                    self.where = "recording the native calls of one forward for profiling"
+                    self._ask("record", "recorded", seed=trial_seeds(1)[0])
                 self._finish()  # PyTorch operators of timed calls are named before uncalled kernels
                 if self.uncalled:
                     raise _Rejected(
@@ -558,6 +571,7 @@ class _Verification:
             drift=drift,
             noise=noise_reasons(
                 cpus=len(cpus),
+                seconds=after.wall - before.wall,
                 other_cpu=other,
                 steal=steal,
                 calibration_ms=calibration,

@@ -18,6 +18,9 @@ Requests, one JSON line each on stdin:
 - ``idle`` (profiled): nothing, for the parent to measure the cost of a round trip.
 - ``calibrate`` (size): a fixed multithreaded matrix product, which the parent times to see how
   busy the machine is before and after timing.
+- ``record`` (seed): one warm-up forward, then one under ``record_calls()``, saved into
+  ``work/recording`` for a profiler's replay (what the profiling child would record, without
+  importing torch a second time); replies with the number of calls.
 - ``finish``: the monitors' last findings; then the child exits.
 
 Every candidate call, checked or timed, runs inside the same operator recorder (the torch
@@ -278,6 +281,15 @@ def _serve(root: Path, writer: Any) -> int:
                 calibration = (torch.rand(size, size, generator=numbers),) * 2
             torch.mm(*calibration)
             reply("calibrated")
+
+        elif op == "record":
+            recorded_inputs = make_inputs(task_ns, request["seed"])
+            with torch.no_grad():
+                model(*recorded_inputs)  # lazy builds and first touch happen outside the recording
+                with native.record_calls() as recording:
+                    model(*recorded_inputs)
+            recording.save(root / "work" / "recording")
+            reply("recorded", calls=len(recording.calls))
 
         elif op == "finish":
             # Exit handlers (atexit, weakref.finalize) run now, while the audit hook can still
