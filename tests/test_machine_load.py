@@ -40,7 +40,7 @@ def test_a_quiet_reading_has_no_reason_and_each_disturbance_is_named():
         "stole 0.30": dict(steal=0.3),
         "took 1 ms before the timing and 2 ms after": dict(calibration_ms=(1.0, 2.0)),
         "2.4x slower than this machine's best": dict(calibration_ms=(1.9, 2.0), calibration_best_ms=0.8),
-        "moved by 1.60x": dict(drift=1.6),
+        "moved by 2.40x": dict(drift=2.4),
     }
     for expected, change in cases.items():
         reasons = noise_reasons(cpus=2, seconds=2.0, **{**quiet, **change})
@@ -93,6 +93,8 @@ def test_a_serial_candidate_under_load_is_flagged_noisy_or_keeps_its_idle_speedu
     settings = VerifySettings(reps=40, warmup=2, threads=len(CPUS), timing_budget_s=3)
     candidate = Candidate(source=SERIAL_GELU, backend="cpu-cpp")
     idle = verify(task, candidate, settings)
+    if idle.noisy:  # a quiet machine can have a busy moment: measure once more, as the loop does
+        idle = verify(task, candidate, settings)
     assert idle.ok, idle.message
     assert idle.conditions is not None and idle.conditions.threads == len(CPUS)
     assert tuple(idle.conditions.cpus) == tuple(CPUS) and idle.conditions.calibration_ms is not None
