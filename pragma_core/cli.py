@@ -44,6 +44,15 @@ def cli(debug: bool) -> None:
     _debug = debug
 
 
+_precision_option = click.option(
+    "--precision",
+    type=click.FloatRange(min=0, max=1, max_open=True),
+    default=0.02,  # VerifySettings.precision's default (the verifier imports torch, the CLI does not yet)
+    show_default=True,
+    help="Stop timing once at least 30 runs gave a speedup interval within this share of its value (0: all runs).",
+)
+
+
 @cli.command("plugins")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
 def plugins_command(as_json: bool) -> None:
@@ -194,13 +203,7 @@ _SET_OPTION = click.option(
 @click.option("--trials", default=5, show_default=True, help="Correctness trials with fresh inputs.")
 @click.option("--warmup", default=5, show_default=True, help="Untimed runs before timing.")
 @click.option("--reps", default=100, show_default=True, help="Timed runs of each program, at most.")
-@click.option(
-    "--precision",
-    type=click.FloatRange(min=0, max=1, max_open=True),
-    default=0.02,
-    show_default=True,
-    help="Stop timing once at least 30 runs gave a speedup interval within this share of its value (0: all runs).",
-)
+@_precision_option
 @click.option(
     "--timing-budget",
     "timing_budget_s",
@@ -495,14 +498,7 @@ def profile_command(
     help="Profilers to run, comma-separated (see `pragma plugins`); one that cannot run here is left out, and said.",
 )
 @click.option("--reps", default=100, show_default=True, help="Timed runs per verification, at most.")
-@click.option(
-    "--precision",
-    type=click.FloatRange(min=0, max=1, max_open=True),
-    default=0.02,
-    show_default=True,
-    help="A verification stops timing once at least 30 runs gave a speedup interval within this share of its "
-    "value (0: all runs).",
-)
+@_precision_option
 @click.option(
     "--threads",
     type=click.IntRange(min=1),

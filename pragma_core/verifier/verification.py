@@ -149,8 +149,16 @@ def verify(
         "cpus": settings.cpus and list(settings.cpus),
     }
     with JobFolder(task, candidate, job, root=job_dir) as folder:
-        run = _Verification(folder, task, settings, references, relative_norm=bool(trivial), notes=notes, floor=floor)
-        run.record = keep_recording is not None
+        run = _Verification(
+            folder,
+            task,
+            settings,
+            references,
+            relative_norm=bool(trivial),
+            notes=notes,
+            floor=floor,
+            record=keep_recording is not None,
+        )
         verdict = run.execute(on_phase)
         recorded = folder.work / "recording"
         if verdict.ok and keep_recording is not None and (recorded / "calls.json").is_file():
@@ -179,6 +187,7 @@ class _Verification:
         relative_norm: bool,
         notes: list[str],
         floor: float | None,
+        record: bool = False,
     ) -> None:
         self.folder, self.task, self.settings, self.references = folder, task, settings, references
         self.relative_norm, self.notes, self.floor = relative_norm, notes, floor
@@ -189,7 +198,7 @@ class _Verification:
         self.session: ChildSession | None = None
         self.files_isolated = False  # whether the OS kept the child's writes inside its folders
         self.uncalled = 0  # timed candidate calls that called no compiled kernel
-        self.record = False  # whether a correct candidate's native calls are recorded for profiling
+        self.record = record  # whether a correct candidate's native calls are recorded for profiling
         self.machine: tuple[Snapshot, Snapshot, list[float], list[float]] | None = None  # around the timing
         self.forward_limit = settings.forward_limit_s(references.call_ms)
         if self.forward_limit is not None:
