@@ -29,7 +29,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from .channel import EVIDENCE_FD_VARIABLE, ChannelError, Message, MessageReader
+from .channel import EVIDENCE_FD_VARIABLE, ChannelError, Message, MessageReader, widen_pipe
 from .files import atomic_write_text
 from .paths import cache_dir
 from .records import Candidate, Task
@@ -75,13 +75,21 @@ class JobFolder:
         self.root = Path(root)
         self.work.mkdir(parents=True, exist_ok=True)
         self.logs.mkdir(parents=True, exist_ok=True)
-        atomic_write_text(self.task_file, task_program(task))
+        self.task_program = task_program(task)
+        atomic_write_text(self.task_file, self.task_program)
+        self.job = dict(job)
+        self.build_dir = self.work / "build"
+        self.assign(candidate)
+
+    def assign(self, candidate: Candidate | None, **job: Any) -> None:
+        """Write ``candidate`` (None: none yet) and the job's settings, with ``job`` added: a folder
+        made for a child started ahead of its candidate gets it here."""
         if candidate is not None:
             atomic_write_text(self.candidate_file, candidate.source)
-        self.build_dir = candidate_build_dir(candidate) if candidate is not None else self.work / "build"
+            self.build_dir = candidate_build_dir(candidate)
         self.build_dir.mkdir(parents=True, exist_ok=True)
-        job = {**job, "writable": [str(self.work), str(self.build_dir)]}
-        atomic_write_text(self.job_file, json.dumps(job, indent=1))
+        self.job = {**self.job, **job, "writable": [str(self.work), str(self.build_dir)]}
+        atomic_write_text(self.job_file, json.dumps(self.job, indent=1))
 
     @property
     def task_file(self) -> Path:
@@ -141,9 +149,12 @@ def _alive(pid: int) -> bool:
 class ChildSession:
     """A worker running on a :class:`JobFolder` in the sandbox, with its report pipe.
 
-    ``request`` sends one request; ``receive`` waits for the next message within the time the
-    sandbox has left. Use as a context manager: the child's process group (and, where the OS
-    allows, its PID namespace) is killed on the way out.
+    The child starts at once, importing what it needs, and waits until :meth:`begin` says the
+    folder holds its candidate: it can be started before the candidate exists. Its world is made
+    read-only at ``begin`` (with the candidate's build folder then known to stay writable), before
+    it reads the task or the candidate. ``request`` sends one request; ``receive`` waits for the
+    next message within the time the sandbox has left. Use as a context manager: the child's
+    process group (and, where the OS allows, its PID namespace) is killed on the way out.
     """
 
     def __init__(
@@ -157,10 +168,12 @@ class ChildSession:
         extra_env: Mapping[str, str] | None = None,
     ) -> None:
         read_end, write_end = os.pipe()
+        widen_pipe(read_end)
         os.set_inheritable(write_end, True)
-        env = child_environment(threads) | build_environment(folder.build_dir)
+        env = child_environment(threads)
         env[EVIDENCE_FD_VARIABLE] = str(write_end)
         env.update(extra_env or {})
+        self.folder = folder
         try:
             self.process = SandboxedProcess(
                 [sys.executable, "-m", module, str(folder.root)],
@@ -168,8 +181,8 @@ class ChildSession:
                 log_dir=folder.logs,
                 limits=limits,
                 env=env,
-                writable=[folder.work, folder.build_dir],
                 pass_fds=[write_end],
+                lock_down_later=True,
             )
         finally:
             os.close(write_end)
@@ -177,6 +190,20 @@ class ChildSession:
         self.reader = MessageReader(read_end, max_bytes=max_message_bytes)
         self.protocol_error: str | None = None
         self.late = False  # killed for missing a per-request limit, not the sandbox's own
+        self.begun = False
+
+    def begin(self, candidate: Candidate, **job: Any) -> None:
+        """Hand the child its candidate (written into the folder with ``job``'s settings added) and
+        let it go on; the sandbox's time limit counts from now."""
+        self.folder.assign(candidate, **job)
+        self.process.restart_clock()
+        self.request(
+            "begin",
+            env=build_environment(self.folder.build_dir),
+            writable=self.folder.job["writable"],
+            lock_down=self.process.files_isolated,
+        )
+        self.begun = True
 
     def request(self, op: str, **fields: Any) -> None:
         self.process.send(json.dumps({"op": op, **fields}))
