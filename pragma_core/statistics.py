@@ -33,11 +33,15 @@ def bootstrap_speedup(
     confidence: float = 0.95,
     resamples: int = BOOTSTRAP_RESAMPLES,
     seed: int = 0,
+    paired: bool | None = None,
 ) -> Speedup:
     """Speedup = median(reference) / median(candidate), with a percentile bootstrap interval.
 
-    Both sample sets are resampled independently; the seed is fixed so the same samples always give
-    the same interval.
+    ``paired`` (the default when both have as many samples) says the i-th samples were taken
+    together, as the verifier's interleaved repetitions are: repetitions are resampled as pairs, so
+    what slowed both programs at once (the machine, not the kernels) stays paired in every resample
+    and does not widen the interval. Unpaired samples are resampled independently. The seed is fixed
+    so the same samples always give the same interval.
     """
     reference = np.asarray(reference_ms, dtype=float)
     candidate = np.asarray(candidate_ms, dtype=float)
@@ -45,9 +49,18 @@ def bootstrap_speedup(
         raise ValueError("no timing samples")
     if np.any(candidate <= 0):
         raise ValueError("candidate times must be positive")
+    if paired is None:
+        paired = reference.size == candidate.size
+    elif paired and reference.size != candidate.size:
+        raise ValueError("paired samples must be as many on both sides")
     rng = np.random.default_rng(seed)
-    ref_medians = np.median(rng.choice(reference, size=(resamples, reference.size)), axis=1)
-    cand_medians = np.median(rng.choice(candidate, size=(resamples, candidate.size)), axis=1)
+    if paired:
+        picks = rng.integers(0, reference.size, size=(resamples, reference.size))
+        ref_medians = np.median(reference[picks], axis=1)
+        cand_medians = np.median(candidate[picks], axis=1)
+    else:
+        ref_medians = np.median(rng.choice(reference, size=(resamples, reference.size)), axis=1)
+        cand_medians = np.median(rng.choice(candidate, size=(resamples, candidate.size)), axis=1)
     ratios = ref_medians / cand_medians
     tail = (1 - confidence) / 2 * 100
     low, high = np.percentile(ratios, [tail, 100 - tail])

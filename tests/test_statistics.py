@@ -56,3 +56,24 @@ def test_a_noisy_verdict_never_replaces_a_best_but_can_be_the_first():
     assert improves_on(_timed(3.2, 3.15, 3.25), noisy_best)  # quiet and above its rough figure
     assert not improves_on(_timed(2.5, 2.45, 2.55), noisy_best)
     assert improves_on(_timed(1.8, 1.7, 1.9), best) and not improves_on(_timed(1.55, 1.5, 1.6), best)
+
+
+def test_paired_repetitions_keep_what_slowed_both_out_of_the_interval():
+    """Interleaved timing: the machine's state moves both programs together; resampling pairs keeps
+    that together, so the interval is narrower than the unpaired one, and still holds the ratio."""
+    rng = np.random.default_rng(3)
+    machine = rng.lognormal(0, 0.3, 60)  # a busy moment slows reference and candidate alike
+    reference = 10.0 * machine * rng.lognormal(0, 0.02, 60)
+    candidate = 4.0 * machine * rng.lognormal(0, 0.02, 60)
+    paired = bootstrap_speedup(reference, candidate)
+    unpaired = bootstrap_speedup(reference, candidate, paired=False)
+    assert paired.low <= 2.5 <= paired.high
+    assert unpaired.low <= 2.5 <= unpaired.high
+    assert (paired.high - paired.low) < 0.5 * (unpaired.high - unpaired.low)
+    assert paired.value == unpaired.value  # the same estimate: only its interval differs
+
+
+def test_pairing_needs_as_many_samples_on_both_sides():
+    bootstrap_speedup([10.0, 11.0, 12.0], [5.0, 6.0])  # unpaired by default
+    with pytest.raises(ValueError, match="as many"):
+        bootstrap_speedup([10.0, 11.0, 12.0], [5.0, 6.0], paired=True)
