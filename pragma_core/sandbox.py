@@ -199,7 +199,9 @@ def network_isolation() -> tuple[list[str], str]:
 _INIT_SCRIPT = Path(__file__).resolve().with_name("sandbox_init.py")
 
 
-def isolation_prefix(writable: Sequence[Path], *, network: bool = True) -> tuple[list[str], str]:
+def isolation_prefix(
+    writable: Sequence[Path], *, network: bool = True, lock_down_later: bool = False
+) -> tuple[list[str], str]:
     """The command prefix that runs a program contained, or ``([], reason)`` where this OS does not allow it.
 
     Contained: every file system read-only except the folders in ``writable`` (which must exist
@@ -210,8 +212,14 @@ def isolation_prefix(writable: Sequence[Path], *, network: bool = True) -> tuple
     :func:`die_with_parent` as (part of) its ``preexec_fn``, so that it dies with the process that
     started it. See :mod:`pragma_core.sandbox_init` for how.
 
+    ``lock_down_later`` (with no ``writable``): the file systems stay writable until the program
+    calls :func:`pragma_core.sandbox_init.lock_down` with the folders to keep writable; everything
+    else holds from the start.
+
     Whether ``unshare`` is permitted is probed once per process and network setting (about 30 ms).
     """
+    if lock_down_later and writable:
+        raise ValueError("a program that locks down later names its writable folders then, not now")
     unshare = shutil.which("unshare")
     if not sys.platform.startswith("linux"):
         return [], f"files not isolated: namespaces are a Linux feature, this is {sys.platform}"
@@ -221,7 +229,7 @@ def isolation_prefix(writable: Sequence[Path], *, network: bool = True) -> tuple
     if not base:
         return [], reason
     folders = [part for folder in writable for part in ("--writable", str(Path(folder).resolve()))]
-    return [*base, *folders, "--"], ""
+    return [*base, *(["--lock-down-later"] if lock_down_later else folders), "--"], ""
 
 
 def _isolation_base(unshare: str, python: str, network: bool) -> list[str]:
@@ -277,6 +285,12 @@ class SandboxedProcess:
     ``writable`` are the folders the child may write besides ``cwd`` (contained children only);
     ``pass_fds`` stay open in the program at the same numbers. ``files_isolated`` and
     ``network_isolated`` say what held; the outcome's notes say why what was asked for did not.
+
+    ``lock_down_later``: the program makes its world read-only itself, with
+    :func:`pragma_core.sandbox_init.lock_down`, once it knows which folders stay writable (``cwd``
+    and ``writable`` are then not made writable here); ``files_isolated`` then says the program can
+    and must do so before it runs anything untrusted. :meth:`restart_clock` starts the wall-time
+    limit again, for a child started ahead of its work.
     """
 
     def __init__(
@@ -289,6 +303,7 @@ class SandboxedProcess:
         env: Mapping[str, str],
         writable: Sequence[Path] = (),
         pass_fds: Sequence[int] = (),
+        lock_down_later: bool = False,
     ) -> None:
         notes: list[str] = []
         prefix: list[str] = []
@@ -298,7 +313,9 @@ class SandboxedProcess:
             folders = [Path(cwd), *map(Path, writable)]
             for folder in folders:
                 folder.mkdir(parents=True, exist_ok=True)
-            prefix, reason = isolation_prefix(folders, network=limits.isolate_network)
+            prefix, reason = isolation_prefix(
+                [] if lock_down_later else folders, network=limits.isolate_network, lock_down_later=lock_down_later
+            )
             self.files_isolated = bool(prefix)
             self.network_isolated = bool(prefix) and limits.isolate_network
             if reason:
@@ -333,6 +350,11 @@ class SandboxedProcess:
 
     def remaining_s(self) -> float:
         return self._limits.wall_s - (time.monotonic() - self._started)
+
+    def restart_clock(self) -> None:
+        """Count the wall-time limit from now: a child started ahead of its work, waiting for it,
+        is not charged for the wait."""
+        self._started = time.monotonic()
 
     @property
     def pid(self) -> int:

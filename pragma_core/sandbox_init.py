@@ -24,6 +24,16 @@ init ends, the kernel kills everything left in the PID namespace, whatever sessi
 moved to. The init dies with this process (``PR_SET_PDEATHSIG``), and this process with pragma (the
 caller sets the same on it), so nothing survives pragma being killed with SIGKILL.
 
+**Locking down later.** With ``--lock-down-later`` instead of ``--writable`` folders, step 1 waits:
+the program starts in a world that is still writable, already without any capability, and the init
+makes the file systems read-only when the program asks (:func:`lock_down`, once, with the folders
+that stay writable), exactly as step 1 would have. The verifier uses this to import Python and
+torch in the sandbox before it knows which candidate comes, hence which build folder must stay
+writable; the program runs no code but pragma's and torch's until the init has answered. The init
+keeps its capabilities and the program has none, so the program cannot ptrace or otherwise drive
+the init (the kernel refuses a tracer whose capabilities are a subset of its target's), and the
+init answers one request only.
+
 A setup failure prints ``pragma sandbox: ...`` on stderr and exits with :data:`SETUP_FAILED`.
 """
 
@@ -37,6 +47,15 @@ import sys
 
 SETUP_FAILED = 125
 """Exit code when the read-only world could not be set up (the program never started)."""
+
+LOCK_DOWN_VARIABLE = "PRAGMA_SANDBOX_LOCK_DOWN"
+"""Set in the program's environment under ``--lock-down-later``: the descriptors (request, answer)
+of its pipes to the init, for :func:`lock_down`."""
+
+
+class SetupFailed(Exception):
+    """The read-only world could not be set up; the message says what the OS refused."""
+
 
 _MS_RDONLY = 0x1
 _MS_NOSUID = 0x2
@@ -66,8 +85,7 @@ _libc = ctypes.CDLL(None, use_errno=True)
 
 
 def _fail(message: str) -> None:
-    os.write(2, f"pragma sandbox: {message}\n".encode(errors="replace"))
-    os._exit(SETUP_FAILED)
+    raise SetupFailed(message)
 
 
 def _check(result: int, what: str) -> None:
@@ -154,20 +172,37 @@ def _die_with_parent(alive: int) -> None:
     os.close(alive)
 
 
-def _init(program: list[str], report: int) -> None:
-    """PID 1 of the new namespace: a fresh /proc, the program, and its wait status to ``report``."""
+def _init(program: list[str], report: int, *, lock_down_later: bool) -> None:
+    """PID 1 of the new namespace: a fresh /proc, the program, and its wait status to ``report``;
+    with ``lock_down_later``, the read-only world when the program asks for it."""
     if _mount("proc", "/proc", "proc", _MS_NOSUID | _MS_NODEV | _MS_NOEXEC) != 0:
         _fail(f"cannot mount a fresh /proc: {os.strerror(ctypes.get_errno())}")
+    requests = answers = None
+    if lock_down_later:
+        requests, answers = os.pipe(), os.pipe()  # (read, write) each: program -> init, init -> program
     child = os.fork()
     if child == 0:
         for number in (signal.SIGPIPE, signal.SIGXFSZ):  # Python ignores them; exec would keep that
             signal.signal(number, signal.SIG_DFL)
+        if requests is not None and answers is not None:
+            os.close(requests[0])
+            os.close(answers[1])
+            for fd in (requests[1], answers[0]):
+                os.set_inheritable(fd, True)
+            os.environ[LOCK_DOWN_VARIABLE] = f"{requests[1]},{answers[0]}"
         _drop_privileges()
         try:
             os.execvp(program[0], program)
         except OSError as error:
             os.write(2, f"pragma sandbox: cannot run {program[0]}: {error.strerror}\n".encode(errors="replace"))
             os._exit(127 if isinstance(error, FileNotFoundError) else 126)
+    if requests is not None and answers is not None:
+        os.close(requests[1])
+        os.close(answers[0])
+        status = _serve_lock_down(child, requests[0], answers[1])
+        if status is not None:
+            os.write(report, str(status).encode())
+            os._exit(0)
     while True:
         pid, status = os.wait()  # orphans are reparented here: reap them until the program ends
         if pid == child:
@@ -175,15 +210,88 @@ def _init(program: list[str], report: int) -> None:
             os._exit(0)
 
 
+def _serve_lock_down(child: int, requests: int, answers: int) -> int | None:
+    """In the init: reap orphans until the program asks for the read-only world (one request: the
+    writable folders, one per line, then an empty line), make it, and answer ``ok`` or the reason
+    it failed. Returns the program's wait status if it ended before asking, else None."""
+    received = b""
+    while not received.endswith(b"\n\n"):
+        while True:  # reap what ended meanwhile
+            try:
+                pid, status = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                return 0
+            if pid == 0:
+                break
+            if pid == child:
+                return status
+        if select.select([requests], [], [], 0.05)[0]:
+            chunk = os.read(requests, 65536)
+            if not chunk:  # the program closed its end without asking: nothing to make
+                os.close(requests)
+                os.close(answers)
+                return None
+            received += chunk
+    writable = [line for line in received.decode(errors="surrogateescape").split("\n") if line]
+    try:
+        _make_read_only(writable)
+        answer = "ok"
+    except SetupFailed as failure:
+        answer = str(failure)
+    os.write(answers, answer.encode(errors="replace") + b"\n")
+    os.close(requests)
+    os.close(answers)
+    return None
+
+
+def lock_down(writable: list[str]) -> None:
+    """In a program started under ``--lock-down-later``: have the init make every file system
+    read-only except ``writable`` (folders that exist), and return once it has; this process's
+    working folder is then the writable bind mount when it is one of them. Raises
+    :class:`SetupFailed` with the reason when the world could not be made read-only, or when this
+    process was not started that way. Callable once."""
+    fds = os.environ.pop(LOCK_DOWN_VARIABLE, "")
+    if not fds:
+        raise SetupFailed("this process was not started with --lock-down-later, or already locked down")
+    request, answer = (int(fd) for fd in fds.split(","))
+    text = "".join(f"{folder}\n" for folder in writable) + "\n"
+    os.write(request, text.encode(errors="surrogateescape"))
+    os.close(request)
+    reply = b""
+    while not reply.endswith(b"\n"):
+        chunk = os.read(answer, 65536)
+        if not chunk:
+            break
+        reply += chunk
+    os.close(answer)
+    said = reply.decode(errors="replace").strip()
+    if said != "ok":
+        raise SetupFailed(said or "the sandbox's init ended before it answered")
+    os.chdir(os.getcwd())  # the working folder, if writable, is the bind mount now, not the folder below it
+
+
 def main(argv: list[str]) -> None:
+    try:
+        _main(argv)
+    except SetupFailed as failure:
+        os.write(2, f"pragma sandbox: {failure}\n".encode(errors="replace"))
+        os._exit(SETUP_FAILED)
+
+
+def _main(argv: list[str]) -> None:
     writable: list[str] = []
-    while argv and argv[0] == "--writable":
-        writable.append(argv[1])
-        argv = argv[2:]
-    if not argv or argv[0] != "--" or len(argv) < 2:
-        _fail("usage: sandbox_init.py [--writable DIR]... -- PROGRAM [ARG]...")
+    lock_down_later = False
+    while argv and argv[0] in ("--writable", "--lock-down-later"):
+        if argv[0] == "--lock-down-later":
+            lock_down_later, argv = True, argv[1:]
+        else:
+            writable.append(argv[1])
+            argv = argv[2:]
+    if not argv or argv[0] != "--" or len(argv) < 2 or (lock_down_later and writable):
+        _fail("usage: sandbox_init.py [--writable DIR]... | --lock-down-later -- PROGRAM [ARG]...")
     program = argv[1:]
-    _make_read_only(writable)
+    if not lock_down_later:
+        _make_read_only(writable)
     _check(_libc.unshare(_CLONE_NEWPID), "cannot create a PID namespace")
     read_end, write_end = os.pipe()
     alive_read, alive_write = os.pipe()
@@ -192,7 +300,7 @@ def main(argv: list[str]) -> None:
         os.close(read_end)
         os.close(alive_write)
         _die_with_parent(alive_read)
-        _init(program, write_end)
+        _init(program, write_end, lock_down_later=lock_down_later)
     os.close(write_end)
     os.close(alive_read)
     _, init_status = os.waitpid(init, 0)

@@ -13,5 +13,6 @@ references, compares, checks integrity (``checks``) and reduces the timings.
 from .checks import CHECKS
 from .settings import VerifySettings
 from .verification import verify
+from .warm_child import WarmChild
 
-__all__ = ["verify", "VerifySettings", "CHECKS"]
+__all__ = ["verify", "VerifySettings", "WarmChild", "CHECKS"]

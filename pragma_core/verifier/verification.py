@@ -26,9 +26,10 @@ import attrs
 import torch
 
 from ..channel import Message
-from ..child_run import ChildSession, JobFolder
+from ..child_run import ChildSession
+from ..errors import PragmaError
 from ..records import Candidate, Task, TimingConditions, Verdict, VerdictStatus
-from ..sandbox import SandboxLimits, SandboxOutcome
+from ..sandbox import SandboxOutcome
 from ..statistics import bootstrap_speedup, summarize
 from .checks import CHECKS, describe_check
 from .comparison import Comparison, compare_outputs
@@ -47,6 +48,7 @@ from .machine_load import (
 from .reference import References, compute_references, preflight, preflight_path
 from .settings import FORWARD_LIMIT_FACTOR, FORWARD_LIMIT_FLOOR_S, VerifySettings, all_cpus
 from .static_checks import read_candidate
+from .warm_child import WarmChild
 
 __all__ = ["verify"]
 
@@ -68,7 +70,7 @@ running the reference and comparing (about a quarter of a second for 32 MB)."""
 _KNOWN_CHECKS = CHECKS
 _MIN_REPS = 10  # timed repetitions before the time budget may end timing
 _PRECISE_REPS = 30  # timed repetitions before a precise enough interval may end timing (drift needs 24)
-_PRECISION_EVERY = 10  # how often, in repetitions, the interval is looked at
+_PRECISION_EVERY = 5  # how often, in repetitions, the interval is looked at
 _SAMPLED_ELEMENTS = 32  # per output and input of every timed call
 _FORGERY_SLACK_MS = 1.0
 """How much more than an idle round trip the parent may see around a call, beyond a quarter of the
@@ -77,6 +79,7 @@ up to about 0.55 ms more than an idle one on the CI machine (the recorder's sess
 keep), and a busy machine adds scheduling delay."""
 _CALIBRATION_ROUNDS = 12  # round trips measured to know the cost of asking, with and without the recorder
 _CALIBRATION_KERNELS = 9  # runs of the calibration kernel before and after the timing (median of them)
+_CALIBRATION_WARMUP = 5  # unmeasured runs of it before the first
 
 
 class _Ended(Exception):
@@ -101,6 +104,7 @@ def verify(
     job_dir: Path | None = None,
     on_phase: Callable[[str], None] | None = None,
     keep_recording: Path | None = None,
+    warm: WarmChild | None = None,
 ) -> Verdict:
     """Check ``candidate`` (a :class:`Candidate` or the source of a module defining ``ModelNew``)
     against ``task`` in a sandboxed child process, and time it when it is correct.
@@ -111,6 +115,9 @@ def verify(
     trials), then ``"timing"``. ``keep_recording``, for a candidate found correct, is where the
     child's recording of one forward's native calls goes, for profiling it without another child
     (:func:`pragma_core.profiling.targets.remember_recording`); nothing is written there otherwise.
+    ``warm`` is a child started ahead for this task and settings (:class:`WarmChild`): used, and
+    closed, when it fits; otherwise a child is started now. A candidate refused before it runs
+    (it does not parse, or a static rule rejects it) leaves ``warm`` unused and open.
     """
     settings = settings or VerifySettings()
     settings, threads_note = settings.with_threads()
@@ -131,26 +138,33 @@ def verify(
     if threads_note:
         notes.append(threads_note)
 
-    # Trust anchors, all before the child exists: seeds, references, preflight, roofline floor;
-    # and the files the child must not change, hashed in case the OS cannot keep it from them.
-    references = compute_references(task, settings, seed=settings.seed)
-    trivial = preflight(task, references, settings)
-    if trivial:
-        notes.append(
-            f"a {', '.join(trivial)} output would pass this task at atol={settings.atol:g}; "
-            "outputs are also checked by whole-output relative error"
-        )
+    # Trust anchors, all computed here: the roofline floor (which may measure this machine's
+    # peaks, so before any child works), seeds, references, preflight. A contained child cannot
+    # write what they read, so they are computed while it imports torch and builds the candidate;
+    # where the OS cannot contain it, before it begins, with the files it must not change hashed.
     floor = _floor_ms(task, settings)
-    task_bytes = task.path.read_bytes() if task.path is not None and task.path.exists() else None
-    hashes_before = _harness_hashes(task, settings)
-    job = {
-        "backend": candidate.backend,
-        "threads": settings.thread_count,
-        "cpus": settings.cpus and list(settings.cpus),
-    }
-    with JobFolder(task, candidate, job, root=job_dir) as folder:
+    if warm is not None and (job_dir is not None or not warm.fits(task, settings)):
+        warm.close()
+        warm = None
+    child = warm if warm is not None else WarmChild(task, settings, root=job_dir)
+    with child:
+        contained = child.files_isolated
+        job = {"backend": candidate.backend}
+        if contained:
+            child.session.begin(candidate, **job)
+        task_bytes = task.path.read_bytes() if task.path is not None and task.path.exists() else None
+        hashes_before = {} if contained else _harness_hashes(task, settings)
+        references = compute_references(task, settings, seed=settings.seed)
+        trivial = preflight(task, references, settings)
+        if trivial:
+            notes.append(
+                f"a {', '.join(trivial)} output would pass this task at atol={settings.atol:g}; "
+                "outputs are also checked by whole-output relative error"
+            )
+        if not contained:
+            child.session.begin(candidate, **job)
         run = _Verification(
-            folder,
+            child.session,
             task,
             settings,
             references,
@@ -160,10 +174,10 @@ def verify(
             record=keep_recording is not None,
         )
         verdict = run.execute(on_phase)
-        recorded = folder.work / "recording"
+        recorded = child.folder.work / "recording"
         if verdict.ok and keep_recording is not None and (recorded / "calls.json").is_file():
             shutil.copytree(recorded, keep_recording, symlinks=False, dirs_exist_ok=True)
-    if not run.files_isolated and _harness_hashes(task, settings) != hashes_before:
+    if not contained and _harness_hashes(task, settings) != hashes_before:
         if task_bytes is not None and task.path is not None and task.path.read_bytes() != task_bytes:
             task.path.write_bytes(task_bytes)  # put the user's task back as it was
         verdict = _rejected(
@@ -179,7 +193,7 @@ class _Verification:
 
     def __init__(
         self,
-        folder: JobFolder,
+        session: ChildSession,
         task: Task,
         settings: VerifySettings,
         references: References,
@@ -189,14 +203,12 @@ class _Verification:
         floor: float | None,
         record: bool = False,
     ) -> None:
-        self.folder, self.task, self.settings, self.references = folder, task, settings, references
+        self.session, self.task, self.settings, self.references = session, task, settings, references
         self.relative_norm, self.notes, self.floor = relative_norm, notes, floor
         self.where = "building the candidate"
         self.trial_outputs: list[list[torch.Tensor]] = []
         self.trial_results: list[Comparison] = []  # each trial's comparison, for the verdict's errors
         self.rng = random.Random()  # which timed calls are checked: never derivable from the seeds
-        self.session: ChildSession | None = None
-        self.files_isolated = False  # whether the OS kept the child's writes inside its folders
         self.uncalled = 0  # timed candidate calls that called no compiled kernel
         self.record = record  # whether a correct candidate's native calls are recorded for profiling
         self.machine: tuple[Snapshot, Snapshot, list[float], list[float]] | None = None  # around the timing
@@ -210,22 +222,10 @@ class _Verification:
         self.input_sizes = list(references.input_sizes)
 
     def execute(self, on_phase: Callable[[str], None] | None) -> Verdict:
-        settings = self.settings
-        limits = SandboxLimits(
-            wall_s=settings.wall_limit_s,
-            address_space_bytes=int(settings.memory_gb * 1024**3),
-            isolate_network=settings.isolate_network,
-        )
-        biggest = max((sum(t.numel() * t.element_size() for t in out) for out in self.references.trials), default=0)
-        with ChildSession(
-            self.folder,
-            "pragma_core.verifier.worker",
-            threads=settings.thread_count,
-            limits=limits,
-            max_message_bytes=4 * max(biggest, _input_bytes(self.task)) + (64 << 20),
-        ) as session:
-            self.session = session
-            self.files_isolated = session.process.files_isolated
+        """The conversation with the child, which has begun (:meth:`ChildSession.begin`); the child
+        is ended on the way out, whatever happens."""
+        settings, session = self.settings, self.session
+        with session:
             try:
                 self._receive("ready")
                 if on_phase is not None:
@@ -270,12 +270,10 @@ class _Verification:
 
     def _ask(self, op: str, expect: str, *, limited: bool = True, **fields: Any) -> Message:
         """Send a request and receive its answer, within the per-forward limit when ``limited``."""
-        assert self.session is not None
         self.session.request(op, **fields)
         return self._receive(expect, within_s=self.forward_limit if limited else None)
 
     def _receive(self, expect: str, within_s: float | None = None) -> Message:
-        assert self.session is not None
         message = self.session.receive(expect, within_s=within_s)
         if message is None:
             raise _Ended()
@@ -385,19 +383,19 @@ class _Verification:
         if "compile" in contenders:
             self.where = "compiling the reference with torch.compile"
         warming = time.perf_counter()
+        warm_seed = seeds.randrange(2**31)  # warm-up calls are not measured: one draw serves them all
         for round_ in range(max(settings.warmup, 1 if "compile" in contenders else 0)):
-            seed = seeds.randrange(2**31)
             for who in contenders:
-                one_call(who, round_ % slots, seed)
+                one_call(who, round_ % slots, warm_seed)
             if time.perf_counter() - warming > settings.timing_budget_s / 4:
                 break  # slow contenders: one full pass warms as well as five
         self.where = "timing"
+        self._calibrate(warming_up=True)
         calibrated_before = self._calibrate()
         samples: dict[str, list[float]] = {who: [] for who in contenders}
         parent_samples: dict[str, list[float]] = {who: [] for who in contenders}
         uncalled = 0
         forced = self.rng.randrange(min(_MIN_REPS, settings.reps))
-        assert self.session is not None
         child = self.session.process.pid
         machine_before = snapshot(child)
         started = time.perf_counter()
@@ -423,11 +421,13 @@ class _Verification:
         self.uncalled = uncalled
         return samples, parent_samples, calibration
 
-    def _calibrate(self) -> list[float]:
+    def _calibrate(self, *, warming_up: bool = False) -> list[float]:
         """A fixed multithreaded kernel timed by the parent's clock in the child: a busy machine
-        slows it as it slows the reference."""
+        slows it as it slows the reference. ``warming_up`` runs it a few times unmeasured first: its
+        first calls in a process ran 1.2-2x slower than later ones (the matrix library's own start),
+        which read as a machine that quietened during the timing."""
         times = []
-        for _ in range(_CALIBRATION_KERNELS):
+        for _ in range(_CALIBRATION_WARMUP if warming_up else _CALIBRATION_KERNELS):
             start = time.perf_counter()
             self._ask("calibrate", "calibrated", size=CALIBRATION_SIZE)
             times.append((time.perf_counter() - start) * 1e3)
@@ -614,7 +614,6 @@ class _Verification:
                 "harness-patched", f"the child's report channel was tampered with: {protocol}", notes=notes
             )
         if outcome.timed_out:
-            assert self.session is not None
             if self.session.late and self.forward_limit is not None:
                 message = (
                     f"no answer within {self.forward_limit:.3g} s (while {where}), {FORWARD_LIMIT_FACTOR:g} times "
@@ -628,6 +627,8 @@ class _Verification:
             return Verdict(status=VerdictStatus.TIMEOUT, notes=notes, message=message)
         if error is not None:
             kind = str(error.get("kind"))
+            if kind == "sandbox":  # the machine, not the candidate: no verdict can be given
+                raise PragmaError(f"cannot verify here: {error.get('message')}")
             status = {"compile": VerdictStatus.COMPILE_ERROR, "out_of_memory": VerdictStatus.OUT_OF_MEMORY}.get(
                 kind, VerdictStatus.RUNTIME_ERROR
             )
@@ -714,11 +715,6 @@ def _float32_task(task: Task) -> bool:
         and all("float32" in dtype or "int" in dtype or "bool" in dtype for dtype in dtypes)
         and any("float32" in dtype for dtype in dtypes)
     )
-
-
-def _input_bytes(task: Task) -> int:
-    analysis = task.analysis
-    return sum(spec.nbytes for spec in analysis.inputs) if analysis is not None else 0
 
 
 def _floor_binds(task: Task) -> bool:

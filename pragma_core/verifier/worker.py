@@ -8,6 +8,12 @@ saw, and the parent compares, times and judges.
 
 Requests, one JSON line each on stdin:
 
+- ``begin`` (env, writable, lock_down): the candidate is ready in the job folder. The child may be
+  started before the candidate exists, so that Python and torch are imported while the parent does
+  other work; until ``begin`` it runs nothing else. Then it takes the build folder's environment
+  and, when the sandbox allows (``lock_down``), makes every file system read-only but the
+  ``writable`` folders (:func:`pragma_core.sandbox_init.lock_down`) before it reads the task or the
+  candidate.
 - ``trial`` (seed, poison, reuse, probe_seed): one forward on fresh inputs under the poisoning
   dispatch mode; input mutation, output types and work after return are checked here; replies
   with the outputs.
@@ -74,6 +80,11 @@ def _serve(root: Path, writer: Any) -> int:
         same_bits,
     )
 
+    # Everything above may run before the candidate exists (a child started ahead of its work);
+    # nothing below runs before the parent says which candidate and the world is read-only.
+    refused = _begin()
+    if refused:
+        return _send_error(writer, "sandbox", refused)
     job, task_ns = load_task(root)
     torch.set_num_threads(job["threads"])
     audit = CandidateAudit(writable=[Path(folder) for folder in job.get("writable", [root / "work"])])
@@ -307,6 +318,30 @@ def _serve(root: Path, writer: Any) -> int:
 
         else:
             return _send_error(writer, "runtime", f"unknown request {op!r}")
+
+
+def _begin() -> str:
+    """Wait for the parent's ``begin`` (its candidate is written by then), take the build folder's
+    environment it sends, and make the file systems read-only but the job's folders when the parent
+    says the sandbox can. Returns what went wrong, or an empty string."""
+    import json
+    import tempfile
+
+    from ..sandbox_init import SetupFailed, lock_down
+
+    line = sys.stdin.buffer.readline()
+    request = json.loads(line) if line.strip() else {}
+    if request.get("op") != "begin":
+        return f"expected the parent's begin, got {line[:80]!r}"
+    os.environ.update({str(key): str(value) for key, value in (request.get("env") or {}).items()})
+    tempfile.tempdir = None  # TMPDIR is the build folder's now
+    if not request.get("lock_down"):
+        return ""
+    try:
+        lock_down([str(folder) for folder in request.get("writable") or []])
+    except SetupFailed as failure:
+        return f"the sandbox could not make the file systems read-only: {failure}"
+    return ""
 
 
 def _pin_cpus(root: Path) -> None:

@@ -1,0 +1,110 @@
+"""A verifier child started before its candidate exists, so torch is imported while other work runs.
+
+Starting the sandbox child costs about two seconds of importing Python and torch, every
+verification. :class:`WarmChild` starts that child now, for a task and settings, and
+:func:`~pragma_core.verifier.verify` hands it the candidate later (``verify(..., warm=child)``):
+the loop starts the next attempt's child while it profiles the current one. The child runs nothing
+but pragma's and torch's code until it has its candidate, and makes its world read-only before
+it reads it (:class:`~pragma_core.child_run.ChildSession`), so a warm child is contained exactly as
+a cold one. A child serves one verification; one that does not fit the verification (another task,
+other threads or limits), or that ended, is closed and a cold one started instead.
+
+    from pragma_core.verifier import VerifySettings, WarmChild, verify
+
+    settings, _note = VerifySettings().with_threads()
+    with WarmChild(task, settings) as child:
+        ...                                    # anything else: write the candidate, profile
+        verdict = verify(task, source, settings, warm=child)
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ..child_run import ChildSession, JobFolder
+from ..records import Task
+from ..sandbox import SandboxLimits
+from ..tasks import task_program
+from .settings import VerifySettings
+
+__all__ = ["WarmChild"]
+
+WORKER_MODULE = "pragma_core.verifier.worker"
+_MESSAGE_MARGIN = 64 << 20
+
+
+class WarmChild:
+    """The sandbox child of one verification of ``task`` under ``settings`` (whose ``threads`` must
+    be decided: :meth:`VerifySettings.with_threads`), started now. ``root`` keeps the job's folder
+    there (``verify``'s ``job_dir``). Close it (or use it as a context manager) when it may not be
+    used: its process is killed and its folder removed; ``verify`` closes the child it used."""
+
+    def __init__(self, task: Task, settings: VerifySettings, *, root: Path | None = None) -> None:
+        if settings.threads is None:
+            raise ValueError("decide the thread count first: settings.with_threads()")
+        self.settings = settings
+        self.folder = JobFolder(
+            task, None, {"threads": settings.threads, "cpus": settings.cpus and list(settings.cpus)}, root
+        )
+        try:
+            self.session = ChildSession(
+                self.folder,
+                WORKER_MODULE,
+                threads=settings.threads,
+                limits=limits_of(settings),
+                max_message_bytes=_message_limit(task),
+            )
+        except BaseException:
+            self.folder.remove()
+            raise
+        self.closed = False
+
+    @property
+    def files_isolated(self) -> bool:
+        """Whether the OS contains the child (its world is made read-only when it begins)."""
+        return self.session.process.files_isolated
+
+    def fits(self, task: Task, settings: VerifySettings) -> bool:
+        """Whether this child can verify on ``task`` under ``settings``: not used yet, still
+        running, and started for the same task program, threads, CPUs and limits."""
+        return (
+            not self.closed
+            and not self.session.begun
+            and self.session.process.running()
+            and self.folder.task_program == task_program(task)
+            and settings.threads == self.settings.threads
+            and settings.cpus == self.settings.cpus
+            and limits_of(settings) == limits_of(self.settings)
+        )
+
+    def close(self) -> None:
+        if not self.closed:
+            self.closed = True
+            self.session.__exit__(None, None, None)
+            self.folder.remove()
+
+    def __enter__(self) -> WarmChild:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+
+def limits_of(settings: VerifySettings) -> SandboxLimits:
+    """The sandbox limits of a verification under ``settings``."""
+    return SandboxLimits(
+        wall_s=settings.wall_limit_s,
+        address_space_bytes=int(settings.memory_gb * 1024**3),
+        isolate_network=settings.isolate_network,
+    )
+
+
+def _message_limit(task: Task) -> int:
+    """The most the child may send in one message: a few times the task's inputs or outputs (a
+    sample of a timed call carries both of each contender), plus a margin."""
+    analysis = task.analysis
+    if analysis is None or not analysis.outputs:
+        return 1 << 36
+    inputs = sum(spec.nbytes for spec in analysis.inputs)
+    outputs = sum(spec.nbytes for spec in analysis.outputs)
+    return 4 * max(inputs, outputs) + _MESSAGE_MARGIN
