@@ -61,8 +61,8 @@ from .records import (
     frozen_tuple,
 )
 from .run_directory import RunDirectory
-from .statistics import improves_on
-from .verifier import VerifySettings, verify
+from .statistics import bar_to_beat, improves_on
+from .verifier import VerifySettings, WarmChild, verify
 
 __all__ = [
     "MODEL_VARIABLE",
@@ -232,9 +232,12 @@ def optimize(
         profilers=tuple(name for name in settings.profilers if name not in unavailable) if settings.profile else (),
         bound=baseline.bound if baseline is not None else None,
         progress=progress,
+        warm=_NextChild(task=task, settings=settings.verify),
     )
     best = _best_of(attempts)
     stop_reason = "max attempts"
+    if len(attempts) < settings.max_attempts:
+        loop.warm.start()  # after the baseline's timing: the first attempt's child imports torch meanwhile
     try:
         for number in range(len(attempts) + 1, settings.max_attempts + 1):
             attempt = loop.attempt(number, attempts, best)
@@ -259,6 +262,8 @@ def optimize(
     except KeyboardInterrupt:
         stop_reason = "interrupted"
         run.append_event("interrupted", completed=len(attempts))
+    finally:
+        loop.warm.close()
     result = RunResult(
         run_id=run.root.name,
         task=task,
@@ -300,6 +305,36 @@ class _Agents:
         return self.provider.complete(request)
 
 
+@attrs.define(kw_only=True)
+class _NextChild:
+    """The sandbox child of the next verification, started ahead so that it imports torch while the
+    loop profiles, diagnoses and writes (:class:`~pragma_core.verifier.WarmChild`): about two
+    seconds off every attempt. Never started while anything is timed: after the baseline, and after
+    each verification."""
+
+    task: Task
+    settings: VerifySettings
+    child: WarmChild | None = None
+
+    def start(self) -> None:
+        if self.child is None:
+            self.child = WarmChild(self.task, self.settings)
+
+    def take(self) -> WarmChild | None:
+        """The child for a verification; ``verify`` uses and closes it, or leaves it for the next."""
+        return self.child
+
+    def settle(self) -> None:
+        """After a verification: forget the child if it was used (or closed)."""
+        if self.child is not None and (self.child.closed or self.child.session.begun):
+            self.child = None
+
+    def close(self) -> None:
+        if self.child is not None:
+            self.child.close()
+            self.child = None
+
+
 @attrs.frozen(kw_only=True)
 class _Loop:
     """What stays the same from one attempt of a run to the next."""
@@ -312,6 +347,7 @@ class _Loop:
     profilers: tuple[str, ...]
     bound: BoundClass | None
     progress: _Reporter
+    warm: _NextChild
 
     def attempt(self, number: int, history: list[Attempt], best: Attempt | None) -> Attempt:
         """Write, verify, profile, diagnose and advise once; the attempt is on disk when this returns."""
@@ -347,7 +383,7 @@ class _Loop:
             candidate = Candidate(source=source, backend=settings.backend, attempt=number)
             files["candidate.py"] = source
             phase("building")
-            verdict = self._verify(number, candidate, phase, staging)
+            verdict = self._verify(number, candidate, phase, staging, best)
 
         profiles: list[Profile] = []
         skipped: dict[str, str] = {}
@@ -412,22 +448,33 @@ class _Loop:
         )
         return attempt
 
-    def _verify(self, number: int, candidate: Candidate, phase: Callable[[str], None], staging: Path) -> Verdict:
+    def _verify(
+        self, number: int, candidate: Candidate, phase: Callable[[str], None], staging: Path, best: Attempt | None
+    ) -> Verdict:
         """The Verifier's verdict; a noisy timing is measured once more, and the second verdict
         kept (still noisy if the machine stayed busy, which keeps it from replacing a best). When
         the run profiles, the verifier's child also records the kernel calls the profilers replay,
-        so profiling starts no child of its own to import torch again."""
+        so profiling starts no child of its own to import torch again. Timing stops early for a
+        candidate clearly slower than the best (:func:`~pragma_core.statistics.bar_to_beat`)."""
         from .profiling.targets import remember_recording
 
         keep = staging / "recording" if self.profilers else None
-        verdict = verify(self.task, candidate, self.settings.verify, on_phase=phase, keep_recording=keep)
+        settings = self.settings.verify
+        to_beat = bar_to_beat(best.verdict if best else None)
+        verdict = verify(
+            self.task, candidate, settings, on_phase=phase, keep_recording=keep, warm=self.warm.take(), to_beat=to_beat
+        )
+        self.warm.settle()
         if verdict.noisy:
             assert verdict.conditions is not None
             self.run.append_event("remeasuring", attempt=number, noise=list(verdict.conditions.noise))
             phase("building")
-            again = verify(self.task, candidate, self.settings.verify, on_phase=phase)
+            again = verify(self.task, candidate, settings, on_phase=phase, warm=self.warm.take(), to_beat=to_beat)
+            self.warm.settle()
             first = "; ".join(verdict.conditions.noise)
             verdict = attrs.evolve(again, notes=(*again.notes, f"measured twice: the first timing was noisy ({first})"))
+        if number < self.settings.max_attempts:
+            self.warm.start()  # the next attempt's child, while this one is profiled and advised on
         if keep is not None:
             remember_recording(self.task, candidate, self.settings.verify.thread_count, keep)
         return verdict

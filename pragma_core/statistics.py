@@ -12,7 +12,7 @@ import numpy as np
 
 from .records import Attempt, Speedup, Timing, Verdict
 
-__all__ = ["summarize", "bootstrap_speedup", "beats", "improves_on"]
+__all__ = ["summarize", "bootstrap_speedup", "beats", "improves_on", "bar_to_beat"]
 
 BOOTSTRAP_RESAMPLES = 2000
 
@@ -88,3 +88,12 @@ def improves_on(verdict: Verdict | None, best: Attempt | None) -> bool:
     if best.verdict.noisy:  # a rough figure: a quiet measurement above it is better evidence
         return verdict.speedup.value > best.verdict.speedup.value
     return beats(verdict.speedup, best.verdict.speedup)
+
+
+def bar_to_beat(best: Verdict | None) -> float | None:
+    """The speedup a new verdict's interval must reach to have a chance of replacing ``best`` by
+    :func:`improves_on`: the top of a quiet best's interval, the point estimate of a noisy one;
+    None when there is no timed best (any correct verdict would do)."""
+    if best is None or not best.ok or best.speedup is None:
+        return None
+    return best.speedup.value if best.noisy else best.speedup.high

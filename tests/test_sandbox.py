@@ -141,3 +141,17 @@ def test_a_child_that_removes_its_own_logs_gets_a_note_not_a_crash(tmp_path):
         outcome = child.finish()
     assert outcome.returncode == 0
     assert "could not be read" in outcome.stdout and "could not be read" in outcome.stderr
+
+
+def test_restarting_the_clock_gives_the_whole_wall_time_again(tmp_path):
+    with SandboxedProcess(
+        [sys.executable, "-c", "import sys; sys.stdin.read()"],
+        cwd=tmp_path / "work",
+        log_dir=tmp_path / "logs",
+        limits=SandboxLimits(wall_s=30),
+        env=os.environ,
+    ) as child:
+        time.sleep(0.3)
+        assert child.remaining_s() < 29.8
+        child.restart_clock()
+        assert child.remaining_s() > 29.9

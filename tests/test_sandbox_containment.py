@@ -119,6 +119,70 @@ def test_the_child_cannot_undo_its_read_only_world(tmp_path):
     assert "Read-only file system" in lines and not Path("/planted-by-the-child").exists()
 
 
+def test_a_child_that_locks_down_later_is_writable_only_until_it_does(tmp_path):
+    """The verifier's child imports torch before it knows its candidate's build folder: its world
+    is made read-only by the namespace's init when it asks, with its own threads already running,
+    and from then on it is contained as a child locked from the start."""
+    writable = tmp_path / "out"
+    writable.mkdir()
+    before, after = f"/tmp/{unique('before')}", f"/tmp/{unique('after')}"
+    code = f"""
+        import json, os, threading, time
+        from pragma_core.sandbox_init import SetupFailed, lock_down
+        threading.Thread(target=time.sleep, args=(30,), daemon=True).start()  # as torch's pools are
+        open({before!r}, "w").write("before")
+        lock_down([{str(writable)!r}, os.getcwd()])
+        results = {{}}
+        for name, path in {{"tmp": {after!r}, "writable": {str(writable / "r.txt")!r}, "cwd": "c.txt"}}.items():
+            try:
+                open(path, "w").write("x")
+                results[name] = "ok"
+            except OSError as error:
+                results[name] = error.strerror
+        status = open("/proc/self/status").read().splitlines()
+        results["caps"] = [line for line in status if line.startswith(("CapEff", "CapPrm", "NoNewPrivs"))]
+        try:
+            lock_down([])
+        except SetupFailed as refused:
+            results["again"] = str(refused)
+        print(json.dumps(results))
+    """
+    child = SandboxedProcess(
+        [sys.executable, "-c", textwrap.dedent(code)],
+        cwd=tmp_path / "work",
+        log_dir=tmp_path / "logs",
+        limits=SandboxLimits(),
+        env=child_environment(1),
+        lock_down_later=True,
+    )
+    with child:
+        outcome = child.finish()
+    assert outcome.returncode == 0 and outcome.files_isolated, outcome.stderr
+    results = json.loads(outcome.stdout)
+    try:
+        assert Path(before).read_text() == "before"
+    finally:
+        Path(before).unlink(missing_ok=True)
+    assert results["tmp"] == "Read-only file system" and not Path(after).exists()
+    assert results["writable"] == "ok" and results["cwd"] == "ok"
+    assert "CapEff:\t0000000000000000" in results["caps"] and "NoNewPrivs:\t1" in results["caps"]
+    assert "already locked down" in results["again"]
+
+
+def test_a_child_that_never_asks_is_not_locked_down_and_ends_normally(tmp_path):
+    child = SandboxedProcess(
+        [sys.executable, "-c", "import sys; sys.exit(3)"],
+        cwd=tmp_path / "work",
+        log_dir=tmp_path / "logs",
+        limits=SandboxLimits(),
+        env=child_environment(1),
+        lock_down_later=True,
+    )
+    with child:
+        outcome = child.finish()
+    assert outcome.returncode == 3 and not outcome.timed_out
+
+
 def test_host_processes_are_invisible(tmp_path):
     code = """
         import os

@@ -10,6 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import attrs
 import pytest
 
 from pragma_core import Candidate, VerdictStatus, load_task
@@ -352,3 +353,41 @@ def test_timing_stops_once_the_interval_is_precise_enough_and_not_before_thirty_
     assert verdict.ok and len(verdict.candidate.samples_ms) == 30, verdict.message
     every = VerifySettings(reps=40, warmup=1, timeout_s=120, threads=2, precision=0)
     assert len(check("gelu_correct_fast", settings=every).candidate.samples_ms) == 40
+
+
+def test_timing_stops_once_the_candidate_is_clearly_slower_than_the_best_to_beat():
+    """A serial double-precision GELU against a best of 50x: ten repetitions show it cannot win."""
+    settings = VerifySettings(reps=1000, warmup=1, timeout_s=120, threads=2, precision=0)
+    task = load_task(GELU, SMALL)
+    source = (CANDIDATES / "gelu_correct_slow.py").read_text()
+    verdict = verify(task, Candidate(source=source, backend="cpu-cpp"), settings, to_beat=50.0)
+    assert verdict.ok and verdict.speedup.high < 50.0, verdict.message
+    assert len(verdict.candidate.samples_ms) == 10
+    assert any("timing stopped after 10 repetitions" in note and "50x" in note for note in verdict.notes)
+    unreachable = verify(task, Candidate(source=source, backend="cpu-cpp"), settings, to_beat=1e-6)
+    assert len(unreachable.candidate.samples_ms) == 1000  # a bar it clears: the settings decide
+
+
+def test_a_warm_child_serves_one_verification_and_one_that_does_not_fit_is_replaced():
+    from pragma_core.verifier import WarmChild
+
+    task = load_task(GELU, SMALL)
+    source = FAST_GELU.read_text()
+    with WarmChild(task, QUICK) as warm:
+        rejected = verify(task, Candidate(source="import ctypes\n" + source, backend="cpu-cpp"), QUICK, warm=warm)
+        assert rejected.status is VerdictStatus.REJECTED and warm.fits(task, QUICK)  # refused before it ran
+        verdict = verify(task, Candidate(source=source, backend="cpu-cpp"), QUICK, warm=warm)
+        assert verdict.ok, verdict.message
+        assert warm.closed and not warm.folder.root.exists()
+    other = load_task(GELU, {"batch_size": 16, "dim": 512})
+    with WarmChild(task, QUICK) as warm:
+        assert not warm.fits(other, QUICK) and not warm.fits(task, attrs.evolve(QUICK, memory_gb=4))
+        verdict = verify(other, Candidate(source=source, backend="cpu-cpp"), QUICK, warm=warm)
+        assert verdict.ok and warm.closed, verdict.message
+
+
+def test_a_warm_child_needs_its_thread_count_decided():
+    from pragma_core.verifier import WarmChild
+
+    with pytest.raises(ValueError, match="with_threads"):
+        WarmChild(load_task(GELU, SMALL), VerifySettings())

@@ -68,7 +68,8 @@ sure the child's own reference run was honest too, at the cost of the parent dra
 running the reference and comparing (about a quarter of a second for 32 MB)."""
 
 _KNOWN_CHECKS = CHECKS
-_MIN_REPS = 10  # timed repetitions before the time budget may end timing
+_MIN_REPS = 10  # timed repetitions before the time budget, or a clearly slower candidate, may end timing
+_WARMUP_ENOUGH_S = 1.0  # a warm-up of whole rounds stops once it took this long (one call of ~0.2 s warms)
 _PRECISE_REPS = 30  # timed repetitions before a precise enough interval may end timing (drift needs 24)
 _PRECISION_EVERY = 5  # how often, in repetitions, the interval is looked at
 _SAMPLED_ELEMENTS = 32  # per output and input of every timed call
@@ -105,6 +106,7 @@ def verify(
     on_phase: Callable[[str], None] | None = None,
     keep_recording: Path | None = None,
     warm: WarmChild | None = None,
+    to_beat: float | None = None,
 ) -> Verdict:
     """Check ``candidate`` (a :class:`Candidate` or the source of a module defining ``ModelNew``)
     against ``task`` in a sandboxed child process, and time it when it is correct.
@@ -117,7 +119,9 @@ def verify(
     (:func:`pragma_core.profiling.targets.remember_recording`); nothing is written there otherwise.
     ``warm`` is a child started ahead for this task and settings (:class:`WarmChild`): used, and
     closed, when it fits; otherwise a child is started now. A candidate refused before it runs
-    (it does not parse, or a static rule rejects it) leaves ``warm`` unused and open.
+    (it does not parse, or a static rule rejects it) leaves ``warm`` unused and open. ``to_beat``
+    is the speedup that matters to the caller (the loop's best): timing stops as soon as the
+    candidate's interval lies wholly below it, after at least 10 repetitions, and a note says so.
     """
     settings = settings or VerifySettings()
     settings, threads_note = settings.with_threads()
@@ -172,6 +176,7 @@ def verify(
             notes=notes,
             floor=floor,
             record=keep_recording is not None,
+            to_beat=to_beat,
         )
         verdict = run.execute(on_phase)
         recorded = child.folder.work / "recording"
@@ -202,6 +207,7 @@ class _Verification:
         notes: list[str],
         floor: float | None,
         record: bool = False,
+        to_beat: float | None = None,
     ) -> None:
         self.session, self.task, self.settings, self.references = session, task, settings, references
         self.relative_norm, self.notes, self.floor = relative_norm, notes, floor
@@ -211,6 +217,7 @@ class _Verification:
         self.rng = random.Random()  # which timed calls are checked: never derivable from the seeds
         self.uncalled = 0  # timed candidate calls that called no compiled kernel
         self.record = record  # whether a correct candidate's native calls are recorded for profiling
+        self.to_beat = to_beat  # timing may stop once the candidate is clearly slower than this
         self.machine: tuple[Snapshot, Snapshot, list[float], list[float]] | None = None  # around the timing
         self.forward_limit = settings.forward_limit_s(references.call_ms)
         if self.forward_limit is not None:
@@ -387,7 +394,7 @@ class _Verification:
         for round_ in range(max(settings.warmup, 1 if "compile" in contenders else 0)):
             for who in contenders:
                 one_call(who, round_ % slots, warm_seed)
-            if time.perf_counter() - warming > settings.timing_budget_s / 4:
+            if time.perf_counter() - warming > _WARMUP_ENOUGH_S:
                 break  # slow contenders: one full pass warms as well as five
         self.where = "timing"
         self._calibrate(warming_up=True)
@@ -415,6 +422,12 @@ class _Verification:
             if rep + 1 >= enough and time.perf_counter() - started > settings.timing_budget_s:
                 break
             if _precise_enough(samples, rep + 1, settings.precision):
+                break
+            if _outrun(samples, rep + 1, self.to_beat):
+                self.notes.append(
+                    f"timing stopped after {rep + 1} repetitions: the speedup's interval already lies below "
+                    f"{self.to_beat:.3g}x, the best so far"
+                )
                 break
         machine_after = snapshot(child)
         self.machine = (machine_before, machine_after, calibrated_before, self._calibrate())
@@ -652,6 +665,16 @@ class _Verification:
             diagnostics=_logs(outcome),
             message=f"the sandbox child exited with code {outcome.returncode} while {where} without a result",
         )
+
+
+def _outrun(samples: dict[str, list[float]], reps: int, to_beat: float | None) -> bool:
+    """Whether the candidate, after at least :data:`_MIN_REPS` repetitions, is already known to be
+    slower than ``to_beat`` (its speedup interval lies wholly below): more repetitions would only
+    narrow the interval of a verdict that cannot become the best (looked at every few repetitions,
+    with a quick bootstrap)."""
+    if to_beat is None or reps < _MIN_REPS or reps % _PRECISION_EVERY:
+        return False
+    return bootstrap_speedup(samples["reference"], samples["candidate"], resamples=500).high < to_beat
 
 
 def _precise_enough(samples: dict[str, list[float]], reps: int, precision: float) -> bool:
