@@ -455,7 +455,8 @@ class _Loop:
         kept (still noisy if the machine stayed busy, which keeps it from replacing a best). When
         the run profiles, the verifier's child also records the kernel calls the profilers replay,
         so profiling starts no child of its own to import torch again. Timing stops early for a
-        candidate clearly slower than the best (:func:`~pragma_core.statistics.bar_to_beat`)."""
+        candidate clearly slower than the best or than the reference
+        (:func:`~pragma_core.statistics.bar_to_beat`)."""
         from .profiling.targets import remember_recording
 
         keep = staging / "recording" if self.profilers else None

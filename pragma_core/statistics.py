@@ -90,10 +90,12 @@ def improves_on(verdict: Verdict | None, best: Attempt | None) -> bool:
     return beats(verdict.speedup, best.verdict.speedup)
 
 
-def bar_to_beat(best: Verdict | None) -> float | None:
-    """The speedup a new verdict's interval must reach to have a chance of replacing ``best`` by
-    :func:`improves_on`: the top of a quiet best's interval, the point estimate of a noisy one;
-    None when there is no timed best (any correct verdict would do)."""
+def bar_to_beat(best: Verdict | None) -> float:
+    """The speedup below which the exact figure of a new verdict does not matter to the loop: it
+    cannot replace ``best`` by :func:`improves_on` (the top of a quiet best's interval, the point
+    estimate of a noisy one), and it is slower than the reference, so no better than doing nothing
+    (1.0, also the bar before there is a best). The verifier stops timing a candidate clearly
+    below it early (``verify(..., to_beat=...)``)."""
     if best is None or not best.ok or best.speedup is None:
-        return None
-    return best.speedup.value if best.noisy else best.speedup.high
+        return 1.0
+    return max(1.0, best.speedup.value if best.noisy else best.speedup.high)

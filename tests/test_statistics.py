@@ -79,12 +79,13 @@ def test_pairing_needs_as_many_samples_on_both_sides():
         bootstrap_speedup([10.0, 11.0, 12.0], [5.0, 6.0], paired=True)
 
 
-def test_the_bar_to_beat_is_the_top_of_a_quiet_best_and_the_estimate_of_a_noisy_one():
+def test_the_bar_to_beat_is_the_top_of_a_quiet_best_the_estimate_of_a_noisy_one_and_never_below_one():
     from pragma_core.statistics import bar_to_beat
 
-    assert bar_to_beat(None) is None
+    assert bar_to_beat(None) == 1.0  # before any best: a candidate slower than PyTorch is no answer
     assert bar_to_beat(_timed(2.0, 1.9, 2.1)) == 2.1
     assert bar_to_beat(_timed(3.0, 2.0, 4.0, noisy=True)) == 3.0
+    assert bar_to_beat(_timed(0.5, 0.45, 0.55)) == 1.0
     new = _timed(2.05, 2.0, 2.09)  # under the bar: it could not replace the best
     assert new.speedup.high < bar_to_beat(_timed(2.0, 1.9, 2.1)) and not improves_on(
         new, Attempt(number=1, verdict=_timed(2.0, 1.9, 2.1))

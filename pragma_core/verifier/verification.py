@@ -426,7 +426,7 @@ class _Verification:
             if _outrun(samples, rep + 1, self.to_beat):
                 self.notes.append(
                     f"timing stopped after {rep + 1} repetitions: the speedup's interval already lies below "
-                    f"{self.to_beat:.3g}x, the best so far"
+                    f"{self.to_beat:.3g}x, the speedup it had to beat"
                 )
                 break
         machine_after = snapshot(child)
