@@ -27,7 +27,7 @@ def test_fast_path_candidate_gets_a_replay_of_its_kernel_calls(tmp_path):
     target = prepare_target(task, candidate, tmp_path / "run", repetitions=4, threads=1)
     assert target.kernel_functions == ("row_stats", "normalize", "affine_inplace")
     assert len(target.kernel_libraries) == 1 and target.kernel_sources[0].endswith(".cpp")
-    assert target.replay_argv[-1] == "4" and target.env["OMP_NUM_THREADS"] == "1"
+    assert target.replay_argv[1] == "4" and target.env["OMP_NUM_THREADS"] == "1"
     recording = CallRecording.load(tmp_path / "run" / "job" / "recording")
     assert [call.function for call in recording.calls] == ["row_stats", "normalize", "affine_inplace"]
     replay = subprocess.run(list(target.replay_argv), capture_output=True, text=True, env=target.env, timeout=60)
@@ -164,3 +164,29 @@ def test_a_recording_the_verifier_kept_is_profiled_without_another_child(tmp_pat
     wrong = Candidate(source=(CANDIDATES / "gelu_wrong_values.py").read_text(), backend="cpu-cpp")
     verdict = verify(task, wrong, VerifySettings(reps=5, warmup=1, threads=1), keep_recording=tmp_path / "wrong")
     assert not verdict.ok and not (tmp_path / "wrong").exists()
+
+
+def test_the_replay_driver_is_built_once_per_distinct_source(tmp_path, monkeypatch):
+    from pragma_core.native import replay
+
+    gelu = EXAMPLES / "level1" / "1_GELUTanh.py"
+    fast = Candidate(source=(EXAMPLES.parent / "candidates" / "1_GELUTanh_fast.py").read_text(), backend="cpu-cpp")
+    task = load_task(gelu, {"batch_size": 4, "dim": 256})
+    first = prepare_target(task, fast, tmp_path / "a", threads=1)
+    source = replay.replay_source(CallRecording.load(tmp_path / "a" / "job" / "recording"))
+    assert str(tmp_path) not in source and ".so" not in source  # folders and libraries are arguments
+
+    compiled = []
+    monkeypatch.setattr(replay, "_compile", lambda *arguments: compiled.append(arguments))
+    second = prepare_target(task, fast, tmp_path / "b", threads=1)  # same calls, another folder
+    assert not compiled and second.replay_argv[0] == first.replay_argv[0]
+    assert second.replay_argv[1:3] == ("3", str(tmp_path / "b" / "job" / "recording"))  # 3 forwards by default
+    assert second.replay_argv[3:] == second.kernel_libraries
+    run = subprocess.run(list(second.replay_argv), capture_output=True, text=True, env=second.env, timeout=60)
+    assert run.returncode == 0, run.stderr
+    usage = subprocess.run(list(second.replay_argv[:2]), capture_output=True, text=True, env=second.env, timeout=60)
+    assert usage.returncode == 2 and "usage:" in usage.stderr and "(1 libraries)" in usage.stderr
+
+    monkeypatch.undo()
+    other = prepare_target(load_task(gelu, {"batch_size": 8, "dim": 256}), fast, tmp_path / "c", threads=1)
+    assert other.replay_argv[0] != first.replay_argv[0]  # another element count in the call: another driver

@@ -127,7 +127,9 @@ def test_a_second_profiler_of_the_same_candidate_reuses_its_recording(tmp_path, 
     first = targets.prepare_target(task, Candidate(source=FAST_GELU, backend="cpu-cpp"), tmp_path / "a", threads=1)
     second = targets.prepare_target(task, Candidate(source=FAST_GELU, backend="cpu-cpp"), tmp_path / "b", threads=1)
     assert len(recorded) == 1
-    assert second.replay_argv[0].startswith(str(tmp_path / "b")) and second.kernel_functions == first.kernel_functions
+    assert second.replay_argv[2] == str(tmp_path / "b" / "job" / "recording")  # its own copy, kept with its output
+    assert second.replay_argv[0] == first.replay_argv[0]  # the same driver: built once
+    assert second.kernel_functions == first.kernel_functions
     other_size = load_task(GELU, {"batch_size": 16, "dim": 512})
     targets.prepare_target(other_size, Candidate(source=FAST_GELU, backend="cpu-cpp"), tmp_path / "c", threads=1)
     assert len(recorded) == 2  # other inputs: recorded again

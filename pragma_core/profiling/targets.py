@@ -1,10 +1,10 @@
 """Preparing what a profiler runs: a :class:`~pragma_core.components.ProfileTarget`.
 
 For a candidate, the parent records the native calls of one forward in a sandboxed child; when the
-candidate is on the native fast path, it compiles a replay driver for them, so CPU profilers can
-watch the kernels with no Python around them. Every target also gets a command that runs the
-forward in Python (the reference, or a candidate outside the fast path), for profilers that can
-afford the interpreter.
+candidate is on the native fast path, it builds a replay driver for them (once per distinct
+source), so CPU profilers can watch the kernels with no Python around them. Every target also gets
+a command that runs the forward in Python (the reference, or a candidate outside the fast path),
+for profilers that can afford the interpreter.
 """
 
 from __future__ import annotations
@@ -45,7 +45,7 @@ def prepare_target(
     profiler's tool. The target's ``env`` is :func:`~pragma_core.sandbox.child_environment` for
     ``threads``: the complete environment of the profiled program.
     """
-    from ..native.replay import build_replay
+    from ..native.replay import replay_command
     from ..verifier.settings import VerifySettings
 
     threads = threads or VerifySettings().thread_count
@@ -74,7 +74,7 @@ def prepare_target(
     libraries = tuple(dict.fromkeys(call.library for call in recording.calls))
     return attrs.evolve(
         target,
-        replay_argv=(str(build_replay(job_dir / "recording")), str(repetitions)),
+        replay_argv=replay_command(job_dir / "recording", repetitions),
         kernel_functions=tuple(dict.fromkeys(call.function for call in recording.calls)),
         kernel_sources=tuple(str(source) for library in libraries for source in _sources_of(Path(library))),
         kernel_libraries=libraries,
@@ -122,8 +122,8 @@ def _recorded_once(
         if earlier is None:
             return None
         if (earlier / "calls.json").exists():
-            # Not the driver: it names its buffer files by path, so it is built again for the copy.
-            skip = shutil.ignore_patterns("replay", "replay.c", "replay.json")
+            # A copy, not the folder itself: each profile keeps what it replayed with its output.
+            skip = shutil.ignore_patterns("replay.json")
             shutil.copytree(earlier, folder.root / "recording", ignore=skip, dirs_exist_ok=True)
             return CallRecording.load(folder.root / "recording")
     recording = _record(folder, env, timeout_s)
