@@ -20,6 +20,15 @@ was a multiple of them, so a batch of 1024 becomes 128, not 127); the next const
 when one stopped at its floor, so the ratios of the constants not reached stay as they were. A size the task rejects (a convolution smaller than its kernel)
 counts as too small. Tasks whose data cannot be changed this way come back unchanged, with
 :attr:`ShrunkTask.note` saying why.
+
+A size must also keep the task's FLOPs per byte (``TaskAnalysis.flops``, which torch counts for
+matrix products and convolutions) at :data:`MIN_INTENSITY_KEPT` of the full size's. Those are the
+kernels that reuse what they load (a tile of B serves every row of A), and their reuse per byte is
+what their miss rates show: a matrix product shrunk to 8 rows reads each element of B for 8 rows
+instead of 1024, and its blocked kernel's last-level miss rate rose tenfold under cachegrind
+(measured). Shrinking a batch keeps the ratio; shrinking a matrix's rows does not, so such a
+constant stops where the ratio would fall below that, counts as at its floor (the next constant
+may shrink), and the note says so.
 """
 
 from __future__ import annotations
@@ -34,11 +43,22 @@ from .errors import PragmaError
 from .records import Task
 from .tasks import size_constants, task_namespace
 
-__all__ = ["MIN_VALUE", "ShapeConstant", "ShrunkTask", "shape_constants", "shrink_task", "format_bytes"]
+__all__ = [
+    "MIN_VALUE",
+    "MIN_INTENSITY_KEPT",
+    "ShapeConstant",
+    "ShrunkTask",
+    "shape_constants",
+    "shrink_task",
+    "format_bytes",
+]
 
 MIN_VALUE = 8
 """The least a shape constant is shrunk to (or its own value, when smaller): a batch of 8 rows
 still gives every thread of a small machine work, and loops keep more than one trip."""
+
+MIN_INTENSITY_KEPT = 0.9
+"""The least share of the full size's FLOPs per byte a smaller size keeps (see the module docstring)."""
 
 
 @attrs.frozen(kw_only=True)
@@ -126,15 +146,27 @@ def shrink_task(task: Task, target_bytes: int) -> ShrunkTask:
     changed: dict[str, int | float] = {}
     current, current_bytes = task, full
     met = False
+    least_intensity = MIN_INTENSITY_KEPT * _intensity(task)
+    held: list[str] = []  # constants whose shrinking FLOPs per byte stopped: at their floor for this rule
     for constant in constants:
         floor = min(constant.value, MIN_VALUE)
-        value, smaller = _smallest_above(current, changed, constant, floor, target_bytes)
+        value, smaller, by_intensity = _smallest_above(current, changed, constant, floor, target_bytes, least_intensity)
         if value < constant.value and smaller is not None and smaller.analysis is not None:
             changed[constant.name] = value
             current, current_bytes = smaller, smaller.analysis.min_bytes
-        if value > floor:
+        if by_intensity:
+            held.append(constant.name)
+        elif value > floor:
             met = True  # as close to the target as this constant's step allows: the next ones keep theirs
             break
+    kept = (
+        f"; {', '.join(held)} not smaller: FLOPs per byte would fall below {MIN_INTENSITY_KEPT:.0%} of the "
+        "full size's, and a kernel that reuses data (tiles of a matrix product) would show other miss rates"
+        if held
+        else ""
+    )
+    if not changed and held:
+        return ShrunkTask(task=task, full_bytes=full, bytes=full, note=f"the task runs at its own size{kept}")
     if not changed and met:
         return ShrunkTask(task=task, full_bytes=full, bytes=full)  # within one step of the target already
     if not changed:
@@ -151,31 +183,55 @@ def shrink_task(task: Task, target_bytes: int) -> ShrunkTask:
         sizes=changed,
         full_bytes=full,
         bytes=current_bytes,
-        note=f"{of}: inputs+outputs {format_bytes(current_bytes)} of {format_bytes(full)}",
+        note=f"{of}: inputs+outputs {format_bytes(current_bytes)} of {format_bytes(full)}{kept}",
     )
 
 
+def _intensity(task: Task) -> float:
+    """FLOPs per byte of data (0 when torch counts no FLOPs for the task: no matrix product nor convolution)."""
+    if task.analysis is None or not task.analysis.min_bytes:
+        return 0.0
+    return task.analysis.flops / task.analysis.min_bytes
+
+
 def _smallest_above(
-    task: Task, changed: Mapping[str, int | float], constant: ShapeConstant, floor: int, target_bytes: int
-) -> tuple[int, Task | None]:
-    """The least value in [floor, constant.value] at which the data is still >= target_bytes (the
-    constant's own value when none is smaller), with the task there (None for the constant's own value).
-    The data is taken to grow with the constant; a size the task rejects counts as too small."""
+    task: Task,
+    changed: Mapping[str, int | float],
+    constant: ShapeConstant,
+    floor: int,
+    target_bytes: int,
+    least_intensity: float = 0.0,
+) -> tuple[int, Task | None, bool]:
+    """The least value in [floor, constant.value] at which the data is still >= target_bytes and
+    the FLOPs per byte >= least_intensity (the constant's own value when none is smaller), with the
+    task there (None for the constant's own value), and whether the FLOPs per byte decided it.
+    Data and FLOPs per byte are taken to grow with the constant; a size the task rejects counts as
+    too small."""
     step = math.gcd(constant.value, MIN_VALUE)  # keep what divisibility by 2, 4 or 8 the value had
     low, high = -(-floor // step), constant.value // step
     best: tuple[int, Task | None] = (constant.value, None)
+    by_intensity = False
     while low <= high:
         middle = (low + high) // 2
         trial = _traced(task, {**changed, constant.name: middle * step})
         if trial is None or trial.analysis is None:
             low = middle + 1
             continue
-        if trial.analysis.min_bytes >= target_bytes:
+        large_enough = trial.analysis.min_bytes >= target_bytes
+        if large_enough and _intensity(trial) >= least_intensity * (1 - 1e-9):  # a ratio on the line passes
             best = (middle * step, trial)
             high = middle - 1
         else:
+            by_intensity = by_intensity or large_enough  # data enough, reuse per byte not
             low = middle + 1
-    return best
+    return (*best, by_intensity)
+
+
+def at_sizes(task: Task, sizes: Mapping[str, int | float]) -> Task | None:
+    """``task`` with ``sizes`` (a :attr:`ShrunkTask.sizes`, or a profile's) applied on top of its
+    own overrides and traced again: what a profile taken at those sizes ran. None when the task
+    fails at those sizes; ``task`` itself for no sizes."""
+    return _traced(task, sizes) if sizes else task
 
 
 def _current_constants(task: Task) -> dict[str, int | float]:

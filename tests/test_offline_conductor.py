@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import attrs
 import pytest
 
 from pragma_core import (
@@ -47,6 +48,14 @@ def test_scalar_gelu_spends_its_instructions_in_library_calls():
     assert plain.outside_instructions > 50 and plain.kernel_instructions > 10  # ~102 and 15 per element
     assert tuned.outside_instructions < 10 and tuned.kernel_instructions < plain.kernel_instructions / 4
     assert plain.mispredict_rate < 0.5
+
+
+def test_counts_of_a_reduced_size_are_read_per_element_of_that_size():
+    at_64_rows = recorded("gelu_knobs0.valgrind.json")
+    full = load_task(EXAMPLES / "level1" / "1_GELUTanh.py")  # 1024 rows; the profile says it ran 64
+    reduced = attrs.evolve(at_64_rows, sizes={"batch_size": 64})
+    assert read_evidence([reduced], full) == read_evidence([at_64_rows], GELU)
+    assert read_evidence([at_64_rows], full).kernel_instructions < read_evidence([reduced], full).kernel_instructions
 
 
 def test_library_calls_ask_for_fast_math_and_vectorization_together():

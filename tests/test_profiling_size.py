@@ -11,11 +11,13 @@ import pytest
 from pragma_core import Candidate, load_task
 from pragma_core.profiling import profile, targets
 from pragma_core.profiling.sizing import profiling_size, size_note
-from pragma_core.size_scaling import MIN_VALUE, shape_constants, shrink_task
+from pragma_core.size_scaling import MIN_INTENSITY_KEPT, MIN_VALUE, shape_constants, shrink_task
 
 from .conftest import EXAMPLES
 
 GELU = EXAMPLES / "level1" / "1_GELUTanh.py"
+MATMUL = EXAMPLES / "level1" / "10_Matmul.py"
+BATCHED_MATMUL = EXAMPLES / "level1" / "11_BatchedMatmul.py"
 FAST_GELU = (EXAMPLES.parent / "candidates" / "1_GELUTanh_fast.py").read_text()
 KiB = 1024
 
@@ -136,3 +138,37 @@ def test_a_second_profiler_of_the_same_candidate_reuses_its_recording(tmp_path, 
     shutil.rmtree(tmp_path / "c")
     targets.prepare_target(other_size, Candidate(source=FAST_GELU, backend="cpu-cpp"), tmp_path / "d", threads=1)
     assert len(recorded) == 3  # the earlier recording is gone: recorded again
+
+
+# -- a task whose FLOPs per byte fall when it shrinks ------------------------------------------------
+
+
+def _intensity(task) -> float:
+    return task.analysis.flops / task.analysis.min_bytes
+
+
+def test_a_matrix_product_keeps_its_flops_per_byte(tmp_path):
+    task = load_task(MATMUL, {"M": 256, "K": 256, "N": 256})  # 768 KiB, 42.7 FLOPs per byte
+    shrunk = shrink_task(task, 64 * KiB)
+    # Fewer rows of A would read each tile of B for fewer rows: what a blocked kernel's misses show.
+    assert shrunk.sizes == {"M": 192}  # the least multiple of 8 that keeps 90% of the FLOPs per byte
+    assert _intensity(shrunk.task) >= MIN_INTENSITY_KEPT * _intensity(task)
+    assert _intensity(load_task(MATMUL, {"M": 184, "K": 256, "N": 256})) < MIN_INTENSITY_KEPT * _intensity(task)
+    assert shrunk.note.endswith(
+        "M, K, N not smaller: FLOPs per byte would fall below 90% of the full size's, and a kernel that reuses "
+        "data (tiles of a matrix product) would show other miss rates"
+    )
+
+
+def test_a_batch_of_independent_products_shrinks_its_batch_freely():
+    task = load_task(BATCHED_MATMUL, {"batch_size": 64, "M": 32, "K": 32, "N": 32})  # 768 KiB
+    shrunk = shrink_task(task, 96 * KiB)
+    assert shrunk.sizes == {"batch_size": 8}  # the batch keeps the FLOPs per byte
+    assert _intensity(shrunk.task) == pytest.approx(_intensity(task))
+    assert "not smaller" not in shrunk.note
+
+
+def test_tasks_without_counted_flops_are_not_held_by_the_ratio():
+    task = load_task(GELU, {"batch_size": 64, "dim": 1024})
+    assert task.analysis.flops == 0  # torch counts FLOPs of matrix products and convolutions only
+    assert shrink_task(task, 128 * KiB).sizes == {"batch_size": 16}

@@ -70,9 +70,9 @@ class Evidence:
 def read_evidence(profiles: Sequence[Profile], task: Task) -> Evidence:
     """Per-element instruction counts from cachegrind (kernel and whole program, over the forwards
     it replayed), miss and mispredict rates of the kernel, IPC where perf counted it."""
-    elements = _elements(task)
     values: dict[str, Any] = {}
     for profile in profiles:
+        elements = _elements(task, profile.sizes)  # counts are per forward at the size profiled
         kernel = {m.name: m.value for m in profile.metrics if m.kernel}
         overall = {m.name: m.value for m in profile.metrics if not m.kernel}
         if profile.profiler == "valgrind" and "Ir" in kernel and elements:
@@ -259,8 +259,12 @@ def _promising(verdict: Verdict, best: Attempt | None) -> bool:
     return verdict.speedup.value >= _PROMISING * best.verdict.speedup.value
 
 
-def _elements(task: Task) -> int:
-    analysis = task.analysis
+def _elements(task: Task, sizes: Mapping[str, int | float]) -> int:
+    """Elements of the task's largest tensor at ``sizes`` (a profile's reduced sizes, if any)."""
+    from ..size_scaling import at_sizes
+
+    profiled = at_sizes(task, sizes)
+    analysis = profiled.analysis if profiled is not None else None
     if analysis is None:
         return 0
     return max([1] + [math.prod(spec.shape) for spec in (*analysis.inputs, *analysis.outputs)])
