@@ -413,8 +413,9 @@ def roofline_command(
 @click.option(
     "--full-size",
     is_flag=True,
-    help="Profile at the task's own sizes [default: a task whose data is far above the last-level cache "
-    "is profiled smaller, its outer dimensions shrunk; the profile's first note says the sizes].",
+    help="Profile at the task's own sizes [default: a task whose data is above twice the last-level cache "
+    "the profiler sees (cachegrind: the simulated one, this machine's L2) is profiled smaller, its outer "
+    "dimensions shrunk as far as its FLOPs per byte allow; the profile's first note says the sizes].",
 )
 @click.option(
     "--keep",
@@ -439,9 +440,9 @@ def profile_command(
     """Profile CANDIDATE (or, without one, the reference of TASK) and list its metrics.
 
     Fast-path CPU candidates are recorded once in the sandbox and replayed natively under the
-    profiler, so the numbers are the kernels' own. A task whose data is far above the last-level
-    cache is profiled at smaller sizes (see docs/profiling.md); --full-size keeps its own. The raw
-    tool output is kept only with --keep.
+    profiler, so the numbers are the kernels' own. A task whose data is above twice the last-level
+    cache the profiler sees is profiled at smaller sizes (see docs/profiling.md); --full-size keeps
+    its own. The raw tool output is kept only with --keep.
     """
     from .profiling import profile
     from .reports import profile_table

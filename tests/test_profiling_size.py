@@ -8,9 +8,21 @@ from pathlib import Path
 
 import pytest
 
-from pragma_core import Candidate, load_task
+from pragma_core import Availability, Candidate, Profile, Profiler, load_task
+from pragma_core.hardware import describe_cpu
 from pragma_core.profiling import profile, targets
-from pragma_core.profiling.sizing import profiling_size, size_note
+from pragma_core.profiling.sizing import (
+    LLC_MULTIPLE,
+    CacheGeometry,
+    machine_working_set_bytes,
+    profiling_size,
+    profiling_task,
+    read_cache_geometries,
+    simulable,
+    simulated_caches,
+    simulated_working_set_bytes,
+    size_note,
+)
 from pragma_core.size_scaling import MIN_INTENSITY_KEPT, MIN_VALUE, shape_constants, shrink_task
 
 from .conftest import EXAMPLES
@@ -172,3 +184,63 @@ def test_tasks_without_counted_flops_are_not_held_by_the_ratio():
     task = load_task(GELU, {"batch_size": 64, "dim": 1024})
     assert task.analysis.flops == 0  # torch counts FLOPs of matrix products and convolutions only
     assert shrink_task(task, 128 * KiB).sizes == {"batch_size": 16}
+
+
+# -- the caches a simulator is given, and the size each profiler sees ----------------------------
+
+
+def test_a_cache_a_simulator_cannot_take_is_made_simulable():
+    # power-of-two sets: as they are
+    assert simulable(32 * KiB, 8, 64) == (CacheGeometry(size_bytes=32 * KiB, ways=8, line_bytes=64), "")
+    assert simulable(1280 * KiB, 10, 64)[1] == ""  # 2048 sets of 10 ways
+    # 24576 sets: rounded down to 16384, the ways raised to keep the size
+    geometry, change = simulable(30 * 2**20, 20, 64)
+    assert geometry == CacheGeometry(size_bytes=30 * 2**20, ways=30, line_bytes=64) and geometry.sets == 16384
+    assert change == "30 MiB, 20-way, 64 B lines simulated as 30 MiB, 30-way, 64 B lines (16384 sets, a power of two)"
+    # no whole number of ways keeps the size: rounded down
+    geometry, _change = simulable(105 * 2**20, 15, 64)
+    assert (geometry.sets, geometry.ways, geometry.size_bytes) == (65536, 26, 104 * 2**20)
+    # a line that is not a power of two: 64 bytes
+    assert simulable(2**20, 16, 48)[0] == CacheGeometry(size_bytes=2**20, ways=16, line_bytes=64)
+
+
+@pytest.mark.skipif("L2" not in read_cache_geometries(), reason="this machine's sysfs does not describe its L2")
+def test_the_simulated_last_level_is_this_machines_l2():
+    caches = read_cache_geometries()
+    assert caches["L2"][0] == describe_cpu().l2_bytes
+    simulated = simulated_caches()
+    assert simulated.ll == simulable(*caches["L2"])[0]
+    if "L1d" in caches:
+        assert simulated.d1 == simulable(*caches["L1d"])[0] and caches["L1d"][0] == describe_cpu().l1d_bytes
+    assert f"as the last level, this machine's L2 ({simulated.ll.describe()}: one core's own)" in simulated.describe()
+    if describe_cpu().l3_bytes:
+        assert "L3" in simulated.describe() and "is not simulated" in simulated.describe()
+    assert simulated_working_set_bytes() == LLC_MULTIPLE * simulated.ll.size_bytes
+
+
+def _profiler(name: str, deterministic: bool) -> Profiler:
+    return Profiler(
+        name=name,
+        devices=("cpu",),
+        probe=lambda: Availability(available=True),
+        default_metrics=(),
+        collect=lambda target, metrics: Profile(profiler=name),
+        parse=lambda raw: [],
+        deterministic=deterministic,
+    )
+
+
+def test_a_simulator_is_profiled_at_twice_its_simulated_last_level_a_counter_at_twice_this_machines():
+    simulated, machine = simulated_working_set_bytes(), machine_working_set_bytes()
+    if not simulated < machine:
+        pytest.skip("on this machine the simulated last level is not the smaller one")
+    dim = 1024
+    rows = 8 * (machine // (8 * 8 * dim) // 8)  # data (in and out) about half the machine's target
+    task = load_task(GELU, {"batch_size": rows, "dim": dim})
+    assert simulated < task.analysis.min_bytes <= machine
+    by_simulator = profiling_task(task, _profiler("simulator", deterministic=True))
+    assert by_simulator.reduced and simulated <= by_simulator.bytes < 2 * simulated
+    assert profiling_task(task, _profiler("counter", deterministic=False)).task is task
+    assert profiling_task(task, _profiler("simulator", deterministic=True), full_size=True).task is task
+    # the same task and profiler give the same sizes, computed once
+    assert profiling_task(task, _profiler("simulator", deterministic=True)) is by_simulator

@@ -23,11 +23,10 @@ from ..components import DEFAULT_PROFILE_TIMEOUT_S
 from ..errors import ProfilerUnavailable
 from ..plugins import get_registry
 from ..records import Candidate, Profile, Task
-from ..size_scaling import ShrunkTask
-from .sizing import default_working_set_bytes, profiling_size, size_note
+from .sizing import profiler_working_set_bytes, profiling_task, size_note
 from .targets import prepare_target
 
-__all__ = ["profile", "prepare_target"]
+__all__ = ["profile", "prepare_target", "profiling_task"]
 
 
 def profile(
@@ -54,11 +53,12 @@ def profile(
     :class:`~pragma_core.errors.ProfilerUnavailable` by profilers that cannot give a partial profile).
 
     A CPU task whose data (inputs, outputs, parameters) is above ``working_set_bytes`` (default
-    :func:`~pragma_core.profiling.sizing.default_working_set_bytes`: twice this machine's
-    last-level cache) is profiled at smaller sizes that keep its access pattern
-    (:mod:`pragma_core.profiling.sizing`); the sizes are in ``Profile.sizes`` and the first note.
-    ``full_size`` profiles at the task's own sizes. ``repetitions`` (forwards replayed) defaults
-    to one for a deterministic profiler (cachegrind) and three for the others.
+    :func:`~pragma_core.profiling.sizing.profiler_working_set_bytes`: twice the last-level cache
+    the profiler sees, the simulated one for cachegrind, this machine's for perf) is profiled at
+    smaller sizes that keep its access pattern (:mod:`pragma_core.profiling.sizing`); the sizes
+    are in ``Profile.sizes`` and the first note. ``full_size`` profiles at the task's own sizes.
+    ``repetitions`` (forwards replayed) defaults to one for a deterministic profiler (cachegrind)
+    and three for the others.
     """
     registry = get_registry()
     chosen = registry.profiler(profiler)
@@ -69,7 +69,6 @@ def profile(
     device = chosen.devices[0]
     if repetitions is None:
         repetitions = 1 if chosen.deterministic else 3
-    target_bytes = (working_set_bytes or default_working_set_bytes()) if device == "cpu" and not full_size else None
     wanted = list(registry.metric_selector(selector).defaults(chosen, device))
     wanted += [name for name in (metrics or ()) if name not in wanted]
     if isinstance(candidate, str):
@@ -78,10 +77,13 @@ def profile(
     folder = (
         Path(out_dir).resolve() if out_dir is not None else Path(tempfile.mkdtemp(prefix=f"pragma-profile-{profiler}-"))
     )
-    shrunk = ShrunkTask(task=task) if full_size else profiling_size(task, device=device, working_set_bytes=target_bytes)
+    shrunk = profiling_task(task, chosen, full_size=full_size, working_set_bytes=working_set_bytes)
     target = prepare_target(
         shrunk.task, candidate, folder, device=device, repetitions=repetitions, threads=threads, timeout_s=timeout_s
     )
     result = chosen.collect(target, wanted)
-    note = size_note(shrunk, target_bytes)
+    if working_set_bytes is None:
+        note = size_note(shrunk, profiler_working_set_bytes(chosen), simulated=chosen.deterministic)
+    else:
+        note = size_note(shrunk, working_set_bytes)
     return attrs.evolve(result, sizes=shrunk.sizes, notes=(note, *result.notes) if note else result.notes)

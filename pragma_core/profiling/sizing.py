@@ -1,51 +1,250 @@
-"""The size a task is profiled at: smaller than the task's when its data is far above the caches.
+"""The size a task is profiled at, and the caches a simulating profiler describes.
 
-A profile shows how a kernel uses the memory hierarchy; data twice the last-level cache
-streams from memory as the full size does, and anything more only makes the profile slower
-(cachegrind runs the replay 20 to 100 times slower than native). :func:`profiling_size` shrinks a
-CPU task whose inputs, outputs and parameters exceed :data:`LLC_MULTIPLE` times this machine's
-last-level cache to about that much, with :func:`pragma_core.size_scaling.shrink_task` (outer
-dimensions first, the innermost kept). GPU tasks are profiled at their own size.
+A profile shows how a kernel uses the memory hierarchy; data twice the last-level cache streams
+through it as the full size does, and anything more only makes the profile slower (cachegrind
+runs the replay 20 to 100 times slower than native). :func:`profiling_task` shrinks a CPU task
+whose inputs, outputs and parameters exceed :data:`LLC_MULTIPLE` times the last level the
+profiler sees to about that much, with :func:`pragma_core.size_scaling.shrink_task` (outer
+dimensions first, the innermost kept). That last level is the profiler's own choice of kind:
+
+- a profiler that counts this machine's events (perf) sees this machine's caches, so its
+  target is twice all of this machine's L3 (:func:`machine_working_set_bytes`);
+- a cache simulator (a deterministic profiler: cachegrind) simulates the caches of
+  :func:`simulated_caches`, this machine's L1 and, as its last level, this machine's L2, one
+  core's own; its target is twice that (:func:`simulated_working_set_bytes`). It never sees the
+  shared L3, so the replay it runs 20 to 100 times slower than native stays small.
+
+GPU tasks are profiled at their own size.
 """
 
 from __future__ import annotations
 
+import functools
+import re
+from pathlib import Path
+
+import attrs
+from attrs import validators as v
+
+from ..components import Profiler
 from ..hardware import describe_cpu
 from ..records import Task
 from ..size_scaling import ShrunkTask, format_bytes, shrink_task
 
-__all__ = ["LLC_MULTIPLE", "FALLBACK_LLC_BYTES", "default_working_set_bytes", "profiling_size", "size_note"]
+__all__ = [
+    "LLC_MULTIPLE",
+    "FALLBACK_LLC_BYTES",
+    "FALLBACK_SIMULATED_LL",
+    "CacheGeometry",
+    "SimulatedCaches",
+    "simulated_caches",
+    "read_cache_geometries",
+    "simulable",
+    "machine_working_set_bytes",
+    "simulated_working_set_bytes",
+    "profiler_working_set_bytes",
+    "profiling_size",
+    "profiling_task",
+    "size_note",
+]
 
 LLC_MULTIPLE = 2
-"""Data of one forward this many times the last-level cache streams from memory on every
+"""Data of one forward this many times the last-level cache streams through it on every
 repetition: from 1.5x a simulated LRU cache (cachegrind) misses every line again (measured); twice
 is the rule the verifier's roofline floor uses too, for real caches' adaptive replacement."""
 
 FALLBACK_LLC_BYTES = 32 * 2**20
 """The last-level cache assumed when this machine does not say (a large desktop or server L3)."""
 
+_SYSFS_CACHES = Path("/sys/devices/system/cpu/cpu0/cache")
+_MIN_LINE_BYTES = 16  # cachegrind refuses smaller lines (an access could straddle three of them)
 
-def default_working_set_bytes() -> int:
+
+@attrs.frozen(kw_only=True)
+class CacheGeometry:
+    """One cache as a simulator takes it: total size, ways (associativity) and line size, in bytes."""
+
+    size_bytes: int = attrs.field(validator=[v.instance_of(int), v.ge(1)])
+    ways: int = attrs.field(validator=[v.instance_of(int), v.ge(1)])
+    line_bytes: int = attrs.field(validator=[v.instance_of(int), v.ge(1)])
+
+    @property
+    def sets(self) -> int:
+        return self.size_bytes // (self.ways * self.line_bytes)
+
+    def describe(self) -> str:
+        """``512 KiB, 8-way, 64 B lines``."""
+        return f"{format_bytes(self.size_bytes)}, {self.ways}-way, {self.line_bytes} B lines"
+
+
+FALLBACK_SIMULATED_LL = CacheGeometry(size_bytes=2**20, ways=16, line_bytes=64)
+"""The last level simulated when this machine reports no L2 nor L3 geometry (a common L2 size)."""
+
+
+@attrs.frozen(kw_only=True)
+class SimulatedCaches:
+    """The caches a simulating profiler is given: ``i1`` and ``d1`` (None: the simulator's own
+    choice), the last level ``ll``, and in words where each came from (``origin``) and what was
+    changed to make it simulable (``adjustments``)."""
+
+    i1: CacheGeometry | None
+    d1: CacheGeometry | None
+    ll: CacheGeometry
+    origin: str
+    adjustments: tuple[str, ...] = ()
+
+    def describe(self) -> str:
+        """One sentence for a profile's notes: what was simulated, from what, and what was not."""
+        text = self.origin
+        if self.adjustments:
+            text += "; " + "; ".join(self.adjustments)
+        return text
+
+
+def read_cache_geometries(folder: Path = _SYSFS_CACHES) -> dict[str, tuple[int, int, int]]:
+    """This CPU's caches from sysfs (``folder`` is ``/sys/devices/system/cpu/cpu0/cache``):
+    ``{"L1d": (size, ways, line), "L1i": ..., "L2": ..., "L3": ...}`` in bytes, for the levels
+    that state all three (a fully associative cache says 0 ways: its size over its line)."""
+    found: dict[str, tuple[int, int, int]] = {}
+    for index in sorted(folder.glob("index[0-9]*")):
+        try:
+            level, kind, size, ways, line = (
+                (index / name).read_text().strip()
+                for name in ("level", "type", "size", "ways_of_associativity", "coherency_line_size")
+            )
+        except OSError:
+            continue
+        name = f"L{level}" + {"Data": "d", "Instruction": "i"}.get(kind, "")
+        size_bytes = _size_bytes(size)
+        if size_bytes is None or not ways.isdigit() or not line.isdigit() or int(line) < 1:
+            continue
+        found.setdefault(name, (size_bytes, int(ways) or size_bytes // int(line), int(line)))
+    return found
+
+
+def simulable(size_bytes: int, ways: int, line_bytes: int) -> tuple[CacheGeometry, str]:
+    """The nearest cache a simulator such as cachegrind accepts, and what was changed ('' if
+    nothing): its line must be a power of two of at least 16 bytes, and its sets (size over ways
+    times line) a power of two. The line is kept; when the sets are not a power of two they are
+    rounded down to one and the ways raised to keep the size (30 MiB 20-way becomes 16384 sets of
+    30 ways); where the size then is not a whole number of ways, it is rounded down to one."""
+    wanted = f"{format_bytes(size_bytes)}, {ways}-way, {line_bytes} B lines"
+    line = line_bytes
+    if line < _MIN_LINE_BYTES or line & (line - 1):
+        line = 64
+    ways = max(1, min(ways, size_bytes // line))
+    sets = max(1, size_bytes // (ways * line))
+    if sets & (sets - 1) == 0 and sets * ways * line == size_bytes and line == line_bytes:
+        return CacheGeometry(size_bytes=size_bytes, ways=ways, line_bytes=line), ""
+    sets = 1 << (sets.bit_length() - 1)
+    ways = max(1, size_bytes // (sets * line))
+    geometry = CacheGeometry(size_bytes=sets * ways * line, ways=ways, line_bytes=line)
+    return geometry, f"{wanted} simulated as {geometry.describe()} ({geometry.sets} sets, a power of two)"
+
+
+@functools.cache
+def simulated_caches() -> SimulatedCaches:
+    """The caches a simulating profiler describes on this machine (read once per process).
+
+    I1 and D1 are this machine's L1 caches. The last level is this machine's L2, the last level
+    one core has to itself: cachegrind simulates two levels, and the replay it runs stays small
+    when the data need only be twice the L2 to stream through it. Without an L2 it is the L3
+    (one instance); without either, :data:`FALLBACK_SIMULATED_LL`. Geometries come from sysfs
+    (:func:`read_cache_geometries`), made simulable with :func:`simulable`."""
+    caches = read_cache_geometries()
+    adjustments = []
+
+    def level(name: str) -> CacheGeometry | None:
+        if name not in caches:
+            return None
+        geometry, change = simulable(*caches[name])
+        if change:
+            adjustments.append(f"{name} {change}")
+        return geometry
+
+    i1, d1 = level("L1i"), level("L1d")
+    l1 = "this machine's L1 (" + "; ".join(
+        f"{name}: {geometry.describe()}" for name, geometry in (("I1", i1), ("D1", d1)) if geometry is not None
+    )
+    l1 = l1 + ")" if i1 or d1 else "cachegrind's own choice of I1 and D1"
+    ll = level("L2")
+    if ll is not None:
+        l3 = describe_cpu().l3_total_bytes or describe_cpu().l3_bytes
+        beyond = f"; its L3 ({format_bytes(l3)}) is not simulated" if l3 else ""
+        origin = f"{l1} and, as the last level, this machine's L2 ({ll.describe()}: one core's own){beyond}"
+    elif (ll := level("L3")) is not None:
+        origin = f"{l1} and, as the last level, this machine's L3 ({ll.describe()}: one instance)"
+    else:
+        ll = FALLBACK_SIMULATED_LL
+        origin = f"{l1} and, as the last level, an assumed {ll.describe()} (this machine does not say its L2)"
+    return SimulatedCaches(i1=i1, d1=d1, ll=ll, origin="simulated " + origin, adjustments=tuple(adjustments))
+
+
+def machine_working_set_bytes() -> int:
     """:data:`LLC_MULTIPLE` times this machine's last-level cache (all its L3 instances)."""
     cpu = describe_cpu()
     llc = cpu.l3_total_bytes or cpu.l3_bytes or cpu.l2_bytes or FALLBACK_LLC_BYTES
     return LLC_MULTIPLE * llc
 
 
+def simulated_working_set_bytes() -> int:
+    """:data:`LLC_MULTIPLE` times the simulated last level (:func:`simulated_caches`)."""
+    return LLC_MULTIPLE * simulated_caches().ll.size_bytes
+
+
+def profiler_working_set_bytes(profiler: Profiler) -> int:
+    """The data a CPU task is shrunk to for ``profiler``: twice the last level it sees, simulated
+    for a deterministic profiler (a simulator such as cachegrind), this machine's for the others."""
+    return simulated_working_set_bytes() if profiler.deterministic else machine_working_set_bytes()
+
+
 def profiling_size(task: Task, *, device: str = "cpu", working_set_bytes: int | None = None) -> ShrunkTask:
     """The task to profile: ``task`` shrunk to about ``working_set_bytes`` of data (default
-    :func:`default_working_set_bytes`) when it holds more, else ``task`` itself."""
+    :func:`machine_working_set_bytes`) when it holds more, else ``task`` itself."""
     if device != "cpu":
         return ShrunkTask(task=task)
-    target = working_set_bytes if working_set_bytes is not None else default_working_set_bytes()
-    return shrink_task(task, target)
+    target = working_set_bytes if working_set_bytes is not None else machine_working_set_bytes()
+    return _shrunk(task, target)
 
 
-def size_note(shrunk: ShrunkTask, working_set_bytes: int | None = None) -> str:
-    """The profile's note on its size: what was profiled, and that counts are at that size."""
+def profiling_task(
+    task: Task, profiler: Profiler, *, full_size: bool = False, working_set_bytes: int | None = None
+) -> ShrunkTask:
+    """The task ``profiler`` profiles: ``task`` shrunk to ``working_set_bytes`` of data (default
+    :func:`profiler_working_set_bytes`) when it holds more; ``task`` itself for a GPU
+    profiler or with ``full_size``. The same task and profiler always give the same sizes, so a
+    caller that records the candidate's kernel calls ahead (the loop's verifier) can record them
+    at the size :func:`pragma_core.profiling.profile` will ask for."""
+    device = profiler.devices[0]
+    if full_size or device != "cpu":
+        return ShrunkTask(task=task)
+    target = working_set_bytes if working_set_bytes is not None else profiler_working_set_bytes(profiler)
+    return profiling_size(task, device=device, working_set_bytes=target)
+
+
+_SHRUNK: dict[tuple[str, str, tuple[tuple[str, int | float], ...], int], ShrunkTask] = {}
+
+
+def _shrunk(task: Task, target: int) -> ShrunkTask:
+    """:func:`~pragma_core.size_scaling.shrink_task`, once per task and target in this process:
+    it traces the task a few times (tens of milliseconds), and a run profiles every candidate."""
+    key = (str(task.path), task.source, tuple(sorted(task.sizes.items())), target)
+    if key not in _SHRUNK:
+        if len(_SHRUNK) > 64:
+            _SHRUNK.clear()
+        _SHRUNK[key] = shrink_task(task, target)
+    return _SHRUNK[key]
+
+
+def size_note(shrunk: ShrunkTask, working_set_bytes: int | None = None, *, simulated: bool | None = None) -> str:
+    """The profile's note on its size: what was profiled, and that counts are at that size.
+    ``simulated`` says whose last level the target is twice of: the simulated one (True), this
+    machine's (False), or neither (None: a target the caller chose)."""
     if shrunk.reduced:
+        level = {True: " (2x the simulated last-level cache)", False: " (2x this machine's last-level cache)", None: ""}
         floor = (
-            f", kept at least {format_bytes(working_set_bytes)} so it still streams from memory"
+            f", kept at least {format_bytes(working_set_bytes)}{level[simulated]} so it still streams "
+            "through the last level"
             if working_set_bytes
             else ""
         )
@@ -56,3 +255,11 @@ def size_note(shrunk: ShrunkTask, working_set_bytes: int | None = None) -> str:
     if shrunk.note:
         return f"profiled at the task's full size: {shrunk.note}"
     return ""
+
+
+def _size_bytes(text: str) -> int | None:
+    """``32K`` (sysfs), ``1024 KiB``, ``8M`` -> bytes."""
+    match = re.fullmatch(r"(\d+)\s*([KMG]?)i?B?", text.strip(), re.IGNORECASE)
+    if match is None:
+        return None
+    return int(match[1]) * {"": 1, "K": 2**10, "M": 2**20, "G": 2**30}[match[2].upper()]

@@ -3,7 +3,9 @@
 Cachegrind runs the program on a simulated CPU, some 20 to 100 times slower than native, so it
 runs ``target.replay_argv``: the C program pragma builds to replay one forward's kernel calls
 ``target.repetitions`` times with no Python around them (importing torch under valgrind takes
-minutes). The counts are deterministic: the same program gives the same counts.
+minutes). The counts are deterministic: the same program gives the same counts. The caches
+simulated are pragma's choice, :func:`pragma_core.profiling.sizing.simulated_caches` (this
+machine's L1 and, as the last level, its L2), passed with ``--I1``, ``--D1`` and ``--LL``.
 
 The raw ``cachegrind.out``, valgrind's log and the program's own output stay in ``target.out_dir``.
 valgrind runs with the target's environment (one OpenMP thread added, see :func:`collect`) through
@@ -24,6 +26,7 @@ import attrs
 
 from pragma_core.components import ProfileTarget
 from pragma_core.errors import ProfileParseError, ProfilerUnavailable
+from pragma_core.profiling.sizing import SimulatedCaches, simulated_caches
 from pragma_core.profiling.tools import ToolRun, run_tool, target_writable
 from pragma_core.records import Metric, Profile
 
@@ -41,7 +44,7 @@ from .metrics import (
 from .outfile import CachegrindOut, read_outfile
 from .probe import probe, valgrind_version
 
-__all__ = ["collect", "command", "OUT_FILE", "LOG_FILE", "STDOUT_FILE", "STDERR_FILE", "NO_REPLAY"]
+__all__ = ["collect", "command", "cache_options", "OUT_FILE", "LOG_FILE", "STDOUT_FILE", "STDERR_FILE", "NO_REPLAY"]
 
 OUT_FILE = "cachegrind.out"
 LOG_FILE = "cachegrind.log"
@@ -57,7 +60,8 @@ NO_REPLAY = (
 
 
 def command(valgrind: str, target: ProfileTarget) -> list[str]:
-    """The valgrind command line for ``target``: cache and branch simulation, output in out_dir."""
+    """The valgrind command line for ``target``: cache and branch simulation of the caches
+    :func:`cache_options` gives, output in out_dir."""
     if target.replay_argv is None:
         raise ProfilerUnavailable(NO_REPLAY)
     out_dir = Path(target.out_dir)
@@ -66,10 +70,23 @@ def command(valgrind: str, target: ProfileTarget) -> list[str]:
         "--tool=cachegrind",
         "--cache-sim=yes",
         "--branch-sim=yes",
+        *cache_options(simulated_caches()),
         f"--cachegrind-out-file={out_dir / OUT_FILE}",
         f"--log-file={out_dir / LOG_FILE}",
         *target.replay_argv,
     ]
+
+
+def cache_options(caches: SimulatedCaches) -> list[str]:
+    """``--I1``, ``--D1`` and ``--LL`` as ``size,ways,line``. Left to itself, cachegrind sizes
+    its LL from the host's cpuid, which in a VM can be far from what this machine reports (a
+    256 MiB direct-mapped LL here, where data of 64 MiB never misses it again)."""
+    options = [
+        f"--{name}={geometry.size_bytes},{geometry.ways},{geometry.line_bytes}"
+        for name, geometry in (("I1", caches.i1), ("D1", caches.d1), ("LL", caches.ll))
+        if geometry is not None
+    ]
+    return options
 
 
 def collect(target: ProfileTarget, metrics: Sequence[str]) -> Profile:
@@ -95,6 +112,7 @@ def collect(target: ProfileTarget, metrics: Sequence[str]) -> Profile:
     )
     notes = [
         _setup_note(valgrind, out),
+        f"{simulated_caches().describe()} (pragma_core.profiling.sizing.simulated_caches)",
         _repetitions_note(target),
         "whole program, replay harness included: " + _summary(out.totals()),
     ]
@@ -282,8 +300,10 @@ def _attribution_note(found: Attribution) -> str:
 
 
 def _log_warnings(log_path: Path) -> list[str]:
-    """Valgrind's own warnings (``--PID-- warning: ...``), e.g. how it sized the simulated LL cache."""
+    """Valgrind's own warnings (``--PID-- warning: ...``), but the one on how it would have sized the LL."""
     if not log_path.exists():
         return []
     warnings = re.findall(r"^--\d+-- warning: (.+)$", log_path.read_text(errors="replace"), re.MULTILINE)
+    # "L3 cache found, using its data for the LL simulation": said even when --LL overrides it.
+    warnings = [warning for warning in warnings if "using its data for the LL simulation" not in warning]
     return [f"valgrind: {' '.join(warning.split())}" for warning in warnings[:5]]

@@ -62,7 +62,7 @@ RATES: dict[str, tuple[tuple[str, ...], tuple[str, ...], str]] = {
         ("DLmr", "DLmw"),
         ("Dr", "Dw"),
         "share of memory accesses that missed the simulated last-level cache, "
-        "(DLmr + DLmw) / (Dr + Dw): traffic that goes to DRAM",
+        "(DLmr + DLmw) / (Dr + Dw): traffic beyond the simulated last level (the profile's notes say which cache)",
     ),
     "LL miss rate": (
         ("ILmr", "DLmr", "DLmw"),

@@ -16,9 +16,11 @@ import pytest
 
 from pragma_core.components import ProfileTarget
 from pragma_core.errors import ProfilerUnavailable
+from pragma_core.profiling.sizing import CacheGeometry, SimulatedCaches, simulable, simulated_caches
 from pragma_core.records import Task
-from pragma_valgrind.collect import LOG_FILE, NO_REPLAY, OUT_FILE, collect, command
+from pragma_valgrind.collect import LOG_FILE, NO_REPLAY, OUT_FILE, cache_options, collect, command
 from pragma_valgrind.metrics import DEFAULT_METRICS
+from pragma_valgrind.outfile import read_outfile
 from pragma_valgrind.parse import parse
 
 N = 1 << 16
@@ -96,16 +98,28 @@ def program(tmp_path_factory) -> tuple[Path, Path]:
 
 def test_command_line(tmp_path):
     target = ProfileTarget(task=TASK, candidate=None, out_dir=tmp_path, replay_argv=("/r/replay", "3"))
+    caches = simulated_caches()
     assert command("/usr/bin/valgrind", target) == [
         "/usr/bin/valgrind",
         "--tool=cachegrind",
         "--cache-sim=yes",
         "--branch-sim=yes",
+        *cache_options(caches),
         f"--cachegrind-out-file={tmp_path / OUT_FILE}",
         f"--log-file={tmp_path / LOG_FILE}",
         "/r/replay",
         "3",
     ]
+
+
+def test_the_caches_are_given_to_cachegrind_as_size_ways_line():
+    caches = SimulatedCaches(
+        i1=None,  # unknown here: cachegrind's own choice
+        d1=CacheGeometry(size_bytes=32768, ways=8, line_bytes=64),
+        ll=CacheGeometry(size_bytes=1310720, ways=10, line_bytes=64),
+        origin="simulated ...",
+    )
+    assert cache_options(caches) == ["--D1=32768,8,64", "--LL=1310720,10,64"]
 
 
 def test_without_a_replay_program_it_points_to_perf(tmp_path):
@@ -248,3 +262,44 @@ def test_an_instruction_valgrind_cannot_decode_is_explained(tmp_path):
     explained = "cannot decode an instruction in wide .*AVX-512.*-mno-avx512f"
     with pytest.raises(ProfilerUnavailable, match=explained):
         collect(target_for(tmp_path / "wide", tmp_path / "out", kernel_functions=("wide",)), ["Ir"])
+
+
+@needs_tools
+def test_cachegrind_simulates_the_caches_pragma_chose_and_says_so(program, tmp_path):
+    replay, _kernel_c = program
+    profile = collect(target_for(replay, tmp_path, kernel_functions=("relu",)), ["D1 miss rate"])
+    caches = simulated_caches()
+    desc = read_outfile((tmp_path / OUT_FILE).read_text()).desc
+    ll = caches.ll
+    assert f"LL cache: {ll.size_bytes} B, {ll.line_bytes} B, {ll.ways}-way associative" in desc
+    if caches.d1 is not None:
+        d1 = caches.d1
+        assert f"D1 cache: {d1.size_bytes} B, {d1.line_bytes} B, {d1.ways}-way associative" in desc
+    notes = " | ".join(profile.notes)
+    assert caches.describe() in notes
+    # valgrind warns that it sized the LL from the L3 it found even when --LL overrides that
+    assert "using its data for the LL simulation" not in notes
+
+
+@needs_tools
+@pytest.mark.parametrize(
+    ("size", "ways", "line"),
+    [(30 * 2**20, 20, 64), (105 * 2**20, 15, 64), (1280 * 2**10, 10, 64), (48 * 2**10, 12, 64), (2**20, 16, 48)],
+)
+def test_a_simulable_geometry_is_one_cachegrind_accepts(size, ways, line, tmp_path):
+    """Real valgrind on /bin/true: the geometry simulable() gives is accepted; the one it was given
+    is refused exactly when simulable() had to change it."""
+
+    def accepted(geometry: str) -> bool:
+        run = subprocess.run(
+            ["valgrind", "--tool=cachegrind", f"--LL={geometry}", f"--cachegrind-out-file={tmp_path / 'out'}", "true"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        return run.returncode == 0
+
+    geometry, change = simulable(size, ways, line)
+    assert accepted(f"{geometry.size_bytes},{geometry.ways},{geometry.line_bytes}")
+    assert geometry.size_bytes <= size and geometry.size_bytes > size // 2
+    assert accepted(f"{size},{ways},{line}") == (change == "")
