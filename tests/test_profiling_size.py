@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from pragma_core import Availability, Candidate, Profile, Profiler, load_task
+from pragma_core.errors import PragmaError
 from pragma_core.hardware import describe_cpu
 from pragma_core.profiling import profile, targets
 from pragma_core.profiling.sizing import (
@@ -244,3 +245,20 @@ def test_a_simulator_is_profiled_at_twice_its_simulated_last_level_a_counter_at_
     assert profiling_task(task, _profiler("simulator", deterministic=True), full_size=True).task is task
     # the same task and profiler give the same sizes, computed once
     assert profiling_task(task, _profiler("simulator", deterministic=True)) is by_simulator
+
+
+# -- a candidate that is right only at the task's own sizes ------------------------------------------
+
+
+@pytest.mark.skipif(shutil.which("valgrind") is None, reason="valgrind is not installed")
+def test_a_candidate_wrong_at_the_profiling_size_is_not_profiled_there(tmp_path):
+    task = load_task(GELU, {"batch_size": 64, "dim": 1024})
+    # Right at 64 x 1024, where the verifier checks it; at 16 rows it returns 64 rows all the same.
+    assumes_the_size = FAST_GELU.replace("out = torch.empty_like(x)", "out = torch.empty(64, 1024)")
+    with pytest.raises(PragmaError) as raised:
+        profile(
+            task, assumes_the_size, profiler="valgrind", out_dir=tmp_path / "r", threads=1, working_set_bytes=128 * KiB
+        )
+    message = str(raised.value)
+    assert message.startswith("the candidate cannot be profiled at these sizes: at the sizes profiled, the candidate's")
+    assert "shape (64, 1024) where the reference's is (16, 1024)" in message and "--full-size" in message

@@ -135,6 +135,7 @@ def _record(folder: JobFolder, env: dict[str, str], timeout_s: float) -> CallRec
     """Record one forward's native calls in the sandbox; None when the candidate made none."""
     from ..errors import PragmaError
     from ..native.recording import CallRecording
+    from .worker import WRONG_AT_THIS_SIZE
 
     argv = [sys.executable, "-m", "pragma_core.profiling.worker", "record", str(folder.root)]
     limits = SandboxLimits(wall_s=timeout_s)
@@ -145,11 +146,13 @@ def _record(folder: JobFolder, env: dict[str, str], timeout_s: float) -> CallRec
         argv, cwd=folder.work, log_dir=folder.logs, limits=limits, env=env, writable=writable
     ) as child:
         outcome = child.finish()
+    tail = (outcome.stderr.strip().splitlines()[-1:] or [""])[0]
+    if not outcome.timed_out and not outcome.signal and outcome.returncode == WRONG_AT_THIS_SIZE:
+        raise PragmaError(f"the candidate cannot be profiled at these sizes: {tail}")
     if outcome.timed_out or outcome.signal or outcome.returncode:
         reason = "timed out" if outcome.timed_out else (outcome.signal or f"exit code {outcome.returncode}")
-        tail = outcome.stderr.strip().splitlines()[-1:] or [""]
         raise PragmaError(
-            f"recording the candidate's kernel calls failed ({reason}): {tail[0]}; run `pragma verify` on it first"
+            f"recording the candidate's kernel calls failed ({reason}): {tail}; run `pragma verify` on it first"
         )
     return CallRecording.load(recording_dir) if (recording_dir / "calls.json").exists() else None
 

@@ -18,9 +18,12 @@ from pathlib import Path
 from typing import Any
 
 NVTX_RANGE = "pragma_forward"
+WRONG_AT_THIS_SIZE = 3
+"""``record``'s exit code when the candidate's output differs from the reference's at the sizes
+profiled (the reason is the last line of its stderr)."""
 
 
-def _setup(job_dir: Path) -> tuple[Any, list[Any]]:
+def _setup(job_dir: Path) -> tuple[Any, list[Any], dict[str, Any]]:
     import torch
 
     from ..child_run import load_candidate, load_task
@@ -36,27 +39,65 @@ def _setup(job_dir: Path) -> tuple[Any, list[Any]]:
     inputs = make_inputs(namespace, trial_seeds(1)[0])
     if device == "cuda":
         model, inputs = model.cuda(), [t.cuda() for t in inputs]
-    return model, inputs
+    return model, inputs, namespace
 
 
 def record(job_dir: Path) -> int:
     import torch
 
     from ..native import record_calls
+    from ..verifier.inputs import construct
 
-    model, inputs = _setup(job_dir)
+    model, inputs, namespace = _setup(job_dir)
+    originals = [t.clone() if isinstance(t, torch.Tensor) else t for t in inputs]
     with torch.no_grad():
         model(*inputs)  # warm-up: lazy builds and first-touch happen outside the recording
         with record_calls() as recording:
-            model(*inputs)
+            outputs = model(*inputs)
+        expected = construct(namespace, namespace["Model"])(*originals)
+    # The verifier checked the candidate at the task's sizes; a profile may be taken at smaller
+    # ones, where a candidate that assumes the task's own sizes computes something else.
+    wrong = _differs(outputs, expected)
+    if wrong:
+        print(
+            f"at the sizes profiled, the candidate's output differs from the reference's ({wrong}); a candidate "
+            "that assumes the task's own sizes must be profiled at them (pragma profile --full-size)",
+            file=sys.stderr,
+        )
+        return WRONG_AT_THIS_SIZE
     recording.save(job_dir / "recording")
     return 0
+
+
+def _differs(got: Any, expected: Any) -> str:
+    """Why ``got`` is not ``expected`` (tensors, or tuples and lists of them), '' when it is. The
+    tolerance is a hundred times the verifier's: this catches outputs of the wrong size or made
+    of the wrong elements, not rounding, which the verifier judged at the task's sizes."""
+    import torch
+
+    from ..verifier.settings import VerifySettings
+
+    if isinstance(expected, (tuple, list)):
+        if not isinstance(got, (tuple, list)) or len(got) != len(expected):
+            return f"{type(got).__name__} where the reference returns {len(expected)} outputs"
+        return next((why for g, e in zip(got, expected) if (why := _differs(g, e))), "")
+    if not isinstance(expected, torch.Tensor):
+        return ""
+    if not isinstance(got, torch.Tensor) or got.shape != expected.shape:
+        shape = tuple(got.shape) if isinstance(got, torch.Tensor) else type(got).__name__
+        return f"shape {shape} where the reference's is {tuple(expected.shape)}"
+    settings = VerifySettings()
+    got, expected = got.detach().double(), expected.detach().double()
+    if torch.allclose(got, expected, atol=100 * settings.atol, rtol=100 * settings.rtol, equal_nan=True):
+        return ""
+    error = (got - expected).abs().nan_to_num(nan=float("inf"))
+    return f"max abs error {error.max().item():.3g}"
 
 
 def run(job_dir: Path, repetitions: int) -> int:
     import torch
 
-    model, inputs = _setup(job_dir)
+    model, inputs, _namespace = _setup(job_dir)
     cuda = torch.cuda.is_available() and any(t.is_cuda for t in inputs)
     marker = torch.cuda.nvtx.range(NVTX_RANGE) if cuda else contextlib.nullcontext()
     with torch.no_grad():
