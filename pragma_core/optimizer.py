@@ -223,16 +223,18 @@ def optimize(
             run.append_event("profiler_unavailable", profiler=name, reason=reason)
         progress(0, "baseline")
         baseline = _baseline(task, settings, run, unavailable)
+    profilers = tuple(name for name in settings.profilers if name not in unavailable) if settings.profile else ()
     loop = _Loop(
         task=task,
         settings=settings,
         agents=_Agents(provider=provider, model=settings.model, task=task),
         guide=backend.guide,
         run=run,
-        profilers=tuple(name for name in settings.profilers if name not in unavailable) if settings.profile else (),
+        profilers=profilers,
         bound=baseline.bound if baseline is not None else None,
         progress=progress,
         warm=_NextChild(task=task, settings=settings.verify),
+        recording_tasks=_recording_tasks(task, profilers),
     )
     best = _best_of(attempts)
     stop_reason = "max attempts"
@@ -348,6 +350,8 @@ class _Loop:
     bound: BoundClass | None
     progress: _Reporter
     warm: _NextChild
+    recording_tasks: tuple[Task, ...] = ()
+    """The task at each size the run's profilers profile at (one entry per distinct size)."""
 
     def attempt(self, number: int, history: list[Attempt], best: Attempt | None) -> Attempt:
         """Write, verify, profile, diagnose and advise once; the attempt is on disk when this returns."""
@@ -390,7 +394,8 @@ class _Loop:
         if verdict.ok and self.profilers and candidate is not None:
             extra = last.guidance.extra_metrics if last and last.guidance else ()
             profiles, skipped = self._profile(phase, candidate, staging, extra)
-        shutil.rmtree(staging / "recording", ignore_errors=True)  # each profile kept its own copy
+        for recording in staging.glob("recording-*"):  # each profile kept its own copy
+            shutil.rmtree(recording, ignore_errors=True)
         phase("diagnosing")
         diagnosis = diagnose(verdict, profiles, best=best, roofline_bound=self.bound)
 
@@ -454,16 +459,17 @@ class _Loop:
         """The Verifier's verdict; a noisy timing is measured once more, and the second verdict
         kept (still noisy if the machine stayed busy, which keeps it from replacing a best). When
         the run profiles, the verifier's child also records the kernel calls the profilers replay,
-        so profiling starts no child of its own to import torch again. Timing stops early for a
+        at the sizes each profiles, so profiling starts no child of its own to import torch
+        again. Timing stops early for a
         candidate clearly slower than the best or than the reference
         (:func:`~pragma_core.statistics.bar_to_beat`)."""
         from .profiling.targets import remember_recording
 
-        keep = staging / "recording" if self.profilers else None
+        keep = {staging / f"recording-{number}": sized for number, sized in enumerate(self.recording_tasks)}
         settings = self.settings.verify
         to_beat = bar_to_beat(best.verdict if best else None)
         verdict = verify(
-            self.task, candidate, settings, on_phase=phase, keep_recording=keep, warm=self.warm.take(), to_beat=to_beat
+            self.task, candidate, settings, on_phase=phase, keep_recordings=keep, warm=self.warm.take(), to_beat=to_beat
         )
         self.warm.settle()
         if verdict.noisy:
@@ -476,8 +482,8 @@ class _Loop:
             verdict = attrs.evolve(again, notes=(*again.notes, f"measured twice: the first timing was noisy ({first})"))
         if number < self.settings.max_attempts:
             self.warm.start()  # the next attempt's child, while this one is profiled and advised on
-        if keep is not None:
-            remember_recording(self.task, candidate, self.settings.verify.thread_count, keep)
+        for folder, sized in keep.items():
+            remember_recording(sized, candidate, self.settings.verify.thread_count, folder)
         return verdict
 
     def _profile(
@@ -536,6 +542,20 @@ class _PhaseClock:
         if self._phase is not None:
             self.seconds[self._phase] = self.seconds.get(self._phase, 0.0) + (now - self._since)
             self._phase = None
+
+
+def _recording_tasks(task: Task, profilers: Sequence[str]) -> tuple[Task, ...]:
+    """The task at the sizes each profiler will profile a candidate at, once per distinct size:
+    the verifier's child records the candidate's kernel calls at each."""
+    from .profiling import profiling_task
+    from .tasks import task_program
+
+    registry = get_registry()
+    sized: dict[str, Task] = {}
+    for name in profilers:
+        shrunk = profiling_task(task, registry.profiler(name)).task
+        sized.setdefault(task_program(shrunk), shrunk)
+    return tuple(sized.values())
 
 
 def _time_fields(attempt: Attempt) -> dict[str, Any]:

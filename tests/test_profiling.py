@@ -153,17 +153,48 @@ def test_a_recording_the_verifier_kept_is_profiled_without_another_child(tmp_pat
 
     task = load_task(EXAMPLES / "level1" / "1_GELUTanh.py", {"batch_size": 8, "dim": 1024})
     fast = Candidate(source=(EXAMPLES.parent / "candidates" / "1_GELUTanh_fast.py").read_text(), backend="cpu-cpp")
-    verdict = verify(task, fast, VerifySettings(reps=5, warmup=1, threads=1), keep_recording=tmp_path / "kept")
+    settings = VerifySettings(reps=5, warmup=1, threads=1)
+    verdict = verify(task, fast, settings, keep_recordings={tmp_path / "kept": task})
     assert verdict.ok, verdict.message
     kept = CallRecording.load(tmp_path / "kept")
     assert [call.function for call in kept.calls] == ["gelu_tanh"]
     remember_recording(task, fast, 1, tmp_path / "kept")
-    result = profile(task, fast, profiler="valgrind", out_dir=tmp_path / "profile", threads=1)
+    result = profile(task, fast, profiler="valgrind", out_dir=tmp_path / "profile", threads=1, full_size=True)
     assert result.metrics and not any((tmp_path / "profile" / "job" / "logs").iterdir())  # no child ran
 
     wrong = Candidate(source=(CANDIDATES / "gelu_wrong_values.py").read_text(), backend="cpu-cpp")
-    verdict = verify(task, wrong, VerifySettings(reps=5, warmup=1, threads=1), keep_recording=tmp_path / "wrong")
+    verdict = verify(task, wrong, settings, keep_recordings={tmp_path / "wrong": task})
     assert not verdict.ok and not (tmp_path / "wrong").exists()
+
+
+def test_the_verifier_records_at_each_profilers_size_and_refuses_a_candidate_fixed_to_its_own(tmp_path):
+    """The loop's verifier records where the profilers will profile: the task's own sizes for
+    one, a profiler's smaller sizes for another (there the output is checked first)."""
+    from pragma_core.profiling.targets import remember_recording
+    from pragma_core.verifier import VerifySettings, verify
+
+    task = load_task(EXAMPLES / "level1" / "1_GELUTanh.py", {"batch_size": 64, "dim": 1024})
+    small = load_task(EXAMPLES / "level1" / "1_GELUTanh.py", {"batch_size": 8, "dim": 1024})
+    fast = Candidate(source=(EXAMPLES.parent / "candidates" / "1_GELUTanh_fast.py").read_text(), backend="cpu-cpp")
+    settings = VerifySettings(reps=5, warmup=1, threads=1)
+    kept = {tmp_path / "own": task, tmp_path / "small": small}
+    assert verify(task, fast, settings, keep_recordings=kept).ok
+    own, reduced = CallRecording.load(tmp_path / "own"), CallRecording.load(tmp_path / "small")
+    assert [call.function for call in own.calls] == [call.function for call in reduced.calls] == ["gelu_tanh"]
+    sizes = [[arg.shape for arg in call.arguments if hasattr(arg, "shape")] for call in (*own.calls, *reduced.calls)]
+    assert sizes[0][0] == (64, 1024) and sizes[1][0] == (8, 1024)
+    remember_recording(small, fast, 1, tmp_path / "small")
+    result = profile(
+        task, fast, profiler="valgrind", out_dir=tmp_path / "profile", threads=1, working_set_bytes=64 << 10
+    )
+    assert result.sizes == {"batch_size": 8} and not any((tmp_path / "profile" / "job" / "logs").iterdir())
+
+    fixed = fast.source.replace("x.numel()", "(64 * 1024)")  # assumes the task's own size
+    assert fixed != fast.source
+    fixed_candidate = Candidate(source=fixed, backend="cpu-cpp")
+    verdict = verify(task, fixed_candidate, settings, keep_recordings={tmp_path / "fixed": small})
+    assert verdict.ok and not (tmp_path / "fixed").exists(), verdict.message
+    assert any(note.startswith("not recorded for profiling at other sizes") for note in verdict.notes)
 
 
 def test_the_replay_driver_is_built_once_per_distinct_source(tmp_path, monkeypatch):

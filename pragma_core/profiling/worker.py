@@ -57,7 +57,7 @@ def record(job_dir: Path) -> int:
         expected = construct(namespace, namespace["Model"])(*originals)
     # The verifier checked the candidate at the task's sizes; a profile may be taken at smaller
     # ones, where a candidate that assumes the task's own sizes computes something else.
-    wrong = _differs(outputs, expected)
+    wrong = output_difference(outputs, expected)
     if wrong:
         print(
             f"at the sizes profiled, the candidate's output differs from the reference's ({wrong}); a candidate "
@@ -69,7 +69,7 @@ def record(job_dir: Path) -> int:
     return 0
 
 
-def _differs(got: Any, expected: Any) -> str:
+def output_difference(got: Any, expected: Any) -> str:
     """Why ``got`` is not ``expected`` (tensors, or tuples and lists of them), '' when it is. The
     tolerance is a hundred times the verifier's: this catches outputs of the wrong size or made
     of the wrong elements, not rounding, which the verifier judged at the task's sizes."""
@@ -80,7 +80,7 @@ def _differs(got: Any, expected: Any) -> str:
     if isinstance(expected, (tuple, list)):
         if not isinstance(got, (tuple, list)) or len(got) != len(expected):
             return f"{type(got).__name__} where the reference returns {len(expected)} outputs"
-        return next((why for g, e in zip(got, expected) if (why := _differs(g, e))), "")
+        return next((why for g, e in zip(got, expected) if (why := output_difference(g, e))), "")
     if not isinstance(expected, torch.Tensor):
         return ""
     if not isinstance(got, torch.Tensor) or got.shape != expected.shape:

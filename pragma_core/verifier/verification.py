@@ -18,7 +18,7 @@ import random
 import shutil
 import statistics
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +31,7 @@ from ..errors import PragmaError
 from ..records import Candidate, Task, TimingConditions, Verdict, VerdictStatus
 from ..sandbox import SandboxOutcome
 from ..statistics import bootstrap_speedup, summarize
+from ..tasks import task_program
 from .checks import CHECKS, describe_check
 from .comparison import Comparison, compare_outputs
 from .inputs import trial_seeds
@@ -104,7 +105,7 @@ def verify(
     *,
     job_dir: Path | None = None,
     on_phase: Callable[[str], None] | None = None,
-    keep_recording: Path | None = None,
+    keep_recordings: Mapping[Path, Task] | None = None,
     warm: WarmChild | None = None,
     to_beat: float | None = None,
 ) -> Verdict:
@@ -114,9 +115,12 @@ def verify(
     ``job_dir`` keeps the job's files (the task and candidate as run, the child's logs) there; by
     default a private folder is used and removed afterwards. ``on_phase`` hears where the check
     goes after building the candidate, for a live display: ``"verifying"`` (the correctness
-    trials), then ``"timing"``. ``keep_recording``, for a candidate found correct, is where the
-    child's recording of one forward's native calls goes, for profiling it without another child
-    (:func:`pragma_core.profiling.targets.remember_recording`); nothing is written there otherwise.
+    trials), then ``"timing"``. ``keep_recordings``, for a candidate found correct, maps folders to
+    tasks: each folder receives the child's recording of one forward's native calls on its task
+    (``task`` itself, or ``task`` at a profiler's smaller sizes, where the candidate's output is
+    checked against the reference's first), for profiling it without another child
+    (:func:`pragma_core.profiling.targets.remember_recording`); nothing is written where the
+    candidate was not found correct, or differed at those sizes.
     ``warm`` is a child started ahead for this task and settings (:class:`WarmChild`): used, and
     closed, when it fits; otherwise a child is started now. A candidate refused before it runs
     (it does not parse, or a static rule rejects it) leaves ``warm`` unused and open. ``to_beat``
@@ -175,13 +179,17 @@ def verify(
             relative_norm=bool(trivial),
             notes=notes,
             floor=floor,
-            record=keep_recording is not None,
+            record={
+                f"recording-{number}": None if task_program(sized) == child.folder.task_program else task_program(sized)
+                for number, sized in enumerate((keep_recordings or {}).values())
+            },
             to_beat=to_beat,
         )
         verdict = run.execute(on_phase)
-        recorded = child.folder.work / "recording"
-        if verdict.ok and keep_recording is not None and (recorded / "calls.json").is_file():
-            shutil.copytree(recorded, keep_recording, symlinks=False, dirs_exist_ok=True)
+        for number, kept in enumerate(keep_recordings or {}):
+            recorded = child.folder.work / f"recording-{number}"
+            if verdict.ok and (recorded / "calls.json").is_file():
+                shutil.copytree(recorded, kept, symlinks=False, dirs_exist_ok=True)
     if not contained and _harness_hashes(task, settings) != hashes_before:
         if task_bytes is not None and task.path is not None and task.path.read_bytes() != task_bytes:
             task.path.write_bytes(task_bytes)  # put the user's task back as it was
@@ -206,7 +214,7 @@ class _Verification:
         relative_norm: bool,
         notes: list[str],
         floor: float | None,
-        record: bool = False,
+        record: Mapping[str, str | None] | None = None,
         to_beat: float | None = None,
     ) -> None:
         self.session, self.task, self.settings, self.references = session, task, settings, references
@@ -216,7 +224,9 @@ class _Verification:
         self.trial_results: list[Comparison] = []  # each trial's comparison, for the verdict's errors
         self.rng = random.Random()  # which timed calls are checked: never derivable from the seeds
         self.uncalled = 0  # timed candidate calls that called no compiled kernel
-        self.record = record  # whether a correct candidate's native calls are recorded for profiling
+        self.record = dict(
+            record or {}
+        )  # folder -> task program (None: the task's own) to record a correct candidate at
         self.to_beat = to_beat  # timing may stop once the candidate is clearly slower than this
         self.machine: tuple[Snapshot, Snapshot, list[float], list[float]] | None = None  # around the timing
         self.forward_limit = settings.forward_limit_s(references.call_ms)
@@ -251,9 +261,6 @@ class _Verification:
                     on_phase("timing")
                 samples, parent_samples, calibration = self._timing()
                 self._post_check()
-                if self.record:
-                    self.where = "recording the native calls of one forward for profiling"
-                    self._ask("record", "recorded", seed=trial_seeds(1)[0])
                 self._finish()  # PyTorch operators of timed calls are named before uncalled kernels
                 if self.uncalled:
                     raise _Rejected(
@@ -262,6 +269,7 @@ class _Verification:
                             f"{self.uncalled} of {len(samples['candidate'])} timed forwards called no compiled kernel",
                         )
                     )
+                self._record_for_profiling()
             except _Rejected as rejection:
                 outcome = session.finish()
                 verdict = rejection.verdict
@@ -513,9 +521,33 @@ class _Verification:
             raise _Rejected(_rejected("drift-after-timing", f"after timing, on fresh inputs: {result.message}"))
 
     def _finish(self) -> None:
+        """The child's last checks (exit handlers, patched functions, processes left, PyTorch
+        operators); it then only records for profiling, if asked."""
         self.where = "finishing"
         message = self._ask("finish", "finished")
         self._reject_compute(message)
+
+    def _record_for_profiling(self) -> None:
+        """The recordings of one forward the caller asked for, after every check: what happens
+        here cannot change the verdict, except a finding of the monitors, which still rejects. A
+        candidate that fails at a profiler's smaller sizes (it assumes the task's own) is left
+        unrecorded there, with a note."""
+        for folder, program in self.record.items():
+            self.where = "recording the native calls of one forward for profiling"
+            try:
+                message = self._ask("record", "recorded", seed=trial_seeds(1)[0], folder=folder, program=program)
+            except _Ended as ended:
+                if self.session.protocol_error is not None:
+                    raise  # tampering with the report channel rejects, whenever it happens
+                said = (ended.error or {}).get("message") or "the child ended"
+                self.notes.append(f"not recorded for profiling at other sizes: {_one_line(str(said))[:300]}")
+                return
+            wrong = message.header.get("wrong")
+            if wrong:
+                self.notes.append(
+                    f"not recorded for profiling at other sizes: its output differs from the reference's there "
+                    f"({_one_line(str(wrong))[:200]}); a candidate that assumes the task's own sizes is profiled at them"
+                )
 
     # -- judging --------------------------------------------------------------------------------
 

@@ -24,10 +24,13 @@ Requests, one JSON line each on stdin:
 - ``idle`` (profiled): nothing, for the parent to measure the cost of a round trip.
 - ``calibrate`` (size): a fixed multithreaded matrix product, which the parent times to see how
   busy the machine is before and after timing.
-- ``record`` (seed): one warm-up forward, then one under ``record_calls()``, saved into
-  ``work/recording`` for a profiler's replay (what the profiling child would record, without
-  importing torch a second time); replies with the number of calls.
-- ``finish``: the monitors' last findings; then the child exits.
+- ``record`` (seed, folder, program): one warm-up forward, then one under ``record_calls()``,
+  saved into ``work/<folder>`` for a profiler's replay (what the profiling child would record,
+  without importing torch a second time); with ``program`` (the task at a profiler's smaller
+  sizes) the models are built from it and the output is checked against the reference's there
+  (``wrong`` says how it differs, and nothing is saved); replies with the number of calls.
+- ``finish``: the monitors' last findings; then the child only records for profiling (``record``)
+  until its input ends.
 
 Every candidate call, checked or timed, runs inside the same operator recorder (the torch
 profiler, which sees ATen calls below Python's dispatch modes); only correctness trials add the
@@ -67,6 +70,7 @@ def _serve(root: Path, writer: Any) -> int:
 
     from .. import native
     from ..child_run import load_candidate, load_task
+    from ..profiling.worker import output_difference
     from .inputs import construct, make_inputs, make_probe_inputs
     from .instrumentation import (
         POISON_VALUES,
@@ -294,12 +298,27 @@ def _serve(root: Path, writer: Any) -> int:
             reply("calibrated")
 
         elif op == "record":
-            recorded_inputs = make_inputs(task_ns, request["seed"])
+            # At the task's sizes, or at a profiler's smaller ones (``program``: the task's program
+            # with other size constants), where the output is checked against the reference's:
+            # a candidate that assumes the task's own sizes computes something else there.
+            sized_ns, sized_model, sized_reference = task_ns, model, None
+            if request.get("program"):
+                sized_ns = {"__name__": "pragma_task", "__file__": str(root / "task.py")}
+                exec(compile(request["program"], str(root / "task.py"), "exec"), sized_ns)
+                with torch.no_grad():
+                    sized_model = construct(sized_ns, model_new)
+                    sized_reference = construct(sized_ns, sized_ns["Model"])
+            recorded_inputs = make_inputs(sized_ns, request["seed"])
+            originals = [t.clone() if isinstance(t, torch.Tensor) else t for t in recorded_inputs]
             with torch.no_grad():
-                model(*recorded_inputs)  # lazy builds and first touch happen outside the recording
+                sized_model(*recorded_inputs)  # lazy builds and first touch happen outside the recording
                 with native.record_calls() as recording:
-                    model(*recorded_inputs)
-            recording.save(root / "work" / "recording")
+                    outputs = sized_model(*recorded_inputs)
+                wrong = output_difference(outputs, sized_reference(*originals)) if sized_reference else ""
+            if wrong:
+                reply("recorded", calls=0, wrong=wrong)
+                continue
+            recording.save(root / "work" / str(request.get("folder") or "recording"))
             reply("recorded", calls=len(recording.calls))
 
         elif op == "finish":
@@ -314,7 +333,7 @@ def _serve(root: Path, writer: Any) -> int:
             if child_processes():
                 finding("spawned-process", f"the candidate started {len(child_processes())} process(es)")
             reply("finished", compute_ops=recorder.compute_ops)
-            return 0
+            # Only recordings for profiling may follow; the verdict's checks are done.
 
         else:
             return _send_error(writer, "runtime", f"unknown request {op!r}")
