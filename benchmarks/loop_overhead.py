@@ -44,7 +44,7 @@ from pragma_core.tasks import sizes_per_file
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "examples" / "tasks" / "level1"
 DEFAULT_TASKS = ["1_GELUTanh", "4_LayerNorm", "3_Softmax"]
-LOOP_ORDER = ("writing", "building", "verifying", "timing")
+LOOP_ORDER = ("writing", "building", "verifying", "timing", "finishing")
 LAST = ("diagnosing", "advising")
 OVERHEAD_TARGET_S = 2.0
 RUN_TARGET_S = 120.0

@@ -80,7 +80,7 @@ def main() -> None:
             statuses.add(verdict.status.value if not verdict.failed_check else verdict.failed_check)
             timed = sum(sum(t.samples_ms) for t in (verdict.reference, verdict.candidate) if t is not None) / 1e3
             ready = marks.get("verifying", ended)
-            timing = marks.get("timing", ended)
+            timing = marks.get("timing", ended)  # timing and what follows it (the "finishing" phase)
             rows.append(
                 (ended - started, ready - started, timing - ready, ended - timing, timed, ended - started - timed)
             )

@@ -659,6 +659,7 @@ _PHASE_TEXT = {
     "building": "building the candidate",
     "verifying": "verifying correctness",
     "timing": "timing candidate and reference",
+    "finishing": "re-checking after timing, recording for profiling",
     "profiling": "profiling with {detail}",
     "diagnosing": "diagnosing",
     "advising": "the Conductor is advising",

@@ -139,7 +139,17 @@ def unavailable_profilers(names: Sequence[str]) -> dict[str, str]:
     return unavailable
 
 
-PHASES = ("baseline", "writing", "building", "verifying", "timing", "profiling", "diagnosing", "advising")
+PHASES = (
+    "baseline",
+    "writing",
+    "building",
+    "verifying",
+    "timing",
+    "finishing",
+    "profiling",
+    "diagnosing",
+    "advising",
+)
 """What a run can be doing, in the order of an attempt (``baseline`` comes once, before attempt 1)."""
 
 
@@ -310,9 +320,9 @@ class _Agents:
 @attrs.define(kw_only=True)
 class _NextChild:
     """The sandbox child of the next verification, started ahead so that it imports torch while the
-    loop profiles, diagnoses and writes (:class:`~pragma_core.verifier.WarmChild`): about two
-    seconds off every attempt. Never started while anything is timed: after the baseline, and after
-    each verification."""
+    loop finishes a verification, profiles, diagnoses and writes
+    (:class:`~pragma_core.verifier.WarmChild`): about two seconds off every attempt. Never started
+    while anything is timed: after the baseline, and when a verification's timing is over."""
 
     task: Task
     settings: VerifySettings
@@ -323,13 +333,19 @@ class _NextChild:
             self.child = WarmChild(self.task, self.settings)
 
     def take(self) -> WarmChild | None:
-        """The child for a verification; ``verify`` uses and closes it, or leaves it for the next."""
-        return self.child
+        """The child for a verification (None: it starts one); ``verify`` uses and closes it, or
+        leaves it unused."""
+        child, self.child = self.child, None
+        return child
 
-    def settle(self) -> None:
-        """After a verification: forget the child if it was used (or closed)."""
-        if self.child is not None and (self.child.closed or self.child.session.begun):
-            self.child = None
+    def give_back(self, child: WarmChild | None) -> None:
+        """After a verification: keep ``child`` if it was not used and none was started meanwhile."""
+        if child is None or child.closed or child.session.begun:
+            return
+        if self.child is None:
+            self.child = child
+        else:
+            child.close()
 
     def close(self) -> None:
         if self.child is not None:
@@ -468,20 +484,26 @@ class _Loop:
         keep = {staging / f"recording-{number}": sized for number, sized in enumerate(self.recording_tasks)}
         settings = self.settings.verify
         to_beat = bar_to_beat(best.verdict if best else None)
+
+        def on_phase(name: str) -> None:
+            phase(name)
+            if name == "finishing":  # nothing is timed from here on: the next child imports torch meanwhile
+                self.warm.start()
+
+        child = self.warm.take()
         verdict = verify(
-            self.task, candidate, settings, on_phase=phase, keep_recordings=keep, warm=self.warm.take(), to_beat=to_beat
+            self.task, candidate, settings, on_phase=on_phase, keep_recordings=keep, warm=child, to_beat=to_beat
         )
-        self.warm.settle()
-        if verdict.noisy:
+        self.warm.give_back(child)
+        if verdict.noisy:  # measured again with the child started meanwhile, or a new one
             assert verdict.conditions is not None
             self.run.append_event("remeasuring", attempt=number, noise=list(verdict.conditions.noise))
             phase("building")
-            again = verify(self.task, candidate, settings, on_phase=phase, warm=self.warm.take(), to_beat=to_beat)
-            self.warm.settle()
+            child = self.warm.take()
+            again = verify(self.task, candidate, settings, on_phase=on_phase, warm=child, to_beat=to_beat)
+            self.warm.give_back(child)
             first = "; ".join(verdict.conditions.noise)
             verdict = attrs.evolve(again, notes=(*again.notes, f"measured twice: the first timing was noisy ({first})"))
-        if number < self.settings.max_attempts:
-            self.warm.start()  # the next attempt's child, while this one is profiled and advised on
         for folder, sized in keep.items():
             remember_recording(sized, candidate, self.settings.verify.thread_count, folder)
         return verdict

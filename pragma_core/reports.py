@@ -193,6 +193,7 @@ _PHASE_HEADERS = {
     "building": "build",
     "verifying": "verify",
     "timing": "timing",
+    "finishing": "finish",
     "diagnosing": "diagnose",
     "advising": "advise",
 }
@@ -203,7 +204,7 @@ def phase_time_lines(attempts: list[Attempt]) -> list[str]:
     profiler), the attempt's total, its timed calls and the overhead beyond them (total - timed).
     An attempt from before pragma measured phases shows ``-`` in the phase columns."""
     seen = list(dict.fromkeys(name for attempt in attempts for name in attempt.phase_seconds))
-    before = [name for name in ("writing", "building", "verifying", "timing") if name in seen]
+    before = [name for name in ("writing", "building", "verifying", "timing", "finishing") if name in seen]
     after = [name for name in ("diagnosing", "advising") if name in seen]
     middle = sorted(name for name in seen if name not in before and name not in after)  # the profilers
     phases = [*before, *middle, *after]

@@ -133,6 +133,7 @@ def test_compile_error_fix_slow_then_fast(scripted, plugin_site, tmp_path):
         ("building", ""),
         ("verifying", ""),
         ("timing", ""),
+        ("finishing", ""),
         ("profiling", "valgrind"),
         ("profiling", "buggy"),
         ("diagnosing", ""),

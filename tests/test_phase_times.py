@@ -20,7 +20,7 @@ from pragma_core.verifier import VerifySettings
 
 from .conftest import EXAMPLES
 
-PHASES = {"writing", "building", "verifying", "timing", "profiling:valgrind", "diagnosing", "advising"}
+PHASES = {"writing", "building", "verifying", "timing", "finishing", "profiling:valgrind", "diagnosing", "advising"}
 
 
 @pytest.fixture(scope="module")
@@ -74,6 +74,7 @@ def test_an_attempt_keeps_its_seconds_per_phase_everywhere(one_attempt, capsys):
         "build",
         "verify",
         "timing",
+        "finish",
         "valgrind",
         "diagnose",
         "advise",
@@ -85,7 +86,10 @@ def test_an_attempt_keeps_its_seconds_per_phase_everywhere(one_attempt, capsys):
     overhead = attempt.elapsed_s - attempt.timed_s
     assert lines[header + 2].split() == [
         "1",
-        *(f"{seconds[name]:.2f}" for name in ("writing", "building", "verifying", "timing", "profiling:valgrind")),
+        *(
+            f"{seconds[name]:.2f}"
+            for name in ("writing", "building", "verifying", "timing", "finishing", "profiling:valgrind")
+        ),
         f"{seconds['diagnosing']:.2f}",
         f"{seconds['advising']:.2f}",
         f"{attempt.elapsed_s:.2f}",

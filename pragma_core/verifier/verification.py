@@ -114,8 +114,9 @@ def verify(
 
     ``job_dir`` keeps the job's files (the task and candidate as run, the child's logs) there; by
     default a private folder is used and removed afterwards. ``on_phase`` hears where the check
-    goes after building the candidate, for a live display: ``"verifying"`` (the correctness
-    trials), then ``"timing"``. ``keep_recordings``, for a candidate found correct, maps folders to
+    goes after building the candidate: ``"verifying"`` (the correctness trials), ``"timing"``,
+    then ``"finishing"`` (the re-check on fresh inputs, the last checks, recordings for profiling:
+    nothing timed from there on, so a caller may start other work). ``keep_recordings``, for a candidate found correct, maps folders to
     tasks: each folder receives the child's recording of one forward's native calls on its task
     (``task`` itself, or ``task`` at a profiler's smaller sizes, where the candidate's output is
     checked against the reference's first), for profiling it without another child
@@ -260,6 +261,8 @@ class _Verification:
                 if on_phase is not None:
                     on_phase("timing")
                 samples, parent_samples, calibration = self._timing()
+                if on_phase is not None:
+                    on_phase("finishing")
                 self._post_check()
                 self._finish()  # PyTorch operators of timed calls are named before uncalled kernels
                 if self.uncalled:
