@@ -487,8 +487,8 @@ class _Loop:
 
         def on_phase(name: str) -> None:
             phase(name)
-            if name == "finishing":  # nothing is timed from here on: the next child imports torch meanwhile
-                self.warm.start()
+            if name == "finishing" and number < self.settings.max_attempts:
+                self.warm.start()  # nothing is timed from here on: the next child imports torch meanwhile
 
         child = self.warm.take()
         verdict = verify(
