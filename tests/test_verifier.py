@@ -391,3 +391,17 @@ def test_a_warm_child_needs_its_thread_count_decided():
 
     with pytest.raises(ValueError, match="with_threads"):
         WarmChild(load_task(GELU, SMALL), VerifySettings())
+
+
+def test_timing_stops_after_thirty_runs_when_the_speedup_itself_is_not_above_the_bar():
+    """A candidate near the bar: its interval reaches over it, but its own speedup does not."""
+    from pragma_core.verifier.verification import _outrun
+
+    reference = [10.0, 10.4, 9.6, 10.2, 9.8] * 6
+    candidate = [5.0, 4.6, 5.6, 4.9, 5.3] * 6  # 2x, scattered: its interval reaches about 2.08x
+    assert _outrun({"reference": reference[:10], "candidate": candidate[:10]}, 10, 2.05) == ""
+    said = _outrun({"reference": reference, "candidate": candidate}, 30, 2.05)
+    assert said.startswith("the speedup, 2") and "not above 2.05x" in said
+    assert _outrun({"reference": reference, "candidate": candidate}, 30, 1.9) == ""  # above the bar: it may win
+    assert "lies below 3x" in _outrun({"reference": reference, "candidate": candidate}, 10, 3.0)
+    assert _outrun({"reference": reference, "candidate": candidate}, 30, None) == ""

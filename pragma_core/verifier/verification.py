@@ -125,8 +125,9 @@ def verify(
     ``warm`` is a child started ahead for this task and settings (:class:`WarmChild`): used, and
     closed, when it fits; otherwise a child is started now. A candidate refused before it runs
     (it does not parse, or a static rule rejects it) leaves ``warm`` unused and open. ``to_beat``
-    is the speedup that matters to the caller (the loop's best): timing stops as soon as the
-    candidate's interval lies wholly below it, after at least 10 repetitions, and a note says so.
+    is the speedup the candidate must beat to matter to the caller (the loop's best): timing stops
+    once the candidate's interval lies wholly below it (after at least 10 repetitions), or its
+    speedup is not above it (after at least 30), and a note says so.
     """
     settings = settings or VerifySettings()
     settings, threads_note = settings.with_threads()
@@ -449,11 +450,9 @@ class _Verification:
                 break
             if _precise_enough(samples, rep + 1, settings.precision):
                 break
-            if _outrun(samples, rep + 1, self.to_beat):
-                self.notes.append(
-                    f"timing stopped after {rep + 1} repetitions: the speedup's interval already lies below "
-                    f"{self.to_beat:.3g}x, the speedup it had to beat"
-                )
+            outrun = _outrun(samples, rep + 1, self.to_beat)
+            if outrun:
+                self.notes.append(f"timing stopped after {rep + 1} repetitions: {outrun}")
                 break
         machine_after = snapshot(child)
         self.machine = (machine_before, machine_after, calibrated_before, self._calibrate())
@@ -717,14 +716,23 @@ class _Verification:
         )
 
 
-def _outrun(samples: dict[str, list[float]], reps: int, to_beat: float | None) -> bool:
-    """Whether the candidate, after at least :data:`_MIN_REPS` repetitions, is already known to be
-    slower than ``to_beat`` (its speedup interval lies wholly below): more repetitions would only
-    narrow the interval of a verdict that cannot become the best (looked at every few repetitions,
-    with a quick bootstrap)."""
+def _outrun(samples: dict[str, list[float]], reps: int, to_beat: float | None) -> str:
+    """Why the candidate cannot clear ``to_beat``, or '' while it may: after :data:`_MIN_REPS`
+    repetitions its speedup interval lies wholly below it; after :data:`_PRECISE_REPS` its speedup
+    itself is not above it (the interval's bottom, which would have to clear the bar, lies below
+    the speedup, so only a speedup that moved up could). More repetitions would only narrow the
+    interval of a verdict that cannot matter (looked at every few repetitions, quick bootstrap)."""
     if to_beat is None or reps < _MIN_REPS or reps % _PRECISION_EVERY:
-        return False
-    return bootstrap_speedup(samples["reference"], samples["candidate"], resamples=500).high < to_beat
+        return ""
+    speedup = bootstrap_speedup(samples["reference"], samples["candidate"], resamples=500)
+    if speedup.high < to_beat:
+        return f"the speedup's interval already lies below {to_beat:.3g}x, the speedup it had to beat"
+    if reps >= _PRECISE_REPS and speedup.value <= to_beat:
+        return (
+            f"the speedup, {speedup.value:.3g}x, is not above {to_beat:.3g}x, the speedup it had to beat "
+            "(its interval would have to lie wholly above it)"
+        )
+    return ""
 
 
 def _precise_enough(samples: dict[str, list[float]], reps: int, precision: float) -> bool:

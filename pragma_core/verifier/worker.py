@@ -70,7 +70,6 @@ def _serve(root: Path, writer: Any) -> int:
 
     from .. import native
     from ..child_run import load_candidate, load_task
-    from ..profiling.worker import output_difference
     from .inputs import construct, make_inputs, make_probe_inputs
     from .instrumentation import (
         POISON_VALUES,
@@ -302,6 +301,8 @@ def _serve(root: Path, writer: Any) -> int:
             # with other size constants), where the output is checked against the reference's:
             # a candidate that assumes the task's own sizes computes something else there.
             sized_ns, sized_model, sized_reference = task_ns, model, None
+            from ..profiling.worker import output_difference  # here: only a recording depends on it
+
             if request.get("program"):
                 sized_ns = {"__name__": "pragma_task", "__file__": str(root / "task.py")}
                 exec(compile(request["program"], str(root / "task.py"), "exec"), sized_ns)
