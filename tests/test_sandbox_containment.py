@@ -39,7 +39,7 @@ def contained_here():
         pytest.skip(reason)
 
 
-def run(tmp_path, code: str, *, writable=(), env=None, **limits):
+def run(tmp_path, code: str, *, writable=(), env=None, lock_down_later=False, **limits):
     child = SandboxedProcess(
         [sys.executable, "-c", textwrap.dedent(code)],
         cwd=tmp_path / "work",
@@ -47,6 +47,7 @@ def run(tmp_path, code: str, *, writable=(), env=None, **limits):
         limits=SandboxLimits(**limits),
         env=env or os.environ,
         writable=writable,
+        lock_down_later=lock_down_later,
     )
     with child:
         return child.finish()
@@ -147,16 +148,7 @@ def test_a_child_that_locks_down_later_is_writable_only_until_it_does(tmp_path):
             results["again"] = str(refused)
         print(json.dumps(results))
     """
-    child = SandboxedProcess(
-        [sys.executable, "-c", textwrap.dedent(code)],
-        cwd=tmp_path / "work",
-        log_dir=tmp_path / "logs",
-        limits=SandboxLimits(),
-        env=child_environment(1),
-        lock_down_later=True,
-    )
-    with child:
-        outcome = child.finish()
+    outcome = run(tmp_path, code, env=child_environment(1), lock_down_later=True)
     assert outcome.returncode == 0 and outcome.files_isolated, outcome.stderr
     results = json.loads(outcome.stdout)
     try:
@@ -170,16 +162,7 @@ def test_a_child_that_locks_down_later_is_writable_only_until_it_does(tmp_path):
 
 
 def test_a_child_that_never_asks_is_not_locked_down_and_ends_normally(tmp_path):
-    child = SandboxedProcess(
-        [sys.executable, "-c", "import sys; sys.exit(3)"],
-        cwd=tmp_path / "work",
-        log_dir=tmp_path / "logs",
-        limits=SandboxLimits(),
-        env=child_environment(1),
-        lock_down_later=True,
-    )
-    with child:
-        outcome = child.finish()
+    outcome = run(tmp_path, "import sys; sys.exit(3)", lock_down_later=True)
     assert outcome.returncode == 3 and not outcome.timed_out
 
 
