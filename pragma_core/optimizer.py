@@ -476,12 +476,11 @@ class _Loop:
         kept (still noisy if the machine stayed busy, which keeps it from replacing a best). When
         the run profiles, the verifier's child also records the kernel calls the profilers replay,
         at the sizes each profiles, so profiling starts no child of its own to import torch
-        again. Timing stops early for a
-        candidate clearly slower than the best or than the reference
-        (:func:`~pragma_core.statistics.bar_to_beat`)."""
+        again. Timing stops early for a candidate clearly slower than the best or than the
+        reference (:func:`~pragma_core.statistics.bar_to_beat`)."""
         from .profiling.targets import remember_recording
 
-        keep = {staging / f"recording-{number}": sized for number, sized in enumerate(self.recording_tasks)}
+        keep = {staging / f"recording-{index}": sized for index, sized in enumerate(self.recording_tasks)}
         settings = self.settings.verify
         to_beat = bar_to_beat(best.verdict if best else None)
 

@@ -345,6 +345,7 @@ class SandboxedProcess:
             preexec_fn=functools.partial(_limit_child, limits.address_space_bytes, limits.cpu_limit_s),
         )
         self._timed_out = False
+        self._exited = False
 
     # -- talking to the child -------------------------------------------------------------------
 
@@ -428,6 +429,9 @@ class SandboxedProcess:
         return self
 
     def __exit__(self, *exc_info: object) -> None:
+        if self._exited:
+            return
+        self._exited = True
         self._kill()
         self._process.wait()
         self._close_files()

@@ -116,8 +116,9 @@ def verify(
     default a private folder is used and removed afterwards. ``on_phase`` hears where the check
     goes after building the candidate: ``"verifying"`` (the correctness trials), ``"timing"``,
     then ``"finishing"`` (the re-check on fresh inputs, the last checks, recordings for profiling:
-    nothing timed from there on, so a caller may start other work). ``keep_recordings``, for a candidate found correct, maps folders to
-    tasks: each folder receives the child's recording of one forward's native calls on its task
+    nothing timed from there on, so a caller may start other work). ``keep_recordings``, for a
+    candidate found correct, maps folders to tasks: each folder receives the child's recording of
+    one forward's native calls on its task
     (``task`` itself, or ``task`` at a profiler's smaller sizes, where the candidate's output is
     checked against the reference's first), for profiling it without another child
     (:func:`pragma_core.profiling.targets.remember_recording`); nothing is written where the
@@ -226,9 +227,8 @@ class _Verification:
         self.trial_results: list[Comparison] = []  # each trial's comparison, for the verdict's errors
         self.rng = random.Random()  # which timed calls are checked: never derivable from the seeds
         self.uncalled = 0  # timed candidate calls that called no compiled kernel
-        self.record = dict(
-            record or {}
-        )  # folder -> task program (None: the task's own) to record a correct candidate at
+        # folder -> task program (None: the task's own) to record a correct candidate at
+        self.record = dict(record or {})
         self.to_beat = to_beat  # timing may stop once the candidate is clearly slower than this
         self.machine: tuple[Snapshot, Snapshot, list[float], list[float]] | None = None  # around the timing
         self.forward_limit = settings.forward_limit_s(references.call_ms)
