@@ -179,7 +179,7 @@ class Task:
     source: str = attrs.field(validator=v.instance_of(str))
     path: Path | None = attrs.field(default=None, converter=_optional_path)
     category: Category = attrs.field(converter=Category)
-    sizes: dict[str, int | float] = attrs.field(factory=dict)
+    sizes: dict[str, Any] = attrs.field(factory=dict)
     level: int | None = attrs.field(default=None, validator=v.optional(v.ge(1)))
     problem_id: int | None = attrs.field(default=None, validator=v.optional(v.ge(0)))
     analysis: TaskAnalysis | None = None
@@ -359,7 +359,7 @@ class Profile:
     raw_paths: tuple[str, ...] = attrs.field(default=(), converter=frozen_strings)
     notes: tuple[str, ...] = attrs.field(default=(), converter=frozen_strings)
     not_collected: dict[str, str] = attrs.field(factory=dict)
-    sizes: dict[str, int | float] = attrs.field(factory=dict)
+    sizes: dict[str, Any] = attrs.field(factory=dict)
 
     def get(self, name: str, kernel: str | None = None) -> Metric | None:
         """The first metric of that name (and kernel, when given), or None."""

@@ -18,6 +18,7 @@ written by a model never do (they run in the sandbox).
 from __future__ import annotations
 
 import ast
+import operator
 import re
 import sys
 from collections.abc import Iterable, Mapping
@@ -122,8 +123,8 @@ def sizes_per_file(files: Iterable[Path], sizes: Mapping[str, Any], *, where: Pa
         unused -= set(plan[path])
     if unused:
         raise SizeOverrideError(
-            f"{where}: size override {', '.join(sorted(unused))}: no task there has a module-level int or "
-            "float constant of that name"
+            f"{where}: size override {', '.join(sorted(unused))}: no task there has a module-level size "
+            "constant of that name"
         )
     return plan
 
@@ -141,8 +142,14 @@ def task_namespace(task: Task) -> dict[str, Any]:
 # -- size constants -----------------------------------------------------------------------------
 
 
-def size_constants(source: str) -> dict[str, int | float]:
-    """Module-level ``NAME = <int or float literal>`` assignments, the sizes ``--set`` can change."""
+def size_constants(source: str) -> dict[str, Any]:
+    """Module-level ``NAME = <constant expression>`` assignments, the sizes ``--set`` can change.
+
+    A constant expression is a literal (number, boolean, string, ``None``), a tuple or list of
+    them, or arithmetic on them: ``dim = 16384 * 4`` and ``input_shape = (4096,)`` are size
+    constants; ``rows = batch_size * 2`` names another constant, so it is derived and follows that
+    one when it changes.
+    """
     return {name: value for name, (value, _node) in _constant_nodes(ast.parse(source)).items()}
 
 
@@ -158,8 +165,9 @@ def parse_size_assignments(assignments: Iterable[str]) -> dict[str, str]:
     return sizes
 
 
-def apply_sizes(source: str, sizes: Mapping[str, int | float], *, path: Path | None = None) -> str:
-    """The source with each named constant's literal replaced; formatting and comments are kept."""
+def apply_sizes(source: str, sizes: Mapping[str, Any], *, path: Path | None = None) -> str:
+    """The source with each named constant's expression replaced by the value's literal; formatting
+    and comments are kept. A list given for a tuple constant (as JSON stores it) is written as a tuple."""
     if not sizes:
         return source
     nodes = _constant_nodes(ast.parse(source), every=True)
@@ -168,7 +176,7 @@ def apply_sizes(source: str, sizes: Mapping[str, int | float], *, path: Path | N
     for name, value in sizes.items():
         if name not in nodes:
             raise SizeOverrideError(_unknown_size_message(path, name, source))
-        edits += [(node, repr(value)) for node in nodes[name]]
+        edits += [(node, _source_text(value, like=node)) for node in nodes[name]]
     # Replace from the end so earlier offsets stay valid.
     for node, text in sorted(edits, key=lambda edit: (edit[0].lineno, edit[0].col_offset), reverse=True):
         start, end = node.lineno - 1, node.end_lineno - 1
@@ -176,6 +184,12 @@ def apply_sizes(source: str, sizes: Mapping[str, int | float], *, path: Path | N
         tail = lines[end][_char_offset(lines[end], node.end_col_offset) :]
         lines[start : end + 1] = [head + text + tail]
     return "".join(lines)
+
+
+def _source_text(value: Any, *, like: ast.expr) -> str:
+    if isinstance(value, list) and isinstance(like, ast.Tuple):
+        value = tuple(value)
+    return repr(value)
 
 
 def _constant_nodes(module: ast.Module, *, every: bool = False) -> dict[str, Any]:
@@ -188,8 +202,11 @@ def _constant_nodes(module: ast.Module, *, every: bool = False) -> dict[str, Any
             target, value_node = statement.target, statement.value
         else:
             continue
-        value = _number(value_node)
-        if not isinstance(target, ast.Name) or value is None:
+        if not isinstance(target, ast.Name):
+            continue
+        try:
+            value = constant_value(value_node)
+        except ValueError:
             continue
         if every:
             found.setdefault(target.id, []).append(value_node)
@@ -198,15 +215,48 @@ def _constant_nodes(module: ast.Module, *, every: bool = False) -> dict[str, Any
     return found
 
 
-def _number(node: ast.expr) -> int | float | None:
-    sign = 1
+_ARITHMETIC: dict[type, Any] = {
+    ast.Add: operator.add,
+    ast.Sub: operator.sub,
+    ast.Mult: operator.mul,
+    ast.Div: operator.truediv,
+    ast.FloorDiv: operator.floordiv,
+    ast.Mod: operator.mod,
+    ast.Pow: operator.pow,
+}
+_LARGEST_SEQUENCE = 1_000_000
+"""A size literal never builds a longer list or string (``[0] * 10**9`` is refused, not built)."""
+
+
+def constant_value(node: ast.expr) -> Any:
+    """The value of a constant expression (see :func:`size_constants`); ``ValueError`` otherwise.
+
+    Nothing is executed: the tree is evaluated here, and powers and repeated sequences are bounded.
+    """
+    if isinstance(node, ast.Constant) and not isinstance(node.value, bytes):
+        return node.value
+    if isinstance(node, (ast.Tuple, ast.List)):
+        items = [constant_value(item) for item in node.elts]
+        return tuple(items) if isinstance(node, ast.Tuple) else items
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
-        sign = -1 if isinstance(node.op, ast.USub) else 1
-        node = node.operand
-    value = node.value if isinstance(node, ast.Constant) else None
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        return sign * value
-    return None
+        operand = constant_value(node.operand)
+        if isinstance(operand, bool) or not isinstance(operand, (int, float)):
+            raise ValueError("a sign applies to a number")
+        return -operand if isinstance(node.op, ast.USub) else operand
+    if isinstance(node, ast.BinOp) and type(node.op) in _ARITHMETIC:
+        left, right = constant_value(node.left), constant_value(node.right)
+        if isinstance(node.op, ast.Pow) and (not isinstance(right, (int, float)) or abs(right) > 64):
+            raise ValueError("an exponent must be a number of at most 64")
+        if isinstance(node.op, ast.Mult) and isinstance(left, int) and isinstance(right, (list, tuple, str)):
+            left, right = right, left
+        if isinstance(node.op, ast.Mult) and isinstance(left, (list, tuple, str)) and isinstance(right, int):
+            if len(left) * right > _LARGEST_SEQUENCE:
+                raise ValueError("a repeated sequence that long is not a size")
+        try:
+            return _ARITHMETIC[type(node.op)](left, right)
+        except (TypeError, ArithmeticError, OverflowError) as error:
+            raise ValueError(str(error)) from None
+    raise ValueError(f"not a constant expression: {ast.unparse(node)}")
 
 
 def _char_offset(line: str, byte_offset: int) -> int:
@@ -214,36 +264,76 @@ def _char_offset(line: str, byte_offset: int) -> int:
     return len(line.encode("utf-8")[:byte_offset].decode("utf-8", errors="replace"))
 
 
-def _typed_sizes(path: Path, source: str, sizes: Mapping[str, Any]) -> dict[str, int | float]:
+def _typed_sizes(path: Path, source: str, sizes: Mapping[str, Any]) -> dict[str, Any]:
     if not sizes:
         return {}
     constants = _constants_in(path, source)
-    typed: dict[str, int | float] = {}
+    typed: dict[str, Any] = {}
     for name, raw in sizes.items():
         if name not in constants:
             raise SizeOverrideError(_unknown_size_message(path, name, source))
-        kind = type(constants[name])
-        typed[name] = _convert(path, name, raw, kind)
+        typed[name] = _convert(path, name, raw, constants[name])
     return typed
 
 
-def _convert(path: Path, name: str, raw: Any, kind: type) -> int | float:
+def _convert(path: Path, name: str, raw: Any, original: Any) -> Any:
+    """``raw`` (text from ``--set``, or a value) as a value of the kind ``original`` is."""
     where = f"{path}: size override {name}={raw}"
-    if isinstance(raw, bool):
-        raise SizeOverrideError(f"{where}: {name} is a {kind.__name__} constant, not a boolean")
-    if isinstance(raw, (int, float)) and not isinstance(raw, str):
-        if kind is int and isinstance(raw, float) and not raw.is_integer():
-            raise SizeOverrideError(f"{where}: {name} is an int constant; give a whole number")
-        return kind(raw)
-    text = str(raw).strip()
-    try:
-        return int(text) if kind is int else float(text)
-    except ValueError:
-        example = "16" if kind is int else "0.5"
-        article = "an" if kind is int else "a"
-        raise SizeOverrideError(
-            f"{where}: {name} is {article} {kind.__name__} constant; give a number such as {name}={example}"
-        ) from None
+    kind = _kind(original)
+    example = f"{name}={_example(original)}"
+    value = raw
+    if isinstance(raw, str) and not isinstance(original, str):
+        try:
+            value = constant_value(ast.parse(raw.strip(), mode="eval").body)
+        except (SyntaxError, ValueError):
+            raise SizeOverrideError(
+                f"{where}: {name} is {kind} constant; give {_what(original)} such as {example}"
+            ) from None
+    if isinstance(original, bool) or original is None:
+        if original is not None and not isinstance(value, bool):
+            raise SizeOverrideError(f"{where}: {name} is a boolean constant; give True or False")
+        return value
+    if isinstance(value, bool):
+        raise SizeOverrideError(f"{where}: {name} is {kind} constant, not a boolean")
+    if isinstance(original, int):
+        if isinstance(value, float) and value.is_integer():
+            return int(value)
+        if isinstance(value, float):
+            raise SizeOverrideError(f"{where}: {name} is an int constant; give a whole number such as {example}")
+    if isinstance(original, (int, float)) and isinstance(value, (int, float)):
+        return type(original)(value)
+    if isinstance(original, (tuple, list)) and isinstance(value, (tuple, list)):
+        return type(original)(value)
+    if isinstance(original, str) and isinstance(value, str):
+        return value
+    raise SizeOverrideError(f"{where}: {name} is {kind} constant; give {_what(original)} such as {example}")
+
+
+def _kind(value: Any) -> str:
+    name = type(value).__name__
+    return f"an {name}" if name[0] in "aeiou" else f"a {name}"
+
+
+def _what(value: Any) -> str:
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return "a number"
+    if isinstance(value, (tuple, list)):
+        return f"a {type(value).__name__}"
+    return "a Python literal"
+
+
+def _example(value: Any) -> str:
+    if isinstance(value, bool):
+        return "True"
+    if isinstance(value, int):
+        return "16"
+    if isinstance(value, float):
+        return "0.5"
+    if isinstance(value, tuple):
+        return "(64,)" if len(value) == 1 else repr(tuple(16 for _ in value)).replace(" ", "")
+    if isinstance(value, list):
+        return repr([16 for _ in value]).replace(" ", "")
+    return repr(value)
 
 
 def _unknown_size_message(path: Path | None, name: str, source: str) -> str:
@@ -253,19 +343,20 @@ def _unknown_size_message(path: Path | None, name: str, source: str) -> str:
         known = "unknown"
     where = f"{path}: " if path else ""
     return (
-        f"{where}size override {name}: the task has no module-level int or float constant named {name!r}; "
+        f"{where}size override {name}: the task has no module-level size constant (a number, tuple or other "
+        f"literal) named {name!r}; "
         f"its size constants are: {known}"
     )
 
 
-def _constants_in(path: Path, source: str) -> dict[str, int | float]:
+def _constants_in(path: Path, source: str) -> dict[str, Any]:
     try:
         return size_constants(source)
     except SyntaxError as error:
         raise TaskError(_syntax_message(path, error)) from None
 
 
-def _constants_of(path: Path) -> dict[str, int | float]:
+def _constants_of(path: Path) -> dict[str, Any]:
     try:
         return size_constants(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, SyntaxError):

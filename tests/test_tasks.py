@@ -119,6 +119,37 @@ def test_size_constants_are_module_level_int_and_float_literals():
     assert size_constants(GOOD) == {"batch_size": 16, "dim": 32, "scale": 0.5}
 
 
+def test_size_constants_include_tuples_and_constant_arithmetic_as_kernelbench_writes_them():
+    source = (
+        "N = 2048 * 2\ninput_shape = (8192 * 2,)\nlayers = [1024] * 3\nflag = False\nname = 'x'\n"
+        "derived = N * 2\nbias_shape = (N, 1)\nhuge = [0] * 10**9\ncall = f(3)\n"
+    )
+    assert size_constants(source) == {
+        "N": 4096,
+        "input_shape": (16384,),
+        "layers": [1024, 1024, 1024],
+        "flag": False,
+        "name": "x",
+    }
+
+
+def test_set_takes_python_literals_and_keeps_the_constant_kind(tmp_path):
+    path = write(
+        tmp_path,
+        GOOD.replace("batch_size = 16   # rows", "batch_size = 8 * 2   # rows").replace(
+            "scale = 0.5", "scale = 0.5\nshape = (32,)"
+        ).replace("torch.rand(batch_size, dim)", "torch.rand(batch_size, *shape)"),
+    )
+    task = load_task(path, {"batch_size": "2 * 3", "shape": "(4,)"})
+    assert task.sizes == {"batch_size": 6, "shape": (4,)}
+    assert task.analysis.inputs[0].shape == (6, 4)
+    assert "batch_size = 6   # rows" in task_program(task)
+    # A record stores a tuple as a JSON list; the program still gets a tuple.
+    assert "shape = (5,)" in apply_sizes(task.source, {"shape": [5]})
+    with pytest.raises(SizeOverrideError, match=r"shape is a tuple constant; give a tuple such as shape=\(64,\)"):
+        load_task(path, {"shape": "4"})
+
+
 def test_size_override_changes_shapes_including_derived_values(tmp_path):
     path = write(tmp_path, GOOD)
     task = load_task(path, {"batch_size": "4", "scale": 2})

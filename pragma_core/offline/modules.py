@@ -6,6 +6,7 @@ same seed) and whose forward calls the kernels.
 from __future__ import annotations
 
 import ast
+import copy
 import json
 import textwrap
 from collections.abc import Mapping, Sequence
@@ -54,11 +55,8 @@ def candidate_module(
     forward = _method(model, "forward")
     if forward is None:
         raise NotRecognized(f"{context.task_key}: Model has no forward")
-    source_lines = context.task_source.splitlines()
     init_source = (
-        textwrap.dedent("\n".join(source_lines[init.lineno - 1 : init.end_lineno]))
-        if init is not None
-        else "def __init__(self, *args, **kwargs):\n    super().__init__()"
+        _own_constructor(init) if init is not None else "def __init__(self, *args, **kwargs):\n    super().__init__()"
     )
     forward_args = ast.unparse(forward.args)
     constants = _constants_used(tree, init) if init is not None else []
@@ -98,6 +96,27 @@ def read_marker(source: str) -> dict[str, Any] | None:
                 return None
             return value if isinstance(value, dict) and "family" in value else None
     return None
+
+
+def _own_constructor(init: ast.FunctionDef) -> str:
+    """``Model.__init__`` as ``ModelNew``'s own: ``super(Model, self)``, which 245 of KernelBench's
+    250 files write, becomes ``super()`` (``ModelNew`` names no reference class: the verifier
+    rejects one that does as reference reuse)."""
+
+    class ZeroArgumentSuper(ast.NodeTransformer):
+        def visit_Call(self, node: ast.Call) -> ast.Call:
+            self.generic_visit(node)
+            if (
+                isinstance(node.func, ast.Name)
+                and node.func.id == "super"
+                and node.args
+                and isinstance(node.args[0], ast.Name)
+                and node.args[0].id == "Model"
+            ):
+                node.args = []
+            return node
+
+    return ast.unparse(ZeroArgumentSuper().visit(copy.deepcopy(init)))
 
 
 def _method(cls: ast.ClassDef, name: str) -> ast.FunctionDef | None:
