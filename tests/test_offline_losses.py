@@ -15,10 +15,11 @@ from pragma_core.offline.modules import read_marker
 from pragma_core.offline.recipe import GenerationContext
 from pragma_core.offline.recipes.losses import LossRecipe
 
-from .conftest import EXAMPLES
+from .conftest import EXAMPLES, REPO
 from .offline_support import agrees_with_reference, verified_in_sandbox
 
 TASKS = Path(__file__).parent / "data" / "offline_tasks" / "loss"
+KERNELBENCH = REPO.parent / "shared" / "kernelbench" / "level1"
 FAST = {"parallel": True, "simd": True, "accumulators": 4, "fast_math": True, "chunk": 0}
 # odd sizes: tails after the unrolled accumulators and after the last full segment
 ROWS, COLS = {"batch_size": 37}, {"dim": 4099, "num_classes": 1001, "length": 333, "channels": 3}
@@ -38,14 +39,19 @@ VARIANTS = {
     "kl_div_sum_module": (TASKS / "kl_div_sum_module.py", "kl_div (sum)"),
     "cross_entropy_sum": (TASKS / "cross_entropy_sum.py", "cross entropy over class rows (sum)"),
     "cross_entropy_ignore": (TASKS / "cross_entropy_ignore.py", "cross entropy over class rows (mean)"),
+    "triplet_margin": (KERNELBENCH / "99_TripletMarginLoss.py", "triplet margin loss over rows of 4099 (p=2, mean)"),
 }
 
 
 def small(path: Path):
+    if not path.exists():
+        pytest.skip(f"{path} is not here: KernelBench is read from the checkout beside this one")
     source = path.read_text()
     sizes = {k: v for k, v in {**ROWS, **COLS}.items() if f"\n{k} = " in source}
     if path.name == "hinge_outer.py":
         sizes = {"batch_size": 301}
+    if path.name == "99_TripletMarginLoss.py":  # rows one element longer than a segment
+        sizes = {**ROWS, "input_shape": (COLS["dim"],)}
     return load_task(path, sizes)
 
 
@@ -58,7 +64,7 @@ def candidate(task, knobs):
     return match, recipe.generate(match, knobs, context)
 
 
-PLAIN_TOO = list(VARIANTS)[:8]
+PLAIN_TOO = [*list(VARIANTS)[:8], "triplet_margin"]
 CASES = [pytest.param(v, {}, id=f"default-{v}") for v in PLAIN_TOO] + [
     pytest.param(v, FAST, id=f"fast-{v}") for v in VARIANTS
 ]
@@ -76,7 +82,7 @@ def test_candidate_matches_the_reference(variant, knobs):
     agrees_with_reference(task, source)
 
 
-@pytest.mark.parametrize("variant", ["hinge_outer", "cross_entropy_ignore"])
+@pytest.mark.parametrize("variant", ["hinge_outer", "cross_entropy_ignore", "triplet_margin"])
 def test_other_knob_combinations_are_correct(variant):
     task = small(VARIANTS[variant][0])
     knobs = {"parallel": True, "simd": False, "accumulators": 8, "fast_math": False, "chunk": 4}
@@ -84,13 +90,17 @@ def test_other_knob_combinations_are_correct(variant):
     agrees_with_reference(task, source)
 
 
-@pytest.mark.parametrize("knobs", [{}, FAST], ids=["default", "fast"])
-def test_the_sandboxed_verifier_says_correct(knobs):
+@pytest.mark.parametrize(
+    "variant, knobs",
+    [("cross_entropy", {}), ("cross_entropy", FAST), ("triplet_margin", FAST)],
+    ids=["default", "fast", "triplet-fast"],
+)
+def test_the_sandboxed_verifier_says_correct(variant, knobs):
     """One run of the real verifier per knob extreme, on KernelBench's cross entropy (integer
-    targets, a log-sum-exp per class row, where fast-math matters); every other variant and knob
-    setting is checked in process by ``test_candidate_matches_the_reference`` and
-    ``test_other_knob_combinations_are_correct``."""
-    task = small(VARIANTS["cross_entropy"][0])
+    targets, a log-sum-exp per class row, where fast-math matters), and one on its triplet margin
+    loss (an nn module, three inputs); every other variant and knob setting is checked in process by
+    ``test_candidate_matches_the_reference`` and ``test_other_knob_combinations_are_correct``."""
+    task = small(VARIANTS[variant][0])
     verified_in_sandbox(task, candidate(task, knobs)[1])
 
 
@@ -160,3 +170,65 @@ def test_other_references_are_not_claimed(tmp_path, expression, inputs):
 
 def test_a_per_row_mean_task_is_not_claimed():
     assert LossRecipe().match(trace_reference(load_task(TASKS / "not_a_loss.py"))) is None
+
+
+TRIPLET_TASK = """
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.loss = nn.TripletMarginLoss(margin=0.5, p=1, eps=1e-3, swap=True, reduction="sum")
+
+    def forward(self, anchor, positive, negative):
+        return {expression}
+
+
+def get_inputs():
+    return [{inputs}]
+
+
+def get_init_inputs():
+    return []
+"""
+SAME = "torch.randn(3, 11, 129), torch.randn(3, 11, 129), torch.randn(3, 11, 129)"
+
+
+@pytest.mark.parametrize(
+    "expression, summary",
+    [
+        ("self.loss(anchor, positive, negative)", "triplet margin loss over rows of 129 (p=1, swap, sum)"),
+        ("F.triplet_margin_loss(anchor, positive, negative, 2.0)", "triplet margin loss over rows of 129 (p=2, mean)"),
+    ],
+    ids=["module-p1-swap-sum", "functional-margin-2"],
+)
+def test_triplet_margin_loss_with_other_settings_and_rank_3(tmp_path, expression, summary):
+    path = tmp_path / "task.py"
+    path.write_text(TRIPLET_TASK.format(expression=expression, inputs=SAME))
+    task = load_task(path)
+    for knobs in ({}, FAST):
+        match, source = candidate(task, knobs)
+        assert match.summary == summary
+        agrees_with_reference(task, source)
+
+
+@pytest.mark.parametrize(
+    "expression, inputs",
+    [
+        ("F.triplet_margin_loss(anchor, positive, negative, reduction='none')", SAME),  # per row
+        ("F.triplet_margin_loss(anchor, positive, negative, p=3)", SAME),
+        ("F.triplet_margin_loss(anchor * 2, positive, negative)", SAME),  # an input computed first
+        (
+            "F.triplet_margin_loss(anchor, positive, negative)",
+            "torch.randn(3, 129), torch.randn(1, 129), torch.randn(3, 129)",
+        ),
+    ],
+    ids=["no-reduction", "p-3", "computed-anchor", "broadcast"],
+)
+def test_triplet_margin_near_misses_are_not_claimed(tmp_path, expression, inputs):
+    path = tmp_path / "task.py"
+    path.write_text(TRIPLET_TASK.format(expression=expression, inputs=inputs))
+    assert LossRecipe().match(trace_reference(load_task(path))) is None

@@ -14,17 +14,24 @@ Two shapes of reference are recognized, both ending in a 0-d float32 result:
   Rows run in parallel; one pass over each row by blocks of :data:`CLASS_BLOCK` logits takes
   the block's maximum, rescales the running sum when the maximum grows, then adds the block's
   ``exp(x - max)``.
+* **triplet margin loss**: ``nn.TripletMarginLoss`` or ``F.triplet_margin_loss(anchor, positive,
+  negative)`` on float32 inputs of one shape (rows of the last dim), any ``margin`` and ``eps``,
+  ``p`` 1 or 2, with or without ``swap``, ``mean`` or ``sum``. Rows run in parallel; one pass over
+  each row sums the p-th powers of ``|a - p + eps|`` and ``|a - n + eps|`` together (float over
+  segments of :data:`SEGMENT`, added in double), then ``max(margin + d(a, p) - d(a, n), 0)``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+import math
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import torch
 
+from .. import graph as _graph
 from ..graph import Node, OpGraph, Ref
-from ..modules import candidate_module
+from ..modules import candidate_module, forward_argument
 from ..recipe import GenerationContext, Knob, Match
 from .elementwise import ELEMENTWISE_OPS, UNARY, c_float, elementwise_expression
 
@@ -39,6 +46,13 @@ CLASS_BLOCK = 256
 _FLOAT32, _INT64 = "torch.float32", "torch.int64"
 _LOSS_OPS = {"mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss", "kl_div"}
 _LEGACY_ARGS = ("size_average", "reduce", "weight")  # must be None: the old and weighted forms
+_TRIPLET_NORMS = {1: "std::fabs(d)", 2: "d * d"}  # p: the term a distance sums
+
+# The graph reads a module as the functional op it runs; the loss module is added here, with its
+# family, to that table (``graph._MODULES``), which keeps the modules every other family reads.
+_graph._MODULES.setdefault(
+    torch.nn.TripletMarginLoss, ("triplet_margin_loss", ("margin", "p", "eps", "swap", "reduction"), ())
+)
 
 
 class LossRecipe:
@@ -62,12 +76,16 @@ class LossRecipe:
             return None
         if final.op == "cross_entropy":
             return _match_cross_entropy(graph, final)
+        if final.op == "triplet_margin_loss":
+            return _match_triplet_margin(graph, final)
         return _match_elementwise_loss(graph, final)
 
     def generate(self, match: Match, knobs: Mapping[str, Any], context: GenerationContext) -> str:
         knobs = {name: knobs.get(name, knob.default) for name, knob in self.knobs.items()}
         if match.facts["kind"] == "cross_entropy":
             cpp, forward = _cross_entropy_source(match.facts, knobs)
+        elif match.facts["kind"] == "triplet_margin":
+            cpp, forward = _triplet_margin_source(match.facts, knobs, context)
         else:
             cpp, forward = _elementwise_loss_source(match.facts, knobs, context.graph)
         flags = (["-ffast-math"] if knobs["fast_math"] else []) + ([] if knobs["simd"] else ["-fno-tree-vectorize"])
@@ -105,6 +123,39 @@ def _match_cross_entropy(graph: OpGraph, node: Node) -> Match | None:
             "targets": targets.name,
             "reduction": reduction,
             "ignore_index": ignore_index,
+        },
+    )
+
+
+def _match_triplet_margin(graph: OpGraph, node: Node) -> Match | None:
+    triplet = [graph.node(a) for a in node.args[:3]]
+    if len(graph.ops) != 1 or len(triplet) != 3:
+        return None
+    shape = triplet[0].shape if triplet[0] is not None else None
+    for tensor in triplet:
+        if tensor is None or tensor.op != "input" or tensor.shape != shape or str(tensor.dtype) != _FLOAT32:
+            return None
+    if not shape or 0 in shape:
+        return None
+    margin, norm, eps = node.arg(3, "margin", 1.0), node.arg(4, "p", 2), node.arg(5, "eps", 1e-6)
+    swap, reduction = node.arg(6, "swap", False), node.arg(9, "reduction", "mean")
+    if node.arg(7, "size_average") is not None or node.arg(8, "reduce") is not None:
+        return None
+    if any(isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) for v in (margin, norm, eps)):
+        return None
+    if norm not in _TRIPLET_NORMS or not isinstance(swap, bool) or reduction not in ("mean", "sum"):
+        return None
+    return Match(
+        family="loss",
+        summary=f"triplet margin loss over rows of {shape[-1]} (p={int(norm)}{', swap' if swap else ''}, {reduction})",
+        facts={
+            "kind": "triplet_margin",
+            "inputs": [graph.inputs.index(t.name) for t in triplet if t is not None],
+            "margin": float(margin),
+            "p": int(norm),
+            "eps": float(eps),
+            "swap": swap,
+            "reduction": reduction,
         },
     )
 
@@ -484,6 +535,92 @@ extern "C" void cross_entropy(const float* __restrict__ logits, const int64_t* _
     return cpp, forward
 
 
+# -- generating: triplet margin loss --------------------------------------------------------------
+
+
+def _triplet_margin_source(
+    facts: Mapping[str, Any], knobs: Mapping[str, Any], context: GenerationContext
+) -> tuple[str, str]:
+    pairs = [("to_positive", "a", "pos"), ("to_negative", "a", "neg")]
+    if facts["swap"]:
+        pairs.append(("positive_to_negative", "pos", "neg"))
+
+    def term(x: str, y: str) -> Callable[[str], str]:
+        return lambda j: f"term({x}[{j}] - {y}[{j}] + EPS)"
+
+    sums = _reductions(
+        folds=[(f"{name}_part", term(x, y)) for name, x, y in pairs],
+        begin="b",
+        end="e",
+        init="0.0f",
+        combine="+",
+        knobs=knobs,
+    )
+    distance = "std::sqrt({})" if facts["p"] == 2 else "{}"
+    row = [
+        "const float* __restrict__ a = anchor + r * cols;",
+        "const float* __restrict__ pos = positive + r * cols;",
+        "const float* __restrict__ neg = negative + r * cols;",
+        f"double {', '.join(f'{name} = 0.0' for name, _, _ in pairs)};",
+        "for (int64_t b = 0; b < cols; b += SEGMENT) {",
+        "    const int64_t e = b + SEGMENT < cols ? b + SEGMENT : cols;",
+        *("    " + line for line in sums),
+        *(f"    {name} += (double){name}_part;" for name, _, _ in pairs),
+        "}",
+        f"const double near = {distance.format('to_positive')};",
+        f"double far = {distance.format('to_negative')};",
+        *(
+            [
+                f"const double swapped = {distance.format('positive_to_negative')};",
+                "far = swapped < far ? swapped : far;",
+            ]
+            if facts["swap"]
+            else []
+        ),
+        "const double loss = MARGIN + near - far;",
+        "total += loss > 0.0 ? loss : 0.0;",
+    ]
+    body = "\n".join("        " + line for line in row)
+    cpp = f"""
+#include <cmath>
+#include <cstdint>
+
+static inline float term(float d) {{ return {_TRIPLET_NORMS[facts["p"]]}; }}
+
+// Triplet margin loss of (rows, cols) anchors, positives and negatives: per row the p-norm distances
+// of a - pos + eps and a - neg + eps (segments of SEGMENT elements summed in float, added in double),
+// then max(margin + d(a, pos) - d(a, neg), 0); out[0] = the sum over rows / divisor.
+extern "C" void triplet_margin_loss(const float* __restrict__ anchor, const float* __restrict__ positive,
+                                    const float* __restrict__ negative, float* __restrict__ out, int64_t rows,
+                                    int64_t cols, double divisor, int64_t chunk) {{
+    const int64_t SEGMENT = {SEGMENT};
+    const float EPS = {c_float(facts["eps"])};
+    const double MARGIN = {facts["margin"]!r};
+    (void)chunk;
+    double total = 0.0;
+    {_omp_for(knobs, "reduction(+:total)")}
+    for (int64_t r = 0; r < rows; ++r) {{
+{body}
+    }}
+    out[0] = (float)(total / divisor);
+}}
+"""
+    names = [forward_argument(context, index) for index in facts["inputs"]]
+    anchor = names[0]
+    forward = "\n".join(
+        [
+            *[f"{name} = {name}.contiguous()" for name in dict.fromkeys(names)],
+            f"cols = {anchor}.shape[-1]",
+            f"rows = {anchor}.shape[:-1].numel()",
+            "out = torch.empty((), dtype=torch.float32)",
+            f"lib.triplet_margin_loss({', '.join(names)}, out, rows, cols, "
+            f"{'float(rows)' if facts['reduction'] == 'mean' else '1.0'}, {int(knobs['chunk'])})",
+            "return out",
+        ]
+    )
+    return cpp, forward
+
+
 # -- shared C pieces ------------------------------------------------------------------------------
 
 
@@ -507,28 +644,49 @@ def _reduction(
 ) -> list[str]:
     """C lines folding ``element(j)`` for j in [begin, end) into ``result`` (a float) with ``+`` or
     ``max``, over ``accumulators`` independent partial results; the main loop has no branches."""
+    return _reductions(folds=[(result, element)], begin=begin, end=end, init=init, combine=combine, knobs=knobs)
+
+
+def _reductions(
+    *,
+    folds: Sequence[tuple[str, Callable[[str], str]]],
+    begin: str,
+    end: str,
+    init: str,
+    combine: str,
+    knobs: Mapping[str, Any],
+) -> list[str]:
+    """:func:`_reduction` of several results in one loop: each ``(result, element)`` of ``folds``
+    folds its own ``element(j)`` into its own ``result``, so the elements are read once for all."""
     count = int(knobs["accumulators"])
-    partials = [f"{result}_{k}" for k in range(count)]
+    partials = {result: [f"{result}_{k}" for k in range(count)] for result, _ in folds}
 
     def fold(into: str, value: str) -> str:
         if combine == "+":
             return f"{into} += {value};"
         return f"{{ const float value = {value}; {into} = value > {into} ? value : {into}; }}"
 
-    lines = [f"float {', '.join(f'{p} = {init}' for p in partials)};"]
-    main_end = end if count == 1 else f"{result}_main_end"
+    lines = [f"float {', '.join(f'{p} = {init}' for p in names)};" for names in partials.values()]
+    main_end = end if count == 1 else f"{folds[0][0]}_main_end"
     if count > 1:
         lines.append(f"const int64_t {main_end} = {begin} + ({end} - {begin}) / {count} * {count};")
     if knobs["simd"]:
-        lines.append(f"#pragma omp simd reduction({'+' if combine == '+' else 'max'}:{', '.join(partials)})")
+        every = ", ".join(p for names in partials.values() for p in names)
+        lines.append(f"#pragma omp simd reduction({'+' if combine == '+' else 'max'}:{every})")
     lines.append(f"for (int64_t j = {begin}; j < {main_end}; j += {count}) {{")
-    lines += [f"    {fold(p, element('j' if k == 0 else f'j + {k}'))}" for k, p in enumerate(partials)]
+    lines += [
+        f"    {fold(partials[result][k], element('j' if k == 0 else f'j + {k}'))}"
+        for k in range(count)
+        for result, element in folds
+    ]
     lines.append("}")
     if count > 1:
-        lines.append(f"for (int64_t j = {main_end}; j < {end}; ++j) {fold(partials[0], element('j'))}")
-    if combine == "+":
-        lines.append(f"const float {result} = {' + '.join(partials)};")
-    else:
-        lines.append(f"float {result} = {partials[0]};")
-        lines += [f"{result} = {p} > {result} ? {p} : {result};" for p in partials[1:]]
+        tail = " ".join(fold(partials[result][0], element("j")) for result, element in folds)
+        lines.append(f"for (int64_t j = {main_end}; j < {end}; ++j) {tail if len(folds) == 1 else f'{{ {tail} }}'}")
+    for result, names in partials.items():
+        if combine == "+":
+            lines.append(f"const float {result} = {' + '.join(names)};")
+        else:
+            lines.append(f"float {result} = {names[0]};")
+            lines += [f"{result} = {p} > {result} ? {p} : {result};" for p in names[1:]]
     return lines
