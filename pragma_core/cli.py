@@ -120,6 +120,30 @@ def _availability(registry: PluginRegistry) -> list[dict[str, Any]]:
     return rows
 
 
+_FIT_OPTION = click.option(
+    "--fit-ms",
+    "fit_ms",
+    type=click.FloatRange(min=0, min_open=True),
+    default=None,
+    metavar="T",
+    help="Scale the size constants that shape the inputs, all by one factor, until the eager reference "
+    "takes about T ms here (after --set); the sizes used are printed and recorded.",
+)
+
+
+def _SET_OPTION(command: Any) -> Any:  # noqa: N802 - used as a decorator, like the click options
+    """``--set NAME=VALUE`` (any Python literal) and ``--fit-ms T``."""
+    command = _FIT_OPTION(command)
+    return click.option(
+        "--set",
+        "assignments",
+        multiple=True,
+        metavar="NAME=VALUE",
+        help="Override a module-level size constant of the task with a Python literal (batch_size=16, "
+        "'input_shape=(1024,)'). Repeatable.",
+    )(command)
+
+
 @cli.command("tasks")
 @click.argument("path", type=click.Path(path_type=Path))
 @click.option(
@@ -127,16 +151,19 @@ def _availability(registry: PluginRegistry) -> list[dict[str, Any]]:
     "assignments",
     multiple=True,
     metavar="NAME=VALUE",
-    help="Override a module-level size constant of the tasks, e.g. --set batch_size=16. Repeatable.",
+    help="Override a module-level size constant of the tasks with a Python literal, e.g. --set batch_size=16. "
+    "Repeatable.",
 )
+@_FIT_OPTION
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
-def tasks_command(path: Path, assignments: tuple[str, ...], as_json: bool) -> None:
+def tasks_command(path: Path, assignments: tuple[str, ...], fit_ms: float | None, as_json: bool) -> None:
     """List the tasks in PATH (a KernelBench tree or one file).
 
     For each: category, input and output tensors, reference FLOPs (torch.utils.flop_counter: matrix
     products, convolutions, attention) and the minimal bytes moved (inputs, parameters and outputs
-    once). Files that fail are reported one line each on stderr, and under "errors" in the JSON
-    ({"tasks": [...], "errors": [{"path": ..., "error": ...}]}); the exit code is then 2.
+    once); with --fit-ms, the sizes fitted. Files that fail are reported one line each on stderr,
+    and under "errors" in the JSON ({"tasks": [...], "errors": [{"path": ..., "error": ...}]}); the
+    exit code is then 2.
     """
     sizes = parse_size_assignments(assignments)
     if not path.exists():
@@ -148,9 +175,14 @@ def tasks_command(path: Path, assignments: tuple[str, ...], as_json: bool) -> No
     with progress_bar() as progress:
         bar = progress.add_task("tracing tasks", total=len(files))
         for file in files:
-            progress.update(bar, description=f"tracing {file.name}")
+            progress.update(bar, description=f"{'fitting' if fit_ms else 'tracing'} {file.name}")
             try:
-                tasks.append(load_task(file, plan[file]))
+                task = load_task(file, plan[file])
+                if fit_ms is not None:
+                    from .size_fit import fit_task
+
+                    task = fit_task(task, fit_ms).task
+                tasks.append(task)
             except TaskError as failure:
                 errors.append((file, failure))
             progress.advance(bar)
@@ -168,10 +200,23 @@ def tasks_command(path: Path, assignments: tuple[str, ...], as_json: bool) -> No
         raise SystemExit(EXIT_BAD_INPUT)
 
 
-def _load_one_task(path: Path, assignments: tuple[str, ...]) -> Task:
+def _load_one_task(
+    path: Path, assignments: tuple[str, ...], fit_ms: float | None = None, threads: int | None = None
+) -> Task:
     if not path.exists():
         raise TaskError(f"{path}: no such task file")
-    return load_task(path, parse_size_assignments(assignments))
+    task = load_task(path, parse_size_assignments(assignments))
+    return _fitted(task, fit_ms, threads) if fit_ms is not None else task
+
+
+def _fitted(task: Task, fit_ms: float, threads: int | None) -> Task:
+    """The task at the sizes where its reference takes about ``fit_ms``, said on stderr."""
+    from .size_fit import fit_task
+
+    with Console(stderr=True).status(f"fitting {task.key} to {fit_ms:g} ms", spinner="dots"):
+        fitted = fit_task(task, fit_ms, threads=threads)
+    click.echo(f"pragma: {task.key} fitted: {fitted.note}", err=True)
+    return fitted.task
 
 
 def _read_candidate(path: Path) -> Candidate:
@@ -185,15 +230,6 @@ def _read_candidate(path: Path) -> Candidate:
     if not source.strip():
         raise CandidateError(f"{path}: the candidate file is empty; write a module that defines class ModelNew")
     return Candidate(source=source, backend="cpu-cpp")
-
-
-_SET_OPTION = click.option(
-    "--set",
-    "assignments",
-    multiple=True,
-    metavar="NAME=VALUE",
-    help="Override a module-level size constant of the task. Repeatable.",
-)
 
 
 @cli.command("verify")
@@ -250,6 +286,7 @@ def verify_command(
     task_path: Path,
     candidate_path: Path,
     assignments: tuple[str, ...],
+    fit_ms: float | None,
     trials: int,
     warmup: int,
     reps: int,
@@ -272,7 +309,7 @@ def verify_command(
     """
     from .verifier import VerifySettings, verify
 
-    task = _load_one_task(task_path, assignments)
+    task = _load_one_task(task_path, assignments, fit_ms, threads)
     candidate = _read_candidate(candidate_path)
     options: dict[str, Any] = dict(
         trials=trials,
@@ -364,14 +401,19 @@ def _verdict_text(status: Any, check: str | None) -> str:
 @click.option("--refresh", is_flag=True, help="Measure the machine's peaks again.")
 @click.option("--json", "as_json", is_flag=True, help="Print the task's floor and the machine's peaks as JSON.")
 def roofline_command(
-    task_path: Path, assignments: tuple[str, ...], threads: int | None, refresh: bool, as_json: bool
+    task_path: Path,
+    assignments: tuple[str, ...],
+    fit_ms: float | None,
+    threads: int | None,
+    refresh: bool,
+    as_json: bool,
 ) -> None:
     """The roofline floor of TASK on this machine: minimal bytes over peak bandwidth, FLOPs over
     peak FLOP rate (both measured once and cached)."""
     from .roofline import floor_ms, machine_peaks, roofline_table
     from .verifier.settings import VerifySettings
 
-    task = _load_one_task(task_path, assignments)
+    task = _load_one_task(task_path, assignments, fit_ms, threads)
     peaks = machine_peaks(threads or VerifySettings().thread_count, refresh=refresh)
     if as_json:
         assert task.analysis is not None  # load_task always analyzes
@@ -430,6 +472,7 @@ def profile_command(
     profiler_name: str,
     metrics: str,
     assignments: tuple[str, ...],
+    fit_ms: float | None,
     repetitions: int | None,
     timeout_s: float,
     threads: int | None,
@@ -447,7 +490,7 @@ def profile_command(
     from .profiling import profile
     from .reports import profile_table
 
-    task = _load_one_task(task_path, assignments)
+    task = _load_one_task(task_path, assignments, fit_ms, threads)
     candidate = _read_candidate(candidate_path) if candidate_path is not None else None
     extra = [name.strip() for name in metrics.split(",") if name.strip()]
     subject = candidate_path.name if candidate_path else "the reference"
@@ -533,6 +576,7 @@ def optimize_command(
     model: str | None,
     provider: str | None,
     assignments: tuple[str, ...],
+    fit_ms: float | None,
     max_attempts: int,
     patience: int,
     no_profile: bool,
@@ -612,7 +656,7 @@ def optimize_command(
         check_model(chosen)  # a missing key or a dead server, in seconds
     for name, reason in (unavailable_profilers(settings.profilers) if settings.profile else {}).items():
         click.echo(f"pragma: profiler {name} cannot run here, the run goes on without it: {reason}", err=True)
-    task = _load_one_task(task_path, assignments) if task_path is not None else None
+    task = _load_one_task(task_path, assignments, fit_ms, threads) if task_path is not None else None
     if resume is None and provider_name(settings) == "offline" and not settings.provider:
         offline = get_registry().llm_provider("offline")
         if offline.prepare is not None and task is not None:
@@ -834,6 +878,8 @@ def _tasks_table(tasks: list[Task]) -> Table:
     table.add_column("output")
     table.add_column("FLOPs", justify="right")
     table.add_column("min bytes", justify="right")
+    if any(task.sizes for task in tasks):
+        table.add_column("sizes set")
     for task in tasks:
         analysis = task.analysis
         assert analysis is not None
@@ -844,6 +890,11 @@ def _tasks_table(tasks: list[Task]) -> Table:
             ", ".join(_tensor_text(spec) for spec in analysis.outputs),
             _si(analysis.flops, "FLOP") if analysis.flops else "-",
             _si(analysis.min_bytes, "B"),
+            *(
+                [", ".join(f"{name}={value!r}" for name, value in task.sizes.items())]
+                if table.columns[-1].header == "sizes set"
+                else []
+            ),
         )
     counts: dict[str, int] = {}
     for task in tasks:
@@ -853,7 +904,9 @@ def _tasks_table(tasks: list[Task]) -> Table:
 
 
 def _tensor_text(spec: Any) -> str:
-    """``1024x8192 float32``; a scalar is ``scalar float32``."""
+    """``1024x8192 float32``; a scalar is ``scalar float32``; a plain value is ``float 3.14``."""
+    if spec.value is not None:
+        return f"{spec.dtype} {spec.value}"
     shape = "x".join(str(d) for d in spec.shape) or "scalar"
     return f"{shape} {spec.dtype}"
 

@@ -142,11 +142,21 @@ def _optional_path(value: Any) -> Path | None:
 
 @attrs.frozen(kw_only=True)
 class TensorSpec:
-    """Shape, dtype and size in bytes of one tensor a task takes or returns."""
+    """Shape, dtype and size in bytes of one tensor a task takes or returns.
+
+    A forward argument that is a plain Python value (KernelBench passes ``s = 3.14`` to a
+    matrix-scalar product) has ``value``, its ``repr``; its ``dtype`` is the Python type's name
+    (``float``), its shape ``()`` and its ``nbytes`` 0: it is passed as it is, never drawn afresh.
+    """
 
     shape: tuple[int, ...] = attrs.field(converter=frozen_tuple)
     dtype: str = attrs.field(validator=_non_empty_str)
     nbytes: int = attrs.field(validator=[v.instance_of(int), v.ge(0)])
+    value: str | None = None
+
+    @property
+    def is_tensor(self) -> bool:
+        return self.value is None
 
 
 @attrs.frozen(kw_only=True)

@@ -333,7 +333,7 @@ def roofline_table(task: Task, peaks: MachinePeaks, *, reference_ms: float | Non
         notes.append(
             f"{_si(analysis.min_bytes, 'B')} fit in the {_si(l3, 'B')} L3: warm runs can beat the memory floor"
         )
-    dtypes = sorted({spec.dtype for spec in (*analysis.inputs, *analysis.outputs)} - {"float32"})
+    dtypes = sorted({spec.dtype for spec in (*analysis.inputs, *analysis.outputs) if spec.is_tensor} - {"float32"})
     if analysis.flops and dtypes:
         notes.append(f"the compute peak is fp32; this task also uses {', '.join(dtypes)}")
     table.caption = "\n".join(notes)

@@ -74,11 +74,17 @@ class _OperatorRecorder(TorchDispatchMode):
         return func(*args, **(kwargs or {}))
 
 
-def analyze_task_module(namespace: dict[str, Any], path: Path) -> TaskAnalysis:
-    """Trace the task defined in ``namespace`` (from ``path``); errors name the file."""
+def analyze_task_module(namespace: dict[str, Any], path: Path, *, meta_only: bool = False) -> TaskAnalysis:
+    """Trace the task defined in ``namespace`` (from ``path``); errors name the file.
+
+    ``meta_only``: no second try on the CPU. For a task known to trace on the meta device at other
+    sizes, a failure there is the size's (a kernel larger than its input), and trying it on the CPU
+    would allocate the task's real inputs first."""
     try:
         return _trace(namespace, path, "meta")
     except Exception:  # noqa: BLE001 - anything the meta device cannot do, the CPU may
+        if meta_only:
+            raise
         return _trace(namespace, path, "cpu")
 
 
@@ -109,7 +115,7 @@ def _trace(namespace: dict[str, Any], path: Path, device: str) -> TaskAnalysis:
             output = call("Model.forward", model, *inputs)
     outputs = _output_tensors(path, output)
     return TaskAnalysis(
-        inputs=tuple(_spec(tensor) for tensor in inputs),
+        inputs=tuple(_spec(item) if isinstance(item, torch.Tensor) else _plain_spec(item) for item in inputs),
         outputs=tuple(_spec(tensor) for tensor in outputs),
         parameter_bytes=_parameter_bytes(model),
         flops=int(flop_counter.get_total_flops()),
@@ -122,11 +128,18 @@ def _check_inputs(path: Path, inputs: Any) -> None:
     if not isinstance(inputs, (list, tuple)):
         raise TaskError(f"{path}: get_inputs() returned a {type(inputs).__name__}; it must return a list of tensors")
     for position, item in enumerate(inputs):
-        if type(item) is not torch.Tensor:
+        if type(item) is not torch.Tensor and not is_plain_value(item):
             raise TaskError(
-                f"{path}: get_inputs() item {position} is a {type(item).__name__}; "
-                "every input must be a torch.Tensor (pass constants through get_init_inputs())"
+                f"{path}: get_inputs() item {position} is a {type(item).__name__}; each input must be a "
+                "torch.Tensor or a plain value (a number, boolean, string, None, or a tuple or list of them)"
             )
+
+
+def is_plain_value(item: Any) -> bool:
+    """A forward argument passed as it is: a number, boolean, string or None, or a tuple or list of them."""
+    if item is None or isinstance(item, (bool, int, float, str)):
+        return True
+    return isinstance(item, (tuple, list)) and all(is_plain_value(element) for element in item)
 
 
 def _output_tensors(path: Path, output: Any) -> tuple[torch.Tensor, ...]:
@@ -144,6 +157,10 @@ def _spec(tensor: torch.Tensor) -> TensorSpec:
         dtype=str(tensor.dtype).removeprefix("torch."),
         nbytes=tensor.numel() * tensor.element_size(),
     )
+
+
+def _plain_spec(item: Any) -> TensorSpec:
+    return TensorSpec(shape=(), dtype=type(item).__name__, nbytes=0, value=repr(item))
 
 
 def _parameter_bytes(model: torch.nn.Module) -> int:

@@ -378,7 +378,8 @@ def _execute(path: Path, program: str) -> dict[str, Any]:
     except BaseException as error:  # noqa: BLE001 - SystemExit from a task is a task error too
         if isinstance(error, KeyboardInterrupt):
             raise
-        raise TaskError(f"{path}: running the module raised {describe_exception(error, path)}") from None
+        advice = _install_advice(error) if isinstance(error, ModuleNotFoundError) else ""
+        raise TaskError(f"{path}: running the module raised {describe_exception(error, path)}{advice}") from None
     missing = [name for name in ("Model", "get_inputs", "get_init_inputs") if name not in namespace]
     if missing:
         raise TaskError(f"{path}: no {', '.join(missing)} defined; {_FORMAT_HINT}")
@@ -386,6 +387,32 @@ def _execute(path: Path, program: str) -> dict[str, Any]:
         if not callable(namespace[name]):
             raise TaskError(f"{path}: {name} is not a function; {_FORMAT_HINT}")
     return namespace
+
+
+_PIP_NAMES = {
+    "cv2": "opencv-python",
+    "PIL": "Pillow",
+    "sklearn": "scikit-learn",
+    "yaml": "PyYAML",
+    "skimage": "scikit-image",
+    "bs4": "beautifulsoup4",
+    "attr": "attrs",
+    "google.protobuf": "protobuf",
+    "flash_attn": "flash-attn",
+    "mamba_ssm": "mamba-ssm",
+    "causal_conv1d": "causal-conv1d",
+}
+"""Modules whose pip package has another name; any other module is installed by its own name."""
+
+
+def _install_advice(error: ModuleNotFoundError) -> str:
+    """``; the task needs the einops package: pip install einops``."""
+    name = error.name or ""
+    if not name:
+        return ""
+    top = name.split(".")[0]
+    package = _PIP_NAMES.get(name, _PIP_NAMES.get(top, top.replace("_", "-")))
+    return f"; the task needs the {package} package: pip install {package}"
 
 
 def _syntax_message(path: Path, error: SyntaxError) -> str:

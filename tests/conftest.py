@@ -15,6 +15,9 @@ from pragma_core.plugins import reset_registry
 
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLES = REPO / "examples" / "tasks"
+KERNELBENCH = Path(os.environ.get("PRAGMA_KERNELBENCH") or REPO.parent / "shared" / "kernelbench")
+"""The real KernelBench task files (``shared/kernelbench`` beside the clone, or ``$PRAGMA_KERNELBENCH``):
+read there, never copied into the repository."""
 
 # One knowledge index for the whole session, child processes included: tests that give each run a
 # cache folder of its own would otherwise embed the compendium again for every run.
@@ -42,6 +45,14 @@ def _fresh_registry(monkeypatch):
     reset_registry()
     yield
     reset_registry()
+
+
+@pytest.fixture(scope="session")
+def kernelbench() -> Path:
+    """The KernelBench tree; the tests that read it are skipped, saying where it was looked for, without it."""
+    if not (KERNELBENCH / "level1").is_dir():
+        pytest.skip(f"the KernelBench task files are not at {KERNELBENCH}; set PRAGMA_KERNELBENCH")
+    return KERNELBENCH
 
 
 @pytest.fixture

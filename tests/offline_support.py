@@ -66,14 +66,16 @@ def agrees_with_reference(task: Task, source: str) -> None:
         model = construct(task_ns, candidate_ns["ModelNew"])
 
     def outputs_on(inputs: list[torch.Tensor], poison: float, label: str) -> list[torch.Tensor]:
-        before = [t.clone() for t in inputs]
+        before = [_copy(t) for t in inputs]
         monitor = ForwardMonitor(poison)
         calls = native_call_count()
         with torch.no_grad(), monitor:
             output = model(*inputs)
         assert not monitor.compute_ops, f"{label}: forward ran PyTorch compute {monitor.compute_ops}"
         assert native_call_count() > calls, f"{label}: forward called no compiled kernel"
-        assert all(same_bits(now, was) for now, was in zip(inputs, before)), f"{label}: forward changed its inputs"
+        assert all(
+            same_bits(now, was) if isinstance(now, torch.Tensor) else now == was for now, was in zip(inputs, before)
+        ), f"{label}: forward changed its inputs"
         outputs = list(output) if isinstance(output, (list, tuple)) else [output]
         assert all(type(t) is torch.Tensor for t in outputs), f"{label}: outputs are not plain tensors"
         return outputs
@@ -88,12 +90,13 @@ def agrees_with_reference(task: Task, source: str) -> None:
     first: list[torch.Tensor] = []
     for trial, (seed, want) in enumerate(zip(references.trial_seeds, references.trials)):
         fresh = make_inputs(task_ns, seed)
-        if previous is not None and trial % 2 == 1 and all(a.shape == b.shape for a, b in zip(previous, fresh)):
+        if previous is not None and trial % 2 == 1 and all(_same_shape(a, b) for a, b in zip(previous, fresh)):
             for buffer, values in zip(previous, fresh):  # new values at the previous trial's addresses
-                buffer.copy_(values)
+                if isinstance(buffer, torch.Tensor):
+                    buffer.copy_(values)
             inputs = previous
         else:
-            inputs = [t.clone() for t in fresh]
+            inputs = [_copy(t) for t in fresh]
         got = outputs_on(inputs, POISON_VALUES[0], f"trial {trial}")
         matches(got, want, f"trial {trial}", POISON_VALUES[0])
         if trial == 0:
@@ -112,6 +115,15 @@ def agrees_with_reference(task: Task, source: str) -> None:
         )
     post = outputs_on(make_inputs(task_ns, references.post_seed), POISON_VALUES[0], "a fresh draw")
     matches(post, references.post, "a fresh draw after the trials", POISON_VALUES[0])
+
+
+def _same_shape(a: Any, b: Any) -> bool:
+    return a.shape == b.shape if isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor) else True
+
+
+def _copy(item: Any) -> Any:
+    """A tensor's copy; a plain value (a float argument) as it is."""
+    return item.clone() if isinstance(item, torch.Tensor) else item
 
 
 def verified_in_sandbox(task: Task, source: str) -> None:

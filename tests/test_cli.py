@@ -86,9 +86,9 @@ def test_plugins_json_lists_builtins(capsys):
         (
             lambda tmp: [
                 "tasks",
-                str(write(tmp, GOOD.replace("return [torch.rand(batch_size, dim)]", "return [1.0]"))),
+                str(write(tmp, GOOD.replace("return [torch.rand(batch_size, dim)]", "return [{1: 2}]"))),
             ],
-            "get_inputs() item 0 is a float",
+            "get_inputs() item 0 is a dict",
         ),
         (
             lambda tmp: [
@@ -99,7 +99,7 @@ def test_plugins_json_lists_builtins(capsys):
         ),
         (
             lambda tmp: ["tasks", str(write(tmp, GOOD)), "--set", "width=3"],
-            "size override width: the task has no module-level int or float constant named 'width'",
+            "size override width: the task has no module-level size constant (a number, tuple or other literal) named 'width'",
         ),
         (lambda tmp: ["tasks", str(write(tmp, GOOD)), "--set", "width"], "size override 'width': expected NAME=VALUE"),
     ],

@@ -136,9 +136,9 @@ def test_size_constants_include_tuples_and_constant_arithmetic_as_kernelbench_wr
 def test_set_takes_python_literals_and_keeps_the_constant_kind(tmp_path):
     path = write(
         tmp_path,
-        GOOD.replace("batch_size = 16   # rows", "batch_size = 8 * 2   # rows").replace(
-            "scale = 0.5", "scale = 0.5\nshape = (32,)"
-        ).replace("torch.rand(batch_size, dim)", "torch.rand(batch_size, *shape)"),
+        GOOD.replace("batch_size = 16   # rows", "batch_size = 8 * 2   # rows")
+        .replace("scale = 0.5", "scale = 0.5\nshape = (32,)")
+        .replace("torch.rand(batch_size, dim)", "torch.rand(batch_size, *shape)"),
     )
     task = load_task(path, {"batch_size": "2 * 3", "shape": "(4,)"})
     assert task.sizes == {"batch_size": 6, "shape": (4,)}
@@ -148,6 +148,17 @@ def test_set_takes_python_literals_and_keeps_the_constant_kind(tmp_path):
     assert "shape = (5,)" in apply_sizes(task.source, {"shape": [5]})
     with pytest.raises(SizeOverrideError, match=r"shape is a tuple constant; give a tuple such as shape=\(64,\)"):
         load_task(path, {"shape": "4"})
+
+
+def test_plain_values_among_the_inputs_are_passed_as_they_are(tmp_path):
+    source = GOOD.replace("def forward(self, x):", "def forward(self, x, k, flag, shape):").replace(
+        "[torch.rand(batch_size, dim)]", "[torch.rand(batch_size, dim), 3, True, (2, 4)]"
+    )
+    task = load_task(write(tmp_path, source))
+    assert task.analysis is not None
+    plain = [(spec.dtype, spec.value, spec.nbytes, spec.is_tensor) for spec in task.analysis.inputs[1:]]
+    assert plain == [("int", "3", 0, False), ("bool", "True", 0, False), ("tuple", "(2, 4)", 0, False)]
+    assert task.analysis.min_bytes == 2 * 16 * 32 * 4  # the plain values move no data
 
 
 def test_size_override_changes_shapes_including_derived_values(tmp_path):
@@ -257,12 +268,12 @@ def test_get_inputs_raising_names_the_error_and_line(tmp_path):
 @pytest.mark.parametrize(
     "returned, expected",
     [
-        ("[torch.rand(2, 2), 3]", "item 1 is a int"),
+        ("[torch.rand(2, 2), {'a': 1}]", "item 1 is a dict; each input must be a torch.Tensor or a plain value"),
         ("torch.rand(2, 2)", "returned a Tensor; it must return a list of tensors"),
-        ("['x']", "item 0 is a str"),
+        ("[torch.rand(2, 2), object()]", "item 1 is a object"),
     ],
 )
-def test_get_inputs_must_return_tensors(tmp_path, returned, expected):
+def test_get_inputs_must_return_tensors_or_plain_values(tmp_path, returned, expected):
     source = GOOD.replace("[torch.rand(batch_size, dim)]", returned)
     with pytest.raises(TaskError, match=expected):
         load_task(write(tmp_path, source))

@@ -8,7 +8,8 @@ come from running the traced graph once on the task's inputs. Operator spellings
 ``torch.relu(x)``, ``F.relu(x)``, ``x.relu()`` and ``nn.ReLU()`` are all op ``relu``; ``a + b`` is
 ``add``, ``a / b`` is ``div``. Modules become their functional op with their parameters as ``param``
 nodes (``nn.LayerNorm`` -> ``layer_norm`` with ``weight`` and ``bias``). A reference fx cannot trace
-(data-dependent control flow) raises :class:`NotRecognized`.
+(data-dependent control flow) raises :class:`NotRecognized`. An input the task passes as a plain
+value (``s = 3.14``) is an ``input`` node without a shape whose ``kwargs["value"]`` is that value.
 """
 
 from __future__ import annotations
@@ -212,6 +213,7 @@ _MODULES: dict[type, tuple[str, tuple[str, ...], tuple[str, ...]]] = {
     torch.nn.HuberLoss: ("huber_loss", ("reduction", "delta"), ()),
     torch.nn.KLDivLoss: ("kl_div", ("reduction", "log_target"), ()),
     torch.nn.CrossEntropyLoss: ("cross_entropy", ("reduction",), ()),
+    torch.nn.TripletMarginLoss: ("triplet_margin_loss", ("margin", "p", "eps", "swap", "reduction"), ()),
     torch.nn.Identity: ("identity", (), ()),
     torch.nn.Flatten: ("flatten", ("start_dim", "end_dim"), ()),
 }
@@ -238,13 +240,16 @@ def trace_reference(task: Task, *, seed: int = 0) -> OpGraph:
         except Exception as error:
             raise NotRecognized(f"the traced forward did not run: {type(error).__name__}") from None
     modules = dict(traced.named_modules())
-    nodes, inputs_, params = [], [], {}
+    nodes, params = [], {}
+    inputs_: list[str] = []
     outputs: tuple[Any, ...] = ()
     for fx_node in traced.graph.nodes:
         shape, dtype = _shape(fx_node)
         args, kwargs = _convert(fx_node.args), {k: _convert_one(v) for k, v in fx_node.kwargs.items()}
         if fx_node.op == "placeholder":
-            nodes.append(Node(name=fx_node.name, op="input", shape=shape, dtype=dtype))
+            given = inputs[len(inputs_)] if len(inputs_) < len(inputs) else None
+            plain = {} if isinstance(given, torch.Tensor) else {"value": given}
+            nodes.append(Node(name=fx_node.name, op="input", kwargs=plain, shape=shape, dtype=dtype))
             inputs_.append(fx_node.name)
         elif fx_node.op == "get_attr":
             nodes.append(Node(name=fx_node.name, op="param", kwargs={"path": fx_node.target}, shape=shape, dtype=dtype))

@@ -24,16 +24,20 @@ def trial_seeds(count: int, *, salt: int = 0) -> list[int]:
     return [rng.randrange(2**31) for _ in range(count)]
 
 
-def make_inputs(namespace: dict[str, Any], seed: int) -> list[torch.Tensor]:
+def make_inputs(namespace: dict[str, Any], seed: int) -> list[Any]:
+    """``get_inputs()`` drawn from ``seed``: tensors, and any plain values the task passes."""
     torch.manual_seed(seed)
     return list(namespace["get_inputs"]())
 
 
-def make_probe_inputs(like: list[torch.Tensor], seed: int) -> list[torch.Tensor]:
-    """Small integers in the inputs' shapes and dtypes: sums of products stay exact in float32."""
+def make_probe_inputs(like: list[Any], seed: int) -> list[Any]:
+    """Small integers in the inputs' shapes and dtypes: sums of products stay exact in float32.
+    Other tensors are copied; plain values (a float argument) are passed as they are."""
     generator = torch.Generator().manual_seed(seed)
     return [
-        torch.randint(-4, 5, tuple(t.shape), generator=generator).to(t.dtype) if t.is_floating_point() else t.clone()
+        (torch.randint(-4, 5, tuple(t.shape), generator=generator).to(t.dtype) if t.is_floating_point() else t.clone())
+        if isinstance(t, torch.Tensor)
+        else t
         for t in like
     ]
 

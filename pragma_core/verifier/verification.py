@@ -790,7 +790,7 @@ def _float32_task(task: Task) -> bool:
     analysis = task.analysis
     if analysis is None:
         return False
-    dtypes = {str(spec.dtype) for spec in (*analysis.inputs, *analysis.outputs)}
+    dtypes = {str(spec.dtype) for spec in (*analysis.inputs, *analysis.outputs) if spec.is_tensor}
     return (
         bool(dtypes)
         and all("float32" in dtype or "int" in dtype or "bool" in dtype for dtype in dtypes)

@@ -153,10 +153,16 @@ class ElementwiseRecipe:
         out = graph.tensor(graph.outputs[0])
         if out.shape is None or str(out.dtype) != "torch.float32" or not graph.ops:
             return None
+        tensors = 0
         for name in graph.inputs:
             node = graph[name]
+            if _scalar_input(node):
+                continue
             if node.shape != out.shape or str(node.dtype) != "torch.float32":
                 return None
+            tensors += 1
+        if not tensors:
+            return None
         steps: list[dict[str, Any]] = []
         for node in graph.ops:
             if node.op not in ELEMENTWISE_OPS or node.shape != out.shape:
@@ -184,7 +190,11 @@ class ElementwiseRecipe:
         graph = context.graph
         fast = bool(knobs["fast_math"])
         names = {name: f"in{i}" for i, name in enumerate(graph.inputs)}
-        body = [f"const float v_{name} = {pointer}[i];" for name, pointer in names.items()]
+        scalars = {name for name in graph.inputs if _scalar_input(graph[name])}
+        body = [
+            f"const float v_{name} = {parameter};" if name in scalars else f"const float v_{name} = {parameter}[i];"
+            for name, parameter in names.items()
+        ]
         for node in graph.ops:
             operands = [
                 f"v_{a.name}" if isinstance(a, Ref) else c_float(a)
@@ -203,7 +213,8 @@ class ElementwiseRecipe:
             (False, False): "",
         }[(bool(knobs["parallel"]), bool(knobs["simd"]))]
         parameters = ", ".join(
-            [f"const float* __restrict__ {p}" for p in names.values()] + ["float* __restrict__ out", "int64_t n"]
+            [f"float {p}" if name in scalars else f"const float* __restrict__ {p}" for name, p in names.items()]
+            + ["float* __restrict__ out", "int64_t n"]
         )
         loop_body = "\n".join("        " + line for line in body)
         cpp = f"""
@@ -219,13 +230,20 @@ extern "C" void elementwise({parameters}) {{
 """
         flags = compiler_flags(knobs)
         arguments = [forward_argument(context, i) for i in range(len(graph.inputs))]
-        first = arguments[0]
+        tensors = [a for a, name in zip(arguments, graph.inputs) if name not in scalars]
+        passed = [f"float({a})" if name in scalars else a for a, name in zip(arguments, graph.inputs)]
         forward = "\n".join(
             [
-                *[f"{a} = {a}.contiguous()" for a in arguments],
-                f"out = torch.empty_like({first})",
-                f"lib.elementwise({', '.join(arguments)}, out, out.numel())",
+                *[f"{a} = {a}.contiguous()" for a in tensors],
+                f"out = torch.empty_like({tensors[0]})",
+                f"lib.elementwise({', '.join(passed)}, out, out.numel())",
                 "return out",
             ]
         )
         return candidate_module(match=match, knobs=knobs, context=context, cpp=cpp, forward_body=forward, flags=flags)
+
+
+def _scalar_input(node: Node) -> bool:
+    """A forward argument the task passes as a plain number (a matrix-scalar product's ``s``)."""
+    value = node.kwargs.get("value")
+    return node.op == "input" and isinstance(value, (int, float)) and not isinstance(value, bool)

@@ -29,7 +29,6 @@ from typing import Any
 
 import torch
 
-from .. import graph as _graph
 from ..graph import Node, OpGraph, Ref
 from ..modules import candidate_module, forward_argument
 from ..recipe import GenerationContext, Knob, Match
@@ -47,12 +46,6 @@ _FLOAT32, _INT64 = "torch.float32", "torch.int64"
 _LOSS_OPS = {"mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss", "kl_div"}
 _LEGACY_ARGS = ("size_average", "reduce", "weight")  # must be None: the old and weighted forms
 _TRIPLET_NORMS = {1: "std::fabs(d)", 2: "d * d"}  # p: the term a distance sums
-
-# The graph reads a module as the functional op it runs; the loss module is added here, with its
-# family, to that table (``graph._MODULES``), which keeps the modules every other family reads.
-_graph._MODULES.setdefault(
-    torch.nn.TripletMarginLoss, ("triplet_margin_loss", ("margin", "p", "eps", "swap", "reduction"), ())
-)
 
 
 class LossRecipe:
