@@ -1,9 +1,11 @@
 """The recipe Coder: answers a Coder request with a generated module, as a model would (prose and
 one fenced block).
 
-Attempt 1 is the recipe's plain version (default knobs). Later attempts apply the moves in the
-Conductor's last actions (``set simd=true (from attempt 3): ...``) to the knobs of the attempt they
-name, else of the best so far.
+Attempt 1 is the family's best-known shape on a multicore CPU (each knob's ``start``: parallel and
+vectorized, with the accumulators or tiles the family calls for). Later attempts apply the moves
+in the Conductor's last actions (``set simd=true (from attempt 3): ...``) to the knobs of the
+attempt they name, else of the best so far, else (when no attempt was correct) of the plain version:
+serial and scalar, the simplest code that can be right.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ import hashlib
 from ..records import Attempt, CompletionRequest, Task
 from ..tasks import task_program
 from .graph import NotRecognized, OpGraph, trace_reference
-from .knobs import defaults, knobs_of, parse_moves
+from .knobs import defaults, knobs_of, parse_moves, starting
 from .recipe import GenerationContext, Match, Recipe
 from .recipes import recognize
 
@@ -49,12 +51,16 @@ def write_module_reply(request: CompletionRequest) -> str:
     last = request.history[-1] if request.history else None
     changes, base_number = parse_moves(last.guidance.actions if last and last.guidance else (), recipe.knobs)
     base = _attempt(request.history, base_number) or request.best
-    base_knobs = knobs_of(base, recipe.family, recipe.knobs) or defaults(recipe.knobs)
+    first = starting(recipe.knobs) if not request.history else defaults(recipe.knobs)
+    base_knobs = knobs_of(base, recipe.family, recipe.knobs) or first
     knobs = {**base_knobs, **changes}
     source = recipe.generate(match, knobs, GenerationContext(graph=graph, task_source=task.source, task_key=task.key))
     setting = ", ".join(f"{name}={value}" for name, value in knobs.items())
     if last is None:
-        opening = f"Recognized {match.summary} (recipe family {recipe.family}). The plain version first: {setting}."
+        opening = (
+            f"Recognized {match.summary} (recipe family {recipe.family}). The family's best-known shape on "
+            f"a multicore CPU first: {setting}."
+        )
     elif changes:
         moved = ", ".join(f"{name}={value}" for name, value in changes.items())
         origin = f"attempt {base.number}" if base is not None else "the plain version"

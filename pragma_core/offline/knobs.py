@@ -11,14 +11,20 @@ from ..records import Attempt
 from .modules import read_marker
 from .recipe import Knob
 
-__all__ = ["defaults", "knobs_of", "format_move", "parse_moves"]
+__all__ = ["defaults", "starting", "knobs_of", "format_move", "parse_moves"]
 
 _SET = re.compile(r"\bset\s+([a-z_]+)\s*=\s*([A-Za-z0-9_.+-]+)")
 _FROM = re.compile(r"\bfrom attempt (\d+)")
 
 
 def defaults(knobs: Mapping[str, Knob]) -> dict[str, Any]:
+    """The plain version: serial, scalar, nothing tuned."""
     return {name: knob.default for name, knob in knobs.items()}
+
+
+def starting(knobs: Mapping[str, Knob]) -> dict[str, Any]:
+    """The family's best-known shape on a multicore CPU, where attempt 1 starts."""
+    return {name: knob.starting for name, knob in knobs.items()}
 
 
 def knobs_of(attempt: Attempt | None, family: str, knobs: Mapping[str, Knob]) -> dict[str, Any] | None:

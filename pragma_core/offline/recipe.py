@@ -52,14 +52,22 @@ KNOB_MEANINGS = {
 
 @attrs.frozen(kw_only=True)
 class Knob:
-    """One tunable of a recipe: its plain default and the values a move may set, in order."""
+    """One tunable of a recipe: its plain default, the values a move may set (in order), and the
+    value a performance engineer starts from on a multicore CPU (``start``; the default when None)."""
 
     default: Any
     values: tuple[Any, ...] = attrs.field(converter=frozen_tuple)
+    start: Any = None
 
     def __attrs_post_init__(self) -> None:
         if self.default not in self.values:
             raise ValueError(f"default {self.default!r} is not among {self.values!r}")
+        if self.start is not None and self.start not in self.values:
+            raise ValueError(f"start {self.start!r} is not among {self.values!r}")
+
+    @property
+    def starting(self) -> Any:
+        return self.default if self.start is None else self.start
 
     def after(self, value: Any) -> Any | None:
         """The next value a move reaches from ``value``; None at the end."""

@@ -140,8 +140,8 @@ class ElementwiseRecipe:
 
     family = "elementwise"
     knobs: Mapping[str, Knob] = {
-        "parallel": Knob(default=False, values=(False, True)),
-        "simd": Knob(default=False, values=(False, True)),
+        "parallel": Knob(default=False, values=(False, True), start=True),
+        "simd": Knob(default=False, values=(False, True), start=True),
         "fast_math": Knob(default=False, values=(False, True)),
         "vector_width": Knob(default=256, values=(256, 512)),
         "unroll": Knob(default=1, values=(1, 2, 4)),

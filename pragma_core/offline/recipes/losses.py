@@ -53,9 +53,9 @@ class LossRecipe:
 
     family = "loss"
     knobs: Mapping[str, Knob] = {
-        "parallel": Knob(default=False, values=(False, True)),
-        "simd": Knob(default=False, values=(False, True)),
-        "accumulators": Knob(default=1, values=(1, 2, 4, 8)),
+        "parallel": Knob(default=False, values=(False, True), start=True),
+        "simd": Knob(default=False, values=(False, True), start=True),
+        "accumulators": Knob(default=1, values=(1, 2, 4, 8), start=4),
         "fast_math": Knob(default=False, values=(False, True)),
         # rows per OpenMP work item: class rows for cross entropy, segments of SEGMENT elements otherwise
         "chunk": Knob(default=0, values=(0, 4, 16, 64)),

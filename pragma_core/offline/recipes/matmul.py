@@ -113,10 +113,10 @@ class MatmulRecipe:
 
     family = "matmul"
     knobs: Mapping[str, Knob] = {
-        "parallel": Knob(default=False, values=(False, True)),
-        "simd": Knob(default=False, values=(False, True)),
-        "accumulators": Knob(default=1, values=(1, 2, 4, 8)),
-        "block": Knob(default=0, values=(0, 32, 64, 128, 256)),
+        "parallel": Knob(default=False, values=(False, True), start=True),
+        "simd": Knob(default=False, values=(False, True), start=True),
+        "accumulators": Knob(default=1, values=(1, 2, 4, 8), start=4),
+        "block": Knob(default=0, values=(0, 32, 64, 128, 256), start=64),
         "fast_math": Knob(default=False, values=(False, True)),
     }
 

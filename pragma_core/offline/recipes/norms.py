@@ -37,9 +37,9 @@ class NormRecipe:
 
     family = "norm"
     knobs: Mapping[str, Knob] = {
-        "parallel": Knob(default=False, values=(False, True)),
-        "simd": Knob(default=False, values=(False, True)),
-        "accumulators": Knob(default=1, values=(1, 2, 4, 8)),
+        "parallel": Knob(default=False, values=(False, True), start=True),
+        "simd": Knob(default=False, values=(False, True), start=True),
+        "accumulators": Knob(default=1, values=(1, 2, 4, 8), start=4),
         "fast_math": Knob(default=False, values=(False, True)),
         "chunk": Knob(default=0, values=(0, 1, 4, 16)),
     }

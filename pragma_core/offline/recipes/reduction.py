@@ -69,9 +69,9 @@ class ReductionRecipe:
 
     family = "reduction"
     knobs: Mapping[str, Knob] = {
-        "parallel": Knob(default=False, values=(False, True)),
-        "simd": Knob(default=False, values=(False, True)),
-        "accumulators": Knob(default=1, values=(1, 2, 4, 8)),
+        "parallel": Knob(default=False, values=(False, True), start=True),
+        "simd": Knob(default=False, values=(False, True), start=True),
+        "accumulators": Knob(default=1, values=(1, 2, 4, 8), start=4),
     }
 
     def match(self, graph: OpGraph) -> Match | None:

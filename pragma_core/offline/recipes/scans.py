@@ -187,8 +187,8 @@ class ScanRecipe:
 
     family = "scan"
     knobs: Mapping[str, Knob] = {
-        "parallel": Knob(default=False, values=(False, True)),
-        "simd": Knob(default=False, values=(False, True)),
+        "parallel": Knob(default=False, values=(False, True), start=True),
+        "simd": Knob(default=False, values=(False, True), start=True),
         "accumulators": Knob(default=1, values=(1, 2, 4, 8)),
         "block": Knob(default=0, values=(0, 32, 64, 128)),
     }

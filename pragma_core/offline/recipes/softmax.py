@@ -30,9 +30,9 @@ class SoftmaxRecipe:
 
     family = "softmax"
     knobs: Mapping[str, Knob] = {
-        "parallel": Knob(default=False, values=(False, True)),
-        "simd": Knob(default=False, values=(False, True)),
-        "accumulators": Knob(default=1, values=(1, 2, 4, 8)),
+        "parallel": Knob(default=False, values=(False, True), start=True),
+        "simd": Knob(default=False, values=(False, True), start=True),
+        "accumulators": Knob(default=1, values=(1, 2, 4, 8), start=4),
         "fast_math": Knob(default=False, values=(False, True)),
     }
 
