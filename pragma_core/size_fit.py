@@ -93,13 +93,16 @@ def fit_task(task: Task, target_ms: float, *, threads: int | None = None) -> Fit
         if key in tried:
             break
         resized = at_sizes(task, sizes)
-        if resized is None or resized.analysis is None or resized.analysis.min_bytes > largest:
-            factor /= 2  # rejected or too large: come down
+        if resized is None or resized.analysis is None:
+            factor = math.sqrt(factor)  # a size the task rejects is too small (a kernel larger than its input)
+            continue
+        if resized.analysis.min_bytes > largest:
+            factor /= 2
             continue
         try:
             ms = _reference_ms(resized, threads)
         except TaskError:
-            factor /= 2
+            factor = math.sqrt(factor)
             continue
         tried[key] = (factor, resized, ms)
         if 1 / TOLERANCE <= ms / target_ms <= TOLERANCE:
@@ -124,7 +127,9 @@ def _first_guess(
 
     def estimate_ms(factor: float) -> float:
         resized = at_sizes(task, scaled_by(constants, factor, own))
-        if resized is None or resized.analysis is None or resized.analysis.min_bytes > largest:
+        if resized is None or resized.analysis is None:
+            return 0.0 if factor < 1 else math.inf  # rejected: too small below the task's own sizes
+        if resized.analysis.min_bytes > largest:
             return math.inf
         analysis = resized.analysis
         return 1e3 * (analysis.min_bytes / _NOMINAL_BYTES_PER_S + analysis.flops / _NOMINAL_FLOPS_PER_S)
