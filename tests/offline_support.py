@@ -18,7 +18,7 @@ from pragma_core.verifier import VerifySettings, verify
 from pragma_core.verifier.comparison import compare_outputs
 from pragma_core.verifier.inputs import construct, make_inputs, make_probe_inputs
 from pragma_core.verifier.instrumentation import POISON_VALUES, ForwardMonitor, same_bits
-from pragma_core.verifier.reference import compute_references, preflight
+from pragma_core.verifier.reference import compute_references, preflight, reference_error
 from pragma_core.verifier.static_checks import read_candidate
 
 IN_PROCESS = VerifySettings()
@@ -59,6 +59,7 @@ def agrees_with_reference(task: Task, source: str) -> None:
     assert not (findings.syntax_error or findings.missing_model_new or findings.reference_reuse), findings
     references = compute_references(task, settings)
     relative_norm = bool(preflight(task, references, settings))
+    own_error = reference_error(task, references, settings)
     task_ns = task_namespace(task)
     candidate_ns: dict[str, Any] = {"__name__": "candidate"}
     exec(compile(source, "candidate.py", "exec"), candidate_ns)
@@ -82,7 +83,13 @@ def agrees_with_reference(task: Task, source: str) -> None:
 
     def matches(got: list[torch.Tensor], want: list[torch.Tensor], label: str, poison: float | None) -> None:
         result = compare_outputs(
-            got, want, atol=settings.atol, rtol=settings.rtol, relative_norm=relative_norm, poison=poison
+            got,
+            want,
+            atol=settings.atol,
+            rtol=settings.rtol,
+            relative_norm=relative_norm,
+            poison=poison,
+            reference_error=own_error,
         )
         assert result.ok, f"{label}: {result.message}"
 

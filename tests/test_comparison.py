@@ -263,3 +263,13 @@ def test_complex_outputs_are_compared_by_magnitude():
     assert compare_outputs([want + 1e-6], [want], atol=ATOL, rtol=RTOL).ok
     result = compare_outputs([want * 1j], [want], atol=ATOL, rtol=RTOL)
     assert not result.ok and (result.max_abs_error or 0.0) > 1.0
+
+
+def test_the_whole_output_check_allows_the_references_own_rounding():
+    want = torch.full((10_000,), 0.1)
+    got = want * (1 + 2e-4)  # every element within atol + rtol * |reference|, the whole 2e-4 off
+    plain = compare_outputs([got], [want], atol=1e-4, rtol=1e-4)
+    assert not plain.ok and plain.check == "precision-downgrade"
+    assert compare_outputs([got], [want], atol=1e-4, rtol=1e-4, reference_error=2e-4).ok
+    worse = compare_outputs([want * (1 + 5e-4)], [want], atol=1e-4, rtol=1e-4, reference_error=2e-4)
+    assert not worse.ok and "plus the reference's own error" in worse.message

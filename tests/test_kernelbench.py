@@ -99,3 +99,16 @@ def test_every_level1_file_loads_and_a_missing_package_is_named(kernelbench, tmp
         f"pragma: error: {tree / '2_Needs.py'}: running the module raised ModuleNotFoundError: No module named "
         "'cv2_missing_here' (line 2); the task needs the cv2-missing-here package: pip install cv2-missing-here"
     ]
+
+
+def test_a_candidate_more_exact_than_a_long_float32_reference_is_not_taken_for_lower_precision(kernelbench):
+    # torch's float32 Frobenius norm of 8.4M values is 2e-4 from the exact one: a kernel that sums in
+    # double differs from the reference by that much, which alone would read as an fp16 computation.
+    task = load_task(
+        kernelbench / "level1" / "37_FrobeniusNorm_.py", {"batch_size": 32, "features": 16, "dim1": 128, "dim2": 128}
+    )
+    recipe, match, graph = recognized(task)
+    source = recipe.generate(
+        match, starting(recipe.knobs), GenerationContext(graph=graph, task_source=task.source, task_key=task.key)
+    )
+    agrees_with_reference(task, source)

@@ -78,7 +78,12 @@ def compare_outputs(
     rtol: float,
     relative_norm: bool = False,
     poison: float | None = None,
+    reference_error: float = 0.0,
 ) -> Comparison:
+    """Compare outputs as the module docstring says. ``reference_error``: the reference's own
+    whole-output relative error against the same program in float64 (a float32 sum of millions of
+    values can be 2e-4 off); the whole-output check allows ``rtol`` plus that, since an exact kernel
+    is that far from the reference."""
     if len(candidate) != len(reference):
         return Comparison(
             ok=False, message=f"forward returned {len(candidate)} outputs; the reference returns {len(reference)}"
@@ -101,7 +106,9 @@ def compare_outputs(
                 output=position,
                 message=f"output {position} has dtype {_name(got.dtype)}; the reference has {_name(want.dtype)}",
             )
-        result = _compare_values(got, want, atol=atol, rtol=rtol, relative_norm=relative_norm, poison=poison)
+        result = _compare_values(
+            got, want, atol=atol, rtol=rtol, relative_norm=relative_norm, poison=poison, allowance=reference_error
+        )
         result = attrs.evolve(result, output=position)
         if not result.ok:
             return result
@@ -115,7 +122,14 @@ def compare_outputs(
 
 
 def _compare_values(
-    got: torch.Tensor, want: torch.Tensor, *, atol: float, rtol: float, relative_norm: bool, poison: float | None
+    got: torch.Tensor,
+    want: torch.Tensor,
+    *,
+    atol: float,
+    rtol: float,
+    relative_norm: bool,
+    poison: float | None,
+    allowance: float = 0.0,
 ) -> Comparison:
     if got.numel() == 0:
         return Comparison(ok=True, max_abs_error=0.0, max_rel_error=0.0)
@@ -163,18 +177,20 @@ def _compare_values(
             f"max abs error {max_abs:.3g} at {index} ({_shown(shown_got)} instead of {_shown(shown_want)})",
         )
     judged = want.dtype in _JUDGED_DTYPES or relative_norm
-    if judged and rtol > 0 and norm_error is not None and norm_error > rtol:
+    bound = rtol + allowance
+    if judged and rtol > 0 and norm_error is not None and norm_error > bound:
+        allowed = f"rtol={rtol:g}" if not allowance else f"rtol={rtol:g} plus the reference's own error {allowance:.2g}"
         if want.dtype in _JUDGED_DTYPES and norm_error <= LOWER_PRECISION_LIMIT:
             return attrs.evolve(
                 measured,
                 check="precision-downgrade",
-                message=f"whole-output relative error {norm_error:.3g} exceeds rtol={rtol:g}, "
+                message=f"whole-output relative error {norm_error:.3g} exceeds {allowed}, "
                 f"though every element is within atol + rtol * |reference|: an error of this size comes from computing "
                 f"in bf16, fp16 or TF32 (a {_name(want.dtype)} computation stays far below rtol)",
             )
         return attrs.evolve(
             measured,
-            message=f"whole-output relative error {norm_error:.3g} exceeds rtol={rtol:g}, though every "
+            message=f"whole-output relative error {norm_error:.3g} exceeds {allowed}, though every "
             "element is within atol + rtol * |reference|: the output is wrong where its values are small",
         )
     return attrs.evolve(measured, ok=True)

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
 import random
 import time
@@ -38,6 +39,7 @@ __all__ = [
     "compute_references",
     "fresh_seed",
     "preflight",
+    "reference_error",
     "preflight_path",
     "reference_timing",
 ]
@@ -160,6 +162,38 @@ def preflight(task: Task, references: References, settings: VerifySettings) -> l
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps({"task": task.key, "passing": passing}))
     return passing
+
+
+def reference_error(task: Task, references: References, settings: VerifySettings) -> float:
+    """The reference's own whole-output relative error on trial 0's inputs: its float32 outputs
+    against the same program run in float64 (cached; 0 when it cannot run in float64 or has no
+    float32 output). A float32 sum of millions of values is that far from the exact result."""
+    path = preflight_path(task, settings).with_suffix(".rounding.json")
+    try:
+        return float(json.loads(path.read_text())["reference_error"])
+    except (OSError, ValueError, KeyError, TypeError):
+        pass
+    error = 0.0
+    namespace = references.model.namespace
+    try:
+        with torch.no_grad():
+            model = construct(namespace, namespace["Model"]).double()
+            inputs = [
+                t.double() if isinstance(t, torch.Tensor) and t.dtype == torch.float32 else t
+                for t in make_inputs(namespace, references.trial_seeds[0])
+            ]
+            exact = _run(model, inputs, keep_inputs=False)
+        for got, want in zip(references.trials[0], exact):
+            if got.dtype == torch.float32 and want.dtype == torch.float64 and got.shape == want.shape:
+                scale = float(torch.linalg.vector_norm(want))
+                if scale > 0 and math.isfinite(scale):
+                    error = max(error, float(torch.linalg.vector_norm(got.double() - want)) / scale)
+    except Exception:  # noqa: BLE001 - a program that cannot run in float64 gets no allowance
+        error = 0.0
+    error = error if math.isfinite(error) else 0.0
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({"task": task.key, "reference_error": error}))
+    return error
 
 
 def reference_timing(task: Task, settings: VerifySettings) -> Timing:

@@ -46,7 +46,7 @@ from .machine_load import (
     snapshot,
     usage_between,
 )
-from .reference import References, compute_references, preflight, preflight_path
+from .reference import References, compute_references, preflight, preflight_path, reference_error
 from .settings import FORWARD_LIMIT_FACTOR, FORWARD_LIMIT_FLOOR_S, VerifySettings, all_cpus
 from .static_checks import read_candidate
 from .warm_child import WarmChild
@@ -167,6 +167,12 @@ def verify(
         hashes_before = {} if contained else _harness_hashes(task, settings)
         references = compute_references(task, settings, seed=settings.seed)
         trivial = preflight(task, references, settings)
+        own_error = reference_error(task, references, settings)
+        if own_error > settings.rtol / 10:
+            notes.append(
+                f"the reference's own float32 result is {own_error:.2g} (whole-output relative) from the same "
+                f"program in float64; the whole-output check allows rtol plus that"
+            )
         if trivial:
             notes.append(
                 f"a {', '.join(trivial)} output would pass this task at atol={settings.atol:g}; "
@@ -180,6 +186,7 @@ def verify(
             settings,
             references,
             relative_norm=bool(trivial),
+            reference_error=own_error,
             notes=notes,
             floor=floor,
             record={
@@ -215,6 +222,7 @@ class _Verification:
         references: References,
         *,
         relative_norm: bool,
+        reference_error: float = 0.0,
         notes: list[str],
         floor: float | None,
         record: Mapping[str, str | None] | None = None,
@@ -222,6 +230,7 @@ class _Verification:
     ) -> None:
         self.session, self.task, self.settings, self.references = session, task, settings, references
         self.relative_norm, self.notes, self.floor = relative_norm, notes, floor
+        self.reference_error = reference_error
         self.where = "building the candidate"
         self.trial_outputs: list[list[torch.Tensor]] = []
         self.trial_results: list[Comparison] = []  # each trial's comparison, for the verdict's errors
@@ -561,6 +570,7 @@ class _Verification:
             rtol=self.settings.rtol,
             relative_norm=self.relative_norm,
             poison=poison,
+            reference_error=self.reference_error,
         )
 
     def _judge_timing(
