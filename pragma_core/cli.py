@@ -131,7 +131,7 @@ _FIT_OPTION = click.option(
 )
 
 
-def _SET_OPTION(command: Any) -> Any:  # noqa: N802 - used as a decorator, like the click options
+def _size_options(command: Any) -> Any:
     """``--set NAME=VALUE`` (any Python literal) and ``--fit-ms T``."""
     command = _FIT_OPTION(command)
     return click.option(
@@ -235,7 +235,7 @@ def _read_candidate(path: Path) -> Candidate:
 @cli.command("verify")
 @click.argument("task_path", metavar="TASK", type=click.Path(path_type=Path))
 @click.argument("candidate_path", metavar="CANDIDATE", type=click.Path(path_type=Path))
-@_SET_OPTION
+@_size_options
 @click.option("--trials", default=5, show_default=True, help="Correctness trials with fresh inputs.")
 @click.option("--warmup", default=5, show_default=True, help="Untimed runs before timing.")
 @click.option("--reps", default=100, show_default=True, help="Timed runs of each program, at most.")
@@ -396,7 +396,7 @@ def _verdict_text(status: Any, check: str | None) -> str:
 
 @cli.command("roofline")
 @click.argument("task_path", metavar="TASK", type=click.Path(path_type=Path))
-@_SET_OPTION
+@_size_options
 @click.option("--threads", type=int, default=None, help="Threads [default: all CPUs here].")
 @click.option("--refresh", is_flag=True, help="Measure the machine's peaks again.")
 @click.option("--json", "as_json", is_flag=True, help="Print the task's floor and the machine's peaks as JSON.")
@@ -436,7 +436,7 @@ def roofline_command(
     "--profiler", "profiler_name", required=True, help="A profiler from `pragma plugins`, e.g. valgrind or perf."
 )
 @click.option("--metrics", default="", help="Extra metrics to collect, comma-separated.")
-@_SET_OPTION
+@_size_options
 @click.option(
     "--repetitions",
     type=click.IntRange(min=1),
@@ -531,7 +531,7 @@ def profile_command(
     help="The provider plugin that answers the agents (see `pragma plugins`) [env: PRAGMA_PROVIDER; "
     "default: litellm with a model, else offline].",
 )
-@_SET_OPTION
+@_size_options
 @click.option("--max-attempts", default=15, show_default=True, help="Attempts at most.")
 @click.option("--patience", default=6, show_default=True, help="Stop after this many attempts without a better one.")
 @click.option("--no-profile", is_flag=True, help="Timing only, no profiler (the paper's N-PRAGMA ablation).")
@@ -878,7 +878,8 @@ def _tasks_table(tasks: list[Task]) -> Table:
     table.add_column("output")
     table.add_column("FLOPs", justify="right")
     table.add_column("min bytes", justify="right")
-    if any(task.sizes for task in tasks):
+    show_sizes = any(task.sizes for task in tasks)
+    if show_sizes:
         table.add_column("sizes set")
     for task in tasks:
         analysis = task.analysis
@@ -890,11 +891,7 @@ def _tasks_table(tasks: list[Task]) -> Table:
             ", ".join(_tensor_text(spec) for spec in analysis.outputs),
             _si(analysis.flops, "FLOP") if analysis.flops else "-",
             _si(analysis.min_bytes, "B"),
-            *(
-                [", ".join(f"{name}={value!r}" for name, value in task.sizes.items())]
-                if table.columns[-1].header == "sizes set"
-                else []
-            ),
+            *([", ".join(f"{name}={value!r}" for name, value in task.sizes.items())] if show_sizes else []),
         )
     counts: dict[str, int] = {}
     for task in tasks:

@@ -23,7 +23,6 @@ or the sizes stop changing. Sizes whose data would not fit in a quarter of the f
 from __future__ import annotations
 
 import math
-import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -31,7 +30,7 @@ import attrs
 
 from .errors import TaskError
 from .records import Task
-from .size_scaling import ShapeConstant, at_sizes, current_constants, scaled_by, scaling_constants
+from .size_scaling import ShapeConstant, at_sizes, current_constants, describe_sizes, scaled_by, scaling_constants
 
 __all__ = ["FittedTask", "fit_task", "TOLERANCE", "ROUNDS"]
 
@@ -114,7 +113,7 @@ def fit_task(task: Task, target_ms: float, *, threads: int | None = None) -> Fit
         )
     _factor, best, ms = min(tried.values(), key=lambda entry: abs(math.log(entry[2] / target_ms)))
     changed = {name: value for name, value in best.sizes.items() if task.sizes.get(name, own.get(name)) != value}
-    of = ", ".join(f"{name}={value!r} (of {own[name]!r})" for name, value in changed.items()) or "its own sizes"
+    of = describe_sizes(changed, own) or "its own sizes"
     note = f"{of}: reference {ms:.3g} ms (target {target_ms:g} ms, {len(tried)} sizes timed)"
     return FittedTask(task=best, sizes=changed, ms=ms, target_ms=target_ms, note=note)
 
@@ -159,33 +158,14 @@ def _next_factor(tried: list[tuple[float, Task, float]], target_ms: float, *, la
 
 
 def _reference_ms(task: Task, threads: int) -> float:
-    """The median of a few timed forwards of the eager reference (after one warm-up)."""
-    import torch
+    """The median of a few timed forwards of the eager reference, as a run's baseline is timed."""
+    from .verifier import VerifySettings
+    from .verifier.reference import reference_timing
 
-    from .tasks import task_namespace
-    from .verifier.inputs import construct, make_inputs, trial_seeds
-
-    namespace = task_namespace(task)
-    previous = torch.get_num_threads()
-    torch.set_num_threads(threads)
     try:
-        with torch.no_grad():
-            model = construct(namespace, namespace["Model"])
-            inputs = make_inputs(namespace, trial_seeds(1, salt=3)[0])
-            model(*inputs)
-            samples: list[float] = []
-            started = time.perf_counter()
-            while len(samples) < 3 or (len(samples) < 15 and time.perf_counter() - started < 0.5):
-                start = time.perf_counter()
-                model(*inputs)
-                samples.append((time.perf_counter() - start) * 1e3)
-                if samples[-1] > 2000:
-                    break
+        return reference_timing(task, VerifySettings(threads=threads, warmup=1, reps=5)).median_ms
     except Exception as error:  # noqa: BLE001 - the task's own failure at these sizes
         raise TaskError(f"{task.path or task.name}: the reference failed at {task.sizes}: {error}") from None
-    finally:
-        torch.set_num_threads(previous)
-    return sorted(samples)[len(samples) // 2]
 
 
 def _largest_bytes() -> int:

@@ -54,6 +54,7 @@ __all__ = [
     "at_sizes",
     "scaling_constants",
     "scaled_by",
+    "describe_sizes",
     "shrink_task",
     "format_bytes",
 ]
@@ -251,7 +252,7 @@ def shrink_task(task: Task, target_bytes: int, *, intensity_kept: float = MIN_IN
             bytes=full,
             note=f"the task's shape constants ({names}) could not be made smaller, so it runs at its own size",
         )
-    of = ", ".join(f"{name}={value!r} (of {own[name]!r})" for name, value in changed.items())
+    of = describe_sizes(changed, own)
     return ShrunkTask(
         task=current,
         sizes=changed,
@@ -280,9 +281,14 @@ def _shrunk_together(
     if best is None or best.analysis is None:
         return ShrunkTask(task=task, full_bytes=full, bytes=full, note="the task's sizes could not be made smaller")
     changed = {name: value for name, value in best.sizes.items() if own.get(name) != value and name in own}
-    of = ", ".join(f"{name}={value!r} (of {own[name]!r})" for name, value in changed.items())
+    of = describe_sizes(changed, own)
     note = f"{of}, scaled together: inputs+outputs {format_bytes(best.analysis.min_bytes)} of {format_bytes(full)}"
     return ShrunkTask(task=best, sizes=changed, full_bytes=full, bytes=best.analysis.min_bytes, note=note)
+
+
+def describe_sizes(changed: Mapping[str, Any], own: Mapping[str, Any]) -> str:
+    """``batch_size=8 (of 4096), input_shape=(64,) (of (32768,))``: for notes."""
+    return ", ".join(f"{name}={value!r} (of {own[name]!r})" for name, value in changed.items())
 
 
 def _intensity(task: Task) -> float:
