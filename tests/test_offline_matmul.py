@@ -43,6 +43,11 @@ VARIANTS = [
         {"batch_size": 33, "in_features": 48, "out_features": 40},
         ("add", "sigmoid"),
     ),
+    (  # one output tile and a long K: at the fast knobs the threads split K and add their copies of C
+        TASKS / "gemm_bias_scale_sigmoid.py",
+        {"batch_size": 20, "in_features": 1100, "out_features": 24},
+        ("add", "sigmoid"),
+    ),
     (TASKS / "batched_matmul_4d.py", {"batch_size": 2, "heads": 3, "M": 24, "N": 40, "K": 16}, ("batched",)),
 ]
 
@@ -54,7 +59,7 @@ def generate(task, knobs) -> str:
     return RECIPE.generate(match, knobs, GenerationContext(graph=graph, task_source=task.source, task_key=task.key))
 
 
-@pytest.mark.parametrize("path, sizes, words", VARIANTS, ids=[path.stem for path, _, _ in VARIANTS])
+@pytest.mark.parametrize("path, sizes, words", VARIANTS, ids=[f"{path.stem}-{'-'.join(map(str, sizes.values()))}" for path, sizes, _ in VARIANTS])
 def test_variant_matches_and_agrees_at_default_and_fast_knobs(path, sizes, words):
     task = load_task(path, sizes)
     match = RECIPE.match(trace_reference(task))

@@ -8,10 +8,14 @@ vectors). The transposes are never materialized: the generated loads read the st
 
 The blocked kernel packs a ``kc``-deep panel of B (``NR``-wide strips) and a block of A
 (``MR``-tall strips) per tile, and a register-blocked micro-kernel keeps an ``MR x NR`` tile of
-accumulators (``MR`` = the accumulators knob, ``NR`` = 2 AVX-512 vectors when ``simd``). Tiles are
-independent work items (batch x row blocks x column blocks) for OpenMP. The epilogue is applied
-when a tile's last K panel is stored. The summation over K runs in order within each panel and
-panels add in order, so results stay well within fp32 tolerance of a BLAS sgemm. When the product
+accumulators: ``MR`` is the accumulators knob, ``NR`` two vector registers of the compiling machine
+when ``simd`` (16 floats with AVX-512, 8 with AVX, 4 otherwise, chosen by the preprocessor: a tile
+written for wider registers than the machine has spills, 30x slower). Tiles are independent work
+items (batch x row blocks x column blocks) for OpenMP; when there are too few of them for the
+threads (a small C with a long K), the threads also split K into whole panels and sum private
+copies of C in a fixed order. The epilogue is applied when a tile's last K panel is stored. The
+summation over K runs in order within each panel and panels add in order, so results stay well
+within fp32 tolerance of a BLAS sgemm. When the product
 has a single column (matrix-vector), a row-blocked dot-product kernel is generated instead.
 """
 
@@ -33,8 +37,7 @@ _FLOAT32 = "torch.float32"
 
 # block knob -> cache tiles (rows of A per tile, columns of B per tile, K panel depth).
 _TILES = {32: (32, 128, 128), 64: (64, 256, 256), 128: (128, 256, 256), 256: (256, 512, 256)}
-_VECTOR = 16  # floats in one AVX-512 register
-_VECTORS_PER_ROW = 2  # NR = 32 columns in the vector micro-kernel
+_VECTORS_PER_ROW = 2  # NR = 2 machine vectors in the vector micro-kernel
 _SCALAR_COLUMNS = 4  # NR of the scalar micro-kernel
 
 
@@ -115,8 +118,8 @@ class MatmulRecipe:
     knobs: Mapping[str, Knob] = {
         "parallel": Knob(default=False, values=(False, True), start=True),
         "simd": Knob(default=False, values=(False, True), start=True),
-        "accumulators": Knob(default=1, values=(1, 2, 4, 8), start=4),
-        "block": Knob(default=0, values=(0, 32, 64, 128, 256), start=64),
+        "accumulators": Knob(default=1, values=(1, 2, 4, 6, 8), start=6),
+        "block": Knob(default=0, values=(0, 32, 64, 128, 256), start=256),
         "fast_math": Knob(default=False, values=(False, True)),
     }
 
@@ -291,6 +294,7 @@ class MatmulRecipe:
                 "#include <cmath>",
                 "#include <cstdint>",
                 "#include <cstdlib>",
+                "#include <omp.h>",
                 "",
                 self._loads(facts),
                 self._epilogue_function(facts, extras, context.graph, fast),
@@ -438,7 +442,7 @@ static inline __attribute__((always_inline)) float epilogue(float v, int64_t j{p
         """Cache tiles with packed panels and an ``MR x NR`` register-blocked micro-kernel."""
         mb, nb, kc = _TILES[block]
         mr = accumulators
-        nr = _VECTOR * _VECTORS_PER_ROW if simd else _SCALAR_COLUMNS
+        nr = f"{_VECTORS_PER_ROW} * VW" if simd else str(_SCALAR_COLUMNS)
         # Pack in the order that reads the stored operand contiguously.
         if facts["a"]["transposed"]:
             pack_a = """for (int64_t s = 0; s < mb; s += MR)
@@ -463,36 +467,43 @@ static inline __attribute__((always_inline)) float epilogue(float v, int64_t j{p
             for (int64_t q = 0; q < NR; ++q)
                 bp[s * kc + k * NR + q] = s + q < nb ? load_b(b, k0 + k, j0 + s + q, N, K) : 0.0f;"""
         if simd:
-            broadcast = "{" + ", ".join(["x"] * _VECTOR) + "}"
-            micro = f"""typedef float vfloat __attribute__((vector_size({4 * _VECTOR})));
-constexpr int64_t NV = NR / {_VECTOR};  // vectors per row of the register tile
+            width = """// VW: floats in one vector register of the machine compiling this (-march=native).
+#if defined(__AVX512F__)
+constexpr int64_t VW = 16;
+#elif defined(__AVX__)
+constexpr int64_t VW = 8;
+#else
+constexpr int64_t VW = 4;
+#endif"""
+            micro = """typedef float vfloat __attribute__((vector_size(4 * VW)));
+constexpr int64_t NV = NR / VW;  // vectors per row of the register tile
 
 // tile (MR x NR) = A strip (kc x MR, packed) times B strip (kc x NR, packed), in registers.
 static inline void micro_kernel(const float* __restrict__ ap, const float* __restrict__ bp, int64_t kc,
-                                float* __restrict__ tile) {{
+                                float* __restrict__ tile) {
     vfloat acc[MR][NV];
     #pragma GCC unroll 16
     for (int64_t r = 0; r < MR; ++r)
         #pragma GCC unroll 4
-        for (int64_t v = 0; v < NV; ++v) acc[r][v] = (vfloat){{}};
-    for (int64_t k = 0; k < kc; ++k) {{
+        for (int64_t v = 0; v < NV; ++v) acc[r][v] = (vfloat){};
+    for (int64_t k = 0; k < kc; ++k) {
         vfloat bv[NV];
         #pragma GCC unroll 4
-        for (int64_t v = 0; v < NV; ++v) __builtin_memcpy(&bv[v], bp + k * NR + v * {_VECTOR}, sizeof(vfloat));
+        for (int64_t v = 0; v < NV; ++v) __builtin_memcpy(&bv[v], bp + k * NR + v * VW, sizeof(vfloat));
         #pragma GCC unroll 16
-        for (int64_t r = 0; r < MR; ++r) {{
-            const float x = ap[k * MR + r];
-            const vfloat av = {broadcast};
+        for (int64_t r = 0; r < MR; ++r) {
+            const float x = ap[k * MR + r];  // broadcast to every lane
             #pragma GCC unroll 4
-            for (int64_t v = 0; v < NV; ++v) acc[r][v] += av * bv[v];
-        }}
-    }}
+            for (int64_t v = 0; v < NV; ++v) acc[r][v] += x * bv[v];
+        }
+    }
     #pragma GCC unroll 16
     for (int64_t r = 0; r < MR; ++r)
         #pragma GCC unroll 4
-        for (int64_t v = 0; v < NV; ++v) __builtin_memcpy(tile + r * NR + v * {_VECTOR}, &acc[r][v], sizeof(vfloat));
-}}"""
+        for (int64_t v = 0; v < NV; ++v) __builtin_memcpy(tile + r * NR + v * VW, &acc[r][v], sizeof(vfloat));
+}"""
         else:
+            width = ""
             micro = """// tile (MR x NR) = A strip (kc x MR, packed) times B strip (kc x NR, packed), in registers.
 static inline void micro_kernel(const float* __restrict__ ap, const float* __restrict__ bp, int64_t kc,
                                 float* __restrict__ tile) {
@@ -508,7 +519,14 @@ static inline void micro_kernel(const float* __restrict__ ap, const float* __res
         omp_region = "#pragma omp parallel" if parallel else ""
         omp_for = "#pragma omp for schedule(dynamic, 1)" if parallel else ""
         store_simd = "#pragma omp simd" if simd else ""
-        return f"""constexpr int64_t MR = {mr}, NR = {nr};              // register tile
+        splits = (
+            "tiles < 2 * omp_get_max_threads() && K >= 2 * KC ? std::min<int64_t>(omp_get_max_threads(), K / KC) : 1"
+            if parallel
+            else "1"
+        )
+        omp_for_reduce = "#pragma omp parallel for schedule(static)" if parallel else ""
+        return f"""{width}
+constexpr int64_t MR = {mr}, NR = {nr};              // register tile
 constexpr int64_t MB = {mb}, NB = {nb}, KC = {kc};  // cache tile: rows, columns, K panel depth
 
 {micro}
@@ -525,14 +543,15 @@ static void pack_b(const float* __restrict__ b, int64_t N, int64_t K, int64_t j0
     {pack_b}
 }}
 
-// One cache tile of C: rows [i0, i0 + MB) x columns [j0, j0 + NB), all of K.
+// One cache tile of C: rows [i0, i0 + MB) x columns [j0, j0 + NB), the products over K in
+// [k_begin, k_end); the epilogue is applied after the last panel when ``finish``.
 static void tile(const float* __restrict__ a, const float* __restrict__ b, float* __restrict__ c{extra_parameters},
-                 int64_t M, int64_t N, int64_t K, int64_t i0, int64_t j0, float* __restrict__ ap,
-                 float* __restrict__ bp) {{
+                 int64_t M, int64_t N, int64_t K, int64_t i0, int64_t j0, int64_t k_begin, int64_t k_end,
+                 bool finish, float* __restrict__ ap, float* __restrict__ bp) {{
     const int64_t mb = std::min(MB, M - i0), nb = std::min(NB, N - j0);
-    for (int64_t k0 = 0; k0 < K; k0 += KC) {{
-        const int64_t kc = std::min(KC, K - k0);
-        const bool first = k0 == 0, last = k0 + kc >= K;
+    for (int64_t k0 = k_begin; k0 < k_end; k0 += KC) {{
+        const int64_t kc = std::min(KC, k_end - k0);
+        const bool first = k0 == k_begin, last = finish && k0 + kc >= k_end;
         pack_b(b, N, K, j0, nb, k0, kc, bp);
         pack_a(a, M, K, i0, mb, k0, kc, ap);
         for (int64_t js = 0; js < nb; js += NR)
@@ -556,19 +575,39 @@ static void tile(const float* __restrict__ a, const float* __restrict__ b, float
 {header} {{
     const int64_t row_tiles = (M + MB - 1) / MB, column_tiles = (N + NB - 1) / NB;
     const int64_t tiles = batch * row_tiles * column_tiles;
+    // Too few tiles to keep the threads busy (a small C with a long K): the threads also split K into
+    // whole panels, sum into private copies of C, and add the copies in a fixed order.
+    const int64_t splits = {splits};
+    const int64_t k_chunk = ((K + splits - 1) / splits + KC - 1) / KC * KC;
+    float* partial = splits > 1 ? static_cast<float*>(std::malloc(sizeof(float) * splits * batch * M * N)) : nullptr;
     {omp_region}
     {{
         // Per-thread packing buffers, padded to whole strips.
         float* ap = static_cast<float*>(std::aligned_alloc(64, sizeof(float) * (MB + MR) * KC + 64));
         float* bp = static_cast<float*>(std::aligned_alloc(64, sizeof(float) * (NB + NR) * KC + 64));
         {omp_for}
-        for (int64_t t = 0; t < tiles; ++t) {{
-            const int64_t bi = t / (row_tiles * column_tiles), rest = t % (row_tiles * column_tiles);
+        for (int64_t t = 0; t < tiles * splits; ++t) {{
+            const int64_t split = t / tiles, bi = t % tiles / (row_tiles * column_tiles);
+            const int64_t rest = t % (row_tiles * column_tiles);
             const int64_t i0 = (rest / column_tiles) * MB, j0 = (rest % column_tiles) * NB;
-            tile(a + bi * M * K, b + bi * {b_stride}, c + bi * M * N{extra_arguments}, M, N, K, i0, j0, ap, bp);
+            const int64_t k_begin = std::min(K, split * k_chunk), k_end = std::min(K, k_begin + k_chunk);
+            float* out = splits > 1 ? partial + split * batch * M * N : c;
+            if (k_begin < k_end)
+                tile(a + bi * M * K, b + bi * {b_stride}, out + bi * M * N{extra_arguments}, M, N, K, i0, j0,
+                     k_begin, k_end, splits == 1, ap, bp);
         }}
         std::free(ap);
         std::free(bp);
+    }}
+    if (splits > 1) {{
+        const int64_t used = (K + k_chunk - 1) / k_chunk;  // splits with a non-empty K range
+        {omp_for_reduce}
+        for (int64_t x = 0; x < batch * M * N; ++x) {{
+            float v = partial[x];
+            for (int64_t split = 1; split < used; ++split) v += partial[split * batch * M * N + x];
+            c[x] = epilogue(v, x % N{extra_arguments});
+        }}
+        std::free(partial);
     }}
 }}
 """
