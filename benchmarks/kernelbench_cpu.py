@@ -12,6 +12,7 @@ attainment of the memory-bound tasks; writes ``results.json`` and ``kernelbench_
     python benchmarks/kernelbench_cpu.py [DIR] [--fit-ms 20] [--max-attempts 6] [--only TEXT ...] [--out DIR]
     python benchmarks/kernelbench_cpu.py --combine RESULTS.json [RESULTS.json ...] --out DIR
 
+``--combine`` reports several runs as one; a task in more than one keeps the row of the last file.
 DIR defaults to ``shared/kernelbench/level1`` beside the clone (or ``$PRAGMA_KERNELBENCH/level1``).
 Run it on a quiet machine: nothing else running, no tests, no builds.
 """
@@ -70,7 +71,9 @@ def main() -> None:
     console = Console(width=200)
     if args.combine:
         documents = [json.loads(path.read_text()) for path in args.combine]
-        rows = [row for document in documents for row in document["rows"]]
+        # A task measured again (after a fix) keeps its latest row: later files replace earlier ones.
+        latest = {row["task"]: row for document in documents for row in document["rows"]}
+        rows = list(latest.values())
         skipped = {key: why for document in documents for key, why in document.get("skipped", {}).items()}
         _report(rows, skipped, out, console)
         return

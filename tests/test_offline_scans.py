@@ -196,3 +196,48 @@ def test_other_spellings_of_an_exclusive_scan_are_matched_and_agree(tmp_path, ex
 )
 def test_near_misses_of_an_exclusive_scan_are_not_claimed(tmp_path, expression):
     assert _written(tmp_path, expression)[2] is None
+
+
+def test_a_masked_product_is_zero_after_the_first_masked_value(tmp_path):
+    """``cumprod(x * mask)`` multiplies by 0 where the flag is false, as the reference does (not by
+    the product's identity, which would skip the value)."""
+    task, graph, match = _written(tmp_path, "torch.cumprod(x * mask, dim=2)")
+    assert match is not None and match.facts["op"] == "prod" and match.facts["mask"] == "mask"
+    context = GenerationContext(graph=graph, task_source=task.source, task_key=task.key)
+    for knobs in (DEFAULT, FAST):
+        agrees_with_reference(task, ScanRecipe().generate(match, knobs, context))
+
+
+NON_FINITE_TASK = """
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def forward(self, x, mask):
+        return torch.cumsum(x * mask, dim=1)
+
+
+def get_inputs():
+    x, mask = torch.randn(6, 300), torch.rand(6, 300) > 0.5
+    x[1, 40], mask[1, 40] = float("inf"), False  # inf * 0 is NaN in the reference, from there on
+    x[2, 70], mask[2, 70] = float("inf"), True
+    x[3, 10], mask[3, 10] = float("nan"), False
+    return [x, mask]
+
+
+def get_init_inputs():
+    return []
+"""
+
+
+def test_a_masked_sum_keeps_the_references_nan_for_a_non_finite_value_under_a_false_flag(tmp_path):
+    path = tmp_path / "task.py"
+    path.write_text(NON_FINITE_TASK)
+    task = load_task(path)
+    graph = trace_reference(task)
+    match = ScanRecipe().match(graph)
+    assert match is not None and match.facts["mask"] == "mask"
+    context = GenerationContext(graph=graph, task_source=task.source, task_key=task.key)
+    for knobs in (DEFAULT, FAST):
+        agrees_with_reference(task, ScanRecipe().generate(match, knobs, context))

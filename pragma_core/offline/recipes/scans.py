@@ -416,9 +416,12 @@ def _kernel(facts: dict[str, Any], knobs: Mapping[str, Any], *, rows_last: bool)
     parallel = "#pragma omp parallel for schedule(static)" if knobs["parallel"] else ""
 
     def load(values: str, flags: str, index: str) -> str:
-        """The scanned value ``values[index]`` as a double (the identity where ``flags`` is false)."""
-        value = f"(double){values}[{index}]"
-        return f"({flags}[{index}] ? {value} : {identity})" if masked else value
+        """The scanned value ``values[index]`` as a double; masked, ``x * mask`` in float as the
+        reference computes it (0 where the flag is false, NaN for an infinite x), with no branch
+        for a random mask to mispredict."""
+        if masked:
+            return f"(double)({values}[{index}] * (float){flags}[{index}])"
+        return f"(double){values}[{index}]"
 
     if rows_last:
         body = _rows_body(knobs, identity, combine, load, masked, simd, parallel, reverse, exclusive, prod)
