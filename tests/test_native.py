@@ -537,9 +537,12 @@ int add(int a, int b) { return a + b; }
 PYBIND11_MODULE(adder_ext, m) { m.def("add", &add); }
 """
 
+# torch's pybind11 tensor caster and the tensor type alone: 14 s to build here, where
+# <torch/extension.h> takes 54 s (the audit's honest_softmax_pybind11 builds that one, sandboxed).
 TORCH_EXTENSION = r"""
-#include <torch/extension.h>
-torch::Tensor twice(torch::Tensor x) { return x * 2; }
+#include <torch/csrc/utils/pybind.h>
+#include <ATen/core/Tensor.h>
+at::Tensor twice(at::Tensor x) { return x.mul(2); }
 PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) { m.def("twice", &twice); }
 """
 
