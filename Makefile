@@ -63,8 +63,11 @@ lint: $(STAMP)
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy $(LINTED)
 
+# Two at a time (pytest-xdist), then alone the tests marked serial: those that time something or
+# load the machine on purpose, which a neighbouring test would disturb.
 test-core: $(STAMP)
-	$(BIN)/python -m pytest --durations=20
+	$(BIN)/python -m pytest -n 2 -m "not serial" --durations=20
+	$(BIN)/python -m pytest -m serial --durations=5
 
 # Each plugin's tests twice: alone with core, then beside every other plugin (in .venv).
 test-plugins: $(STAMP) $(PLUGIN_STAMPS)

@@ -27,6 +27,8 @@ GELU = EXAMPLES / "level1" / "1_GELUTanh.py"
 SERIAL_GELU = (EXAMPLES.parent.parent / "tests" / "candidates" / "gelu_correct_slow.py").read_text()
 CPUS = sorted(os.sched_getaffinity(0))
 
+pytestmark = pytest.mark.serial  # these read the machine's load, and make their own
+
 
 def test_a_quiet_reading_has_no_reason_and_each_disturbance_is_named():
     quiet = dict(other_cpu=0.02, steal=0.0, calibration_ms=(1.0, 1.05), calibration_best_ms=0.95, drift=1.04)

@@ -59,7 +59,11 @@ def generate(task, knobs) -> str:
     return RECIPE.generate(match, knobs, GenerationContext(graph=graph, task_source=task.source, task_key=task.key))
 
 
-@pytest.mark.parametrize("path, sizes, words", VARIANTS, ids=[f"{path.stem}-{'-'.join(map(str, sizes.values()))}" for path, sizes, _ in VARIANTS])
+@pytest.mark.parametrize(
+    "path, sizes, words",
+    VARIANTS,
+    ids=[f"{path.stem}-{'-'.join(map(str, sizes.values()))}" for path, sizes, _ in VARIANTS],
+)
 def test_variant_matches_and_agrees_at_default_and_fast_knobs(path, sizes, words):
     task = load_task(path, sizes)
     match = RECIPE.match(trace_reference(task))

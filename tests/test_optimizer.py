@@ -116,6 +116,7 @@ def settings(tmp_path: Path, max_attempts: int) -> OptimizeSettings:
     )
 
 
+@pytest.mark.serial
 def test_compile_error_fix_slow_then_fast(scripted, plugin_site, tmp_path):
     """Also: a profiler plugin that raises is recorded with its traceback, one that cannot run here
     is left out and said, and the live status hears every phase of an attempt."""
@@ -350,6 +351,7 @@ def test_ctrl_c_prints_the_command_that_continues_the_run(scripted, plugin_site,
     assert (run_dir / "baseline" / "baseline.json").exists() and (run_dir / "summary.json").exists()
 
 
+@pytest.mark.serial
 def test_a_timing_on_a_busy_machine_is_measured_again_and_said_noisy(scripted, tmp_path):
     from pragma_core.verifier.machine_load import synthetic_load
 

@@ -103,6 +103,7 @@ def test_the_environment_is_exactly_the_one_given(tmp_path, monkeypatch):
     assert run.stdout_tail == "given None\n"
 
 
+@pytest.mark.serial
 def test_a_timeout_kills_the_tool_and_what_it_started(tmp_path):
     env, marker = marked_environment()
     pids = tmp_path / "pids.txt"

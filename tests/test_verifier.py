@@ -37,6 +37,7 @@ def check(candidate: str, task: Path = GELU, sizes=None, settings: VerifySetting
 # -- plain outcomes -------------------------------------------------------------------------------
 
 
+@pytest.mark.serial
 def test_correct_fast_candidate_is_timed_with_a_speedup_interval():
     verdict = check("gelu_correct_fast")
     assert verdict.status is VerdictStatus.CORRECT, verdict.message
@@ -250,6 +251,7 @@ def test_cli_verify_prints_a_table_and_exit_codes(tmp_path):
     assert missing.returncode == 2 and missing.stderr.strip().endswith("nope.py: no such candidate file")
 
 
+@pytest.mark.serial
 def test_timing_stops_at_its_budget_after_ten_runs():
     settings = VerifySettings(reps=100_000, warmup=1, timeout_s=120, threads=2, timing_budget_s=0.5)
     verdict = check("gelu_correct_slow", settings=settings)
@@ -338,6 +340,7 @@ def test_where_the_os_cannot_contain_the_child_an_edited_task_is_caught_and_rest
     assert task_file.read_text() == GELU.read_text()
 
 
+@pytest.mark.serial
 def test_timing_stops_once_the_interval_is_precise_enough_and_not_before_thirty_runs():
     loose = VerifySettings(reps=1000, warmup=1, timeout_s=120, threads=2, precision=0.95)
     verdict = check("gelu_correct_fast", settings=loose)
@@ -346,6 +349,7 @@ def test_timing_stops_once_the_interval_is_precise_enough_and_not_before_thirty_
     assert len(check("gelu_correct_fast", settings=every).candidate.samples_ms) == 40
 
 
+@pytest.mark.serial
 def test_timing_stops_once_the_candidate_is_clearly_slower_than_the_best_to_beat():
     """A serial double-precision GELU against a best of 50x: ten repetitions show it cannot win."""
     settings = VerifySettings(reps=1000, warmup=1, timeout_s=120, threads=2, precision=0)
