@@ -13,7 +13,9 @@ PLUGINS := $(patsubst plugins/%/pyproject.toml,%,$(wildcard plugins/*/pyproject.
 STAMP   := $(VENV)/.installed
 # A plugin must work with core alone. .venvs/core holds core and its test tools only; each
 # .venvs/<plugin> is an empty environment that sees .venvs/core's packages through a .pth file and
-# installs just its plugin, so the check costs seconds, not a reinstall of torch per plugin.
+# installs just its plugin, so the check costs seconds, not a reinstall of torch per plugin. .venv
+# sees .venvs/core the same way and adds the plugins, the builder and the lint, docs and bench
+# tools: torch and the other heavy packages are installed once (2 minutes 48 on 2 cores).
 CORE_STAMP    := .venvs/core/.installed
 PLUGIN_STAMPS := $(foreach p,$(PLUGINS),.venvs/$(p)/.installed)
 LINTED  := pragma_core $(foreach p,$(PLUGINS),plugins/$(p)/pragma_$(p)) knowledge_builder/knowledge_builder
@@ -22,8 +24,19 @@ LINTED  := pragma_core $(foreach p,$(PLUGINS),plugins/$(p)/pragma_$(p)) knowledg
 
 install: $(STAMP)
 
-$(STAMP): pyproject.toml constraints.txt Makefile $(wildcard plugins/*/pyproject.toml) knowledge_builder/pyproject.toml
+# $(call sees_core,ENV,NAME): the environment ENV sees .venvs/core's packages (their .pth files
+# included) through the file NAME in its site-packages.
+define sees_core
+$(1)/bin/python -c "import pathlib, sysconfig, sys; \
+  core = pathlib.Path(sys.argv[1]).resolve(); \
+  pth = pathlib.Path(sysconfig.get_paths()['purelib']) / sys.argv[2]; \
+  pth.write_text('import site; site.addsitedir(%r)\n' % str(core))" \
+  "$$(.venvs/core/bin/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')" $(2)
+endef
+
+$(STAMP): pyproject.toml constraints.txt Makefile $(wildcard plugins/*/pyproject.toml) knowledge_builder/pyproject.toml $(CORE_STAMP)
 	$(PYTHON) -m venv $(VENV)
+	$(call sees_core,$(VENV),pragma-core-base.pth)
 	$(BIN)/python $(PIP) -e ".[test,lint,docs,bench]" $(foreach p,$(PLUGINS),-e plugins/$(p)) -e knowledge_builder
 	touch $@
 
@@ -35,11 +48,7 @@ $(CORE_STAMP): pyproject.toml constraints.txt Makefile
 .venvs/%/.installed: plugins/%/pyproject.toml $(CORE_STAMP)
 	rm -rf .venvs/$*
 	$(PYTHON) -m venv .venvs/$*
-	.venvs/$*/bin/python -c "import pathlib, sysconfig, sys; \
-	  core = pathlib.Path(sys.argv[1]).resolve(); \
-	  pth = pathlib.Path(sysconfig.get_paths()['purelib']) / 'pragma-core-alone.pth'; \
-	  pth.write_text('import site; site.addsitedir(%r)\n' % str(core))" \
-	  "$$(.venvs/core/bin/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')"
+	$(call sees_core,.venvs/$*,pragma-core-alone.pth)
 	.venvs/$*/bin/python $(PIP) --no-deps -e plugins/$*
 	touch $@
 

@@ -15,8 +15,8 @@ items (batch x row blocks x column blocks) for OpenMP; when there are too few of
 threads (a small C with a long K), the threads also split K into whole panels and sum private
 copies of C in a fixed order. The epilogue is applied when a tile's last K panel is stored. The
 summation over K runs in order within each panel and panels add in order, so results stay well
-within fp32 tolerance of a BLAS sgemm. When the product
-has a single column (matrix-vector), a row-blocked dot-product kernel is generated instead.
+within fp32 tolerance of a BLAS sgemm. When the product has a single column (matrix-vector), a
+row-blocked dot-product kernel is generated instead.
 """
 
 from __future__ import annotations
