@@ -13,6 +13,7 @@ attainment of the memory-bound tasks; writes ``results.json`` and ``kernelbench_
     python benchmarks/kernelbench_cpu.py --combine RESULTS.json [RESULTS.json ...] --out DIR
 
 ``--combine`` reports several runs as one; a task in more than one keeps the row of the last file.
+
 DIR defaults to ``shared/kernelbench/level1`` beside the clone (or ``$PRAGMA_KERNELBENCH/level1``).
 Run it on a quiet machine: nothing else running, no tests, no builds.
 """
