@@ -95,7 +95,7 @@ def build_environment(build_dir: Path) -> dict[str, str]:
     """Environment variables that send every build and compiler cache of a child into ``build_dir``.
 
     A contained child can write only its own folders, so what it compiles must land there:
-    :func:`~pragma_core.native.build_library` builds into ``PRAGMA_NATIVE_BUILD_DIR`` (it still
+    :func:`~pragma_core.backends.cpu_cpp.native.build_library` builds into ``PRAGMA_NATIVE_BUILD_DIR`` (it still
     reuses what the shared cache, read-only to the child, already holds), ``load_inline`` into
     ``TORCH_EXTENSIONS_DIR``, torch.compile into ``TORCHINDUCTOR_CACHE_DIR`` (by default a folder
     under ``TMPDIR``), Triton into ``TRITON_CACHE_DIR`` and ``TRITON_HOME``, the CUDA driver's JIT

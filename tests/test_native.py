@@ -36,7 +36,7 @@ from pragma_core.native import (
     parse_signatures,
     record_calls,
 )
-from pragma_core.native import build as build_module
+from pragma_core.backends.cpu_cpp.native import build as build_module
 
 RELU = r"""
 #include <cstdint>
@@ -594,7 +594,7 @@ def test_count_calls_wraps_an_imported_module_once():
 def test_torch_include_dirs_match_cpp_extension():
     from torch.utils.cpp_extension import include_paths
 
-    from pragma_core.native.extension import torch_include_dirs
+    from pragma_core.backends.cpu_cpp.native.extension import torch_include_dirs
 
     assert torch_include_dirs() == include_paths()
 

@@ -12,7 +12,7 @@ import pytest
 from pragma_core import Candidate, load_task
 from pragma_core.components import DEFAULT_PROFILE_TIMEOUT_S, ProfileTarget
 from pragma_core.errors import PluginError, PragmaError, ProfilerUnavailable
-from pragma_core.native.recording import CallRecording
+from pragma_core.backends.cpu_cpp.native.recording import CallRecording
 from pragma_core.profiling import prepare_target, profile
 
 from .conftest import EXAMPLES
@@ -198,7 +198,7 @@ def test_the_verifier_records_at_each_profilers_size_and_refuses_a_candidate_fix
 
 
 def test_the_replay_driver_is_built_once_per_distinct_source(tmp_path, monkeypatch):
-    from pragma_core.native import replay
+    from pragma_core.backends.cpu_cpp.native import replay
 
     gelu = EXAMPLES / "level1" / "1_GELUTanh.py"
     fast = Candidate(source=(EXAMPLES.parent / "candidates" / "1_GELUTanh_fast.py").read_text(), backend="cpu-cpp")

@@ -24,7 +24,7 @@ from ..records import Candidate, Task
 from ..sandbox import SandboxedProcess, SandboxLimits, build_environment, child_environment
 
 if TYPE_CHECKING:  # importing them imports torch, which profiler plugins must not pay for at load time
-    from ..native.recording import CallRecording
+    from ..backends.cpu_cpp.native.recording import CallRecording
 
 __all__ = ["prepare_target", "remember_recording"]
 
@@ -45,7 +45,7 @@ def prepare_target(
     profiler's tool. The target's ``env`` is :func:`~pragma_core.sandbox.child_environment` for
     ``threads``: the complete environment of the profiled program.
     """
-    from ..native.replay import replay_command
+    from ..backends.cpu_cpp.native.replay import replay_command
     from ..verifier.settings import VerifySettings
 
     threads = threads or VerifySettings().thread_count
@@ -114,7 +114,7 @@ def _recorded_once(
 ) -> CallRecording | None:
     """The candidate's recording in ``folder``: copied from an earlier one of the same candidate,
     task program and threads in this process when it is still there, else recorded in the sandbox."""
-    from ..native.recording import CallRecording
+    from ..backends.cpu_cpp.native.recording import CallRecording
 
     key = _recording_key(folder.task_file.read_text(), candidate, threads)
     if key in _RECORDINGS:
@@ -134,7 +134,7 @@ def _recorded_once(
 def _record(folder: JobFolder, env: dict[str, str], timeout_s: float) -> CallRecording | None:
     """Record one forward's native calls in the sandbox; None when the candidate made none."""
     from ..errors import PragmaError
-    from ..native.recording import CallRecording
+    from ..backends.cpu_cpp.native.recording import CallRecording
     from .worker import WRONG_AT_THIS_SIZE
 
     argv = [sys.executable, "-m", "pragma_core.profiling.worker", "record", str(folder.root)]

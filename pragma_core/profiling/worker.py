@@ -45,7 +45,7 @@ def _setup(job_dir: Path) -> tuple[Any, list[Any], dict[str, Any]]:
 def record(job_dir: Path) -> int:
     import torch
 
-    from ..native import record_calls
+    from ..backends.cpu_cpp.native import record_calls
     from ..verifier.inputs import construct
 
     model, inputs, namespace = _setup(job_dir)

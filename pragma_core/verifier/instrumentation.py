@@ -250,7 +250,7 @@ def _inside_aten(event: Any) -> bool:
 
 _STDLIB = sysconfig.get_paths()["stdlib"]
 _TRUSTED_MACHINERY = (
-    str(Path(__file__).resolve().parents[1] / "native"),
+    str(Path(__file__).resolve().parents[1] / "backends" / "cpu_cpp" / "native"),
     str(Path(torch.__file__).parent / "utils" / "cpp_extension.py"),
     str(Path(torch.__file__).parent / "_inductor"),
     str(Path(torch.__file__).parent / "_dynamo"),

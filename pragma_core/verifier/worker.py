@@ -68,7 +68,7 @@ def _serve(root: Path, writer: Any) -> int:
     _pin_cpus(root)  # before torch starts its thread pool, which inherits the CPU set
     import torch
 
-    from .. import native
+    from ..backends.cpu_cpp import native
     from ..child_run import load_candidate, load_task
     from .inputs import construct, make_inputs, make_probe_inputs
     from .instrumentation import (

@@ -30,9 +30,9 @@ import tempfile
 from collections.abc import Iterable
 from pathlib import Path
 
-from .. import paths
-from ..errors import PragmaError
-from ..files import atomic_write_text
+from .... import paths
+from ....errors import PragmaError
+from ....files import atomic_write_text
 from .diagnostics import NativeBuildError
 
 __all__ = [

@@ -19,8 +19,8 @@ import re
 import attrs
 from attrs import validators as v
 
-from ..errors import PragmaError
-from ..records import frozen_tuple
+from ....errors import PragmaError
+from ....records import frozen_tuple
 
 __all__ = [
     "FunctionSignature",

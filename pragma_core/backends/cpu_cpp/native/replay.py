@@ -33,9 +33,9 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from .. import paths
-from ..errors import RecordError
-from ..files import atomic_write_text
+from .... import paths
+from ....errors import RecordError
+from ....files import atomic_write_text
 from .build import CompilerNotFoundError
 from .diagnostics import NativeBuildError
 from .recording import CallRecording, PointerArgument, ScalarArgument

@@ -4,7 +4,7 @@ A candidate is a Python module defining ``ModelNew``. Its kernels reach the CPU 
 the fast path (``pragma_core.native.load_library``: extern "C" functions called through ctypes,
 built in well under a second and cached by content), a pybind11 module
 (``pragma_core.native.load_extension``), or ``torch.utils.cpp_extension.load_inline`` as in
-KernelBench (accepted, but tens of seconds to build). The Coder's guide is ``cpu_cpp_guide.md``.
+KernelBench (accepted, but tens of seconds to build). The Coder's guide is ``guide.md``.
 """
 
 from __future__ import annotations
@@ -15,9 +15,9 @@ import types
 from importlib import resources
 from pathlib import Path
 
-from ..components import Availability, Backend
-from ..hookspecs import hookimpl
-from ..records import Candidate
+from ...components import Availability, Backend
+from ...hookspecs import hookimpl
+from ...records import Candidate
 
 __all__ = ["BACKEND_NAME", "guide", "probe", "load_candidate"]
 
@@ -26,7 +26,7 @@ BACKEND_NAME = "cpu-cpp"
 
 def guide() -> str:
     """The Coder's guide: how a candidate looks, with a worked example."""
-    return resources.files(__package__).joinpath("cpu_cpp_guide.md").read_text(encoding="utf-8")
+    return resources.files(__package__).joinpath("guide.md").read_text(encoding="utf-8")
 
 
 def probe() -> Availability:

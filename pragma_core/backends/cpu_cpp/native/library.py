@@ -31,7 +31,7 @@ from typing import Any
 
 import torch
 
-from ..errors import PragmaError
+from ....errors import PragmaError
 from .build import build_library
 from .diagnostics import NativeBuildError
 from .signatures import FunctionSignature, Parameter, parse_signatures

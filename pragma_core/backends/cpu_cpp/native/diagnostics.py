@@ -19,8 +19,8 @@ from typing import Any
 import attrs
 from attrs import validators as v
 
-from ..errors import PragmaError
-from ..records import frozen_tuple
+from ....errors import PragmaError
+from ....records import frozen_tuple
 
 __all__ = ["BuildDiagnostic", "NativeBuildError", "parse_diagnostics", "SUMMARY_ERRORS", "SUMMARY_CHARS"]
 

@@ -31,9 +31,9 @@ import attrs
 import torch
 from attrs import validators as v
 
-from ..errors import RecordError
-from ..files import atomic_write_text
-from ..records import frozen_tuple
+from ....errors import RecordError
+from ....files import atomic_write_text
+from ....records import frozen_tuple
 from . import library as _library
 from .signatures import FunctionSignature
 
