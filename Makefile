@@ -42,7 +42,7 @@ $(STAMP): pyproject.toml constraints.txt Makefile $(wildcard plugins/*/pyproject
 
 $(CORE_STAMP): pyproject.toml constraints.txt Makefile
 	$(PYTHON) -m venv .venvs/core
-	.venvs/core/bin/python $(PIP) -e ".[test]"
+	.venvs/core/bin/python $(PIP) -e ".[test,triton]"
 	touch $@
 
 .venvs/%/.installed: plugins/%/pyproject.toml $(CORE_STAMP)

@@ -195,11 +195,14 @@ class ChildSession:
     def begin(self, candidate: Candidate, **job: Any) -> None:
         """Hand the child its candidate (written into the folder with ``job``'s settings added) and
         let it go on; the sandbox's time limit counts from now."""
+        from .plugins import get_registry
+
+        backend = get_registry().backend(candidate.backend)
         self.folder.assign(candidate, **job)
         self.process.restart_clock()
         self.request(
             "begin",
-            env=build_environment(self.folder.build_dir),
+            env={**build_environment(self.folder.build_dir), **backend.child_environment(self.folder.build_dir)},
             writable=self.folder.job["writable"],
             lock_down=self.process.files_isolated,
         )

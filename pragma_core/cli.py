@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +20,7 @@ from rich.console import Console
 from rich.table import Table
 
 from . import __version__
+from .backends import DEFAULT_BACKEND
 from .components import Probe
 from .errors import CandidateError, PragmaError, TaskError
 from .plugins import PluginRegistry, get_registry
@@ -51,6 +53,24 @@ _precision_option = click.option(
     show_default=True,
     help="Stop timing once at least 30 runs gave a speedup interval within this share of its value (0: all runs).",
 )
+
+
+def _backend_option(help_text: str, default: str | None = None) -> Callable[[Any], Any]:
+    return click.option("--backend", "backend_name", default=default, show_default=default is not None, help=help_text)
+
+
+_CANDIDATE_BACKEND_HELP = (
+    "The candidate's backend (see `pragma plugins`) [default: the one its source is written for: "
+    "triton when it imports triton, cuda when it builds CUDA sources, else cpu-cpp]."
+)
+
+
+def _checked_backend(name: str) -> str:
+    """``name`` when a backend of that name is installed; otherwise bad input naming the choices."""
+    backends = get_registry().backends()
+    if name not in backends:
+        raise CandidateError(f"--backend {name}: no such backend; installed: {', '.join(sorted(backends))}")
+    return name
 
 
 @cli.command("plugins")
@@ -219,8 +239,9 @@ def _fitted(task: Task, fit_ms: float, threads: int | None) -> Task:
     return fitted.task
 
 
-def _read_candidate(path: Path) -> Candidate:
-    """The candidate module at ``path``; a missing, unreadable or empty file is bad input."""
+def _read_candidate(path: Path, backend: str | None = None) -> Candidate:
+    """The candidate module at ``path``, for ``backend`` (by default the one its source is written
+    for); a missing, unreadable or empty file, or an unknown backend, is bad input."""
     if not path.is_file():
         raise CandidateError(f"{path}: no such candidate file")
     try:
@@ -229,7 +250,10 @@ def _read_candidate(path: Path) -> Candidate:
         raise CandidateError(f"{path}: cannot be read ({error})") from None
     if not source.strip():
         raise CandidateError(f"{path}: the candidate file is empty; write a module that defines class ModelNew")
-    return Candidate(source=source, backend="cpu-cpp")
+    from .backends import backend_for_source
+
+    name = _checked_backend(backend) if backend is not None else backend_for_source(source, get_registry())
+    return Candidate(source=source, backend=name)
 
 
 @cli.command("verify")
@@ -272,6 +296,7 @@ def _read_candidate(path: Path) -> Candidate:
 )
 @click.option("--memory-gb", default=16.0, show_default=True, help="Address-space limit of the candidate.")
 @click.option("--no-timing", is_flag=True, help="Check correctness only.")
+@_backend_option(_CANDIDATE_BACKEND_HELP)
 @click.option(
     "--seed",
     type=click.IntRange(min=0),
@@ -299,18 +324,22 @@ def verify_command(
     timeout_s: float | None,
     memory_gb: float,
     no_timing: bool,
+    backend_name: str | None,
     seed: int | None,
     keep: Path | None,
     as_json: bool,
 ) -> None:
     """Check CANDIDATE (a module defining ModelNew) against TASK in a sandbox, and time it.
 
+    A backend that runs interpreted here (Triton with no GPU) is checked for correctness only; the
+    verdict says it was not timed.
+
     Exit code 0 when the candidate is correct, 1 when it is not, 2 for bad input.
     """
     from .verifier import VerifySettings, verify
 
     task = _load_one_task(task_path, assignments, fit_ms, threads)
-    candidate = _read_candidate(candidate_path)
+    candidate = _read_candidate(candidate_path, backend_name)
     options: dict[str, Any] = dict(
         trials=trials,
         warmup=warmup,
@@ -466,6 +495,7 @@ def roofline_command(
     help="Keep the job and the raw tool output in this folder [default: a temporary folder, removed].",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the profile as JSON.")
+@_backend_option(_CANDIDATE_BACKEND_HELP)
 def profile_command(
     task_path: Path,
     candidate_path: Path | None,
@@ -479,6 +509,7 @@ def profile_command(
     full_size: bool,
     keep: Path | None,
     as_json: bool,
+    backend_name: str | None,
 ) -> None:
     """Profile CANDIDATE (or, without one, the reference of TASK) and list its metrics.
 
@@ -491,7 +522,7 @@ def profile_command(
     from .reports import profile_table
 
     task = _load_one_task(task_path, assignments, fit_ms, threads)
-    candidate = _read_candidate(candidate_path) if candidate_path is not None else None
+    candidate = _read_candidate(candidate_path, backend_name) if candidate_path is not None else None
     extra = [name.strip() for name in metrics.split(",") if name.strip()]
     subject = candidate_path.name if candidate_path else "the reference"
     with tempfile.TemporaryDirectory(prefix="pragma-profile-") as scratch:
@@ -543,6 +574,11 @@ def profile_command(
 )
 @click.option("--reps", default=100, show_default=True, help="Timed runs per verification, at most.")
 @_precision_option
+@_backend_option(
+    "The backend the Coder writes for (see `pragma plugins`); triton with no GPU runs under Triton's "
+    "interpreter, checked but not timed.",
+    default=DEFAULT_BACKEND,
+)
 @click.option(
     "--threads",
     type=click.IntRange(min=1),
@@ -583,6 +619,7 @@ def optimize_command(
     profilers: str,
     reps: int,
     precision: float,
+    backend_name: str,
     threads: int | None,
     runs_dir: Path,
     resume: Path | None,
@@ -630,8 +667,9 @@ def optimize_command(
         patience=patience,
         profile=not no_profile,
         profilers=tuple(p.strip() for p in profilers.split(",") if p.strip()),
+        backend=_checked_backend(backend_name),
     )
-    option_of = {"profile": "no_profile"}
+    option_of = {"profile": "no_profile", "backend": "backend_name"}
     verify_options: dict[str, Any] = {"reps": reps, "precision": precision}
     if threads is not None:
         verify_options["threads"] = threads
@@ -662,6 +700,9 @@ def optimize_command(
         if offline.prepare is not None and task is not None:
             try:
                 offline.prepare(task)  # a task no recipe knows fails here, with its one line
+                from .offline.coder import check_backend
+
+                check_backend(task, settings.backend)
             except PragmaError as error:
                 raise PragmaError(f"{error}: pass --model, or set PRAGMA_MODEL") from None
         click.echo(

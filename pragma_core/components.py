@@ -35,6 +35,8 @@ __all__ = [
     "ProfileTarget",
     "Probe",
     "LoadCandidate",
+    "KernelEvidence",
+    "Clock",
     "CollectProfile",
     "ParseOutput",
     "Complete",
@@ -135,6 +137,28 @@ class LoadCandidate(Protocol):
     def __call__(self, candidate: Candidate, workdir: Path) -> type: ...
 
 
+class KernelEvidence(Protocol):
+    """The proof, inside the sandbox child, that a candidate ran kernels of its backend.
+
+    Made before the candidate is loaded: :meth:`install` sets up whatever watches the backend's
+    launches (ctypes calls on the CPU fast path, ``load_inline`` functions, Triton launches), and
+    :meth:`count` is how many launches it has seen so far. The verifier rejects a candidate whose
+    forward made none (``kernel-not-called``)."""
+
+    def install(self) -> None: ...
+
+    def count(self) -> int: ...
+
+
+class Clock(Protocol):
+    """Times one call inside the sandbox child: returns the call's result and its milliseconds.
+
+    The host clock (``time.perf_counter`` around the call) serves CPU backends; a GPU backend's
+    clock flushes the L2, synchronizes the whole device around the call and reads CUDA events."""
+
+    def __call__(self, call: Callable[[], Any]) -> tuple[Any, float]: ...
+
+
 class CollectProfile(Protocol):
     """Runs the profiler on a target and returns the requested metrics (or why each is missing)."""
 
@@ -178,7 +202,27 @@ def _devices(_instance: Any, attribute: attrs.Attribute, value: tuple[str, ...])
 
 @attrs.frozen(kw_only=True)
 class Backend:
-    """A way to write and run kernels: language, device, the Coder's guide, how to load one."""
+    """A way to write and run kernels: everything the verifier, profiling and the loop ask of one.
+
+    - ``guide``: the Coder's guide (how a candidate looks, with a worked example).
+    - ``probe``: whether it can run here, and why not.
+    - ``load``: in the sandbox child, build the candidate and return its ``ModelNew``.
+    - ``evidence``: in the child, a fresh :class:`KernelEvidence` (the proof its kernels ran);
+      ``kernel_hint`` says how this backend's kernels are run, for the message when none did.
+    - ``execution_device``: where tensors live when a candidate runs here (``"cpu"`` for the host,
+      ``"cuda"`` for a GPU; the Triton interpreter runs on ``"cpu"``).
+    - ``timing_refusal``: why times taken here would mean nothing (an interpreter), or ``""``;
+      a refused backend is checked for correctness only and its verdict says it was not timed.
+    - ``clock``: in the child, makes the :class:`Clock` for timed calls; None (or a factory that
+      returns None) for the host clock.
+    - ``child_environment``: given the candidate's build folder, variables the child takes before
+      it loads the candidate (for Triton: ``TRITON_INTERPRET=1`` without a GPU, and its cache).
+    - ``records_calls``: the backend can record one forward's kernel calls for a native replay
+      driver (``cpu-cpp``'s fast path), the profilers' target on the CPU; otherwise profilers run
+      the Python forward.
+    - ``recognizes``: whether a candidate's source is written for this backend (``pragma verify``
+      picks the backend by it when ``--backend`` is not given).
+    """
 
     name: str = attrs.field(validator=_name)
     device: str = attrs.field(validator=v.in_(DEVICE_KINDS))
@@ -187,6 +231,14 @@ class Backend:
     guide: str = attrs.field(validator=v.min_len(1))
     probe: Probe
     load: LoadCandidate
+    evidence: Callable[[], KernelEvidence]
+    kernel_hint: str = attrs.field(validator=v.min_len(1))
+    execution_device: Callable[[], str] = attrs.field(default=lambda: "cpu")
+    timing_refusal: Callable[[], str] = attrs.field(default=lambda: "")
+    clock: Callable[[], Clock | None] | None = None
+    child_environment: Callable[[Path], dict[str, str]] = attrs.field(default=lambda build_dir: {})
+    records_calls: bool = False
+    recognizes: Callable[[str], bool] = attrs.field(default=lambda source: False)
 
 
 @attrs.frozen(kw_only=True)

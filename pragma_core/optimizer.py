@@ -33,6 +33,7 @@ from . import __version__
 from .agents.extraction import extract_code
 from .agents.prompts import coder_messages, conductor_messages
 from .agents.replies import GuidanceParseError, parse_guidance, repair_messages
+from .backends import DEFAULT_BACKEND
 from .components import DEFAULT_PROFILE_TIMEOUT_S, LLMProvider
 from .diagnosis import diagnose
 from .errors import PragmaError
@@ -92,7 +93,7 @@ class OptimizeSettings:
 
     model: str | None = None
     provider: str | None = None
-    backend: str = "cpu-cpp"
+    backend: str = DEFAULT_BACKEND
     profilers: tuple[str, ...] = attrs.field(default=("valgrind", "perf"), converter=frozen_tuple)
     profile: bool = True
     max_attempts: int = attrs.field(default=15, validator=v.ge(1))
@@ -237,7 +238,7 @@ def optimize(
     loop = _Loop(
         task=task,
         settings=settings,
-        agents=_Agents(provider=provider, model=settings.model, task=task),
+        agents=_Agents(provider=provider, model=settings.model, task=task, backend=settings.backend),
         guide=backend.guide,
         run=run,
         profilers=profilers,
@@ -310,10 +311,13 @@ class _Agents:
     provider: LLMProvider
     model: str | None
     task: Task
+    backend: str
 
     def ask(self, role: AgentRole, messages: tuple[ChatMessage, ...], **context: Any) -> Completion:
         """One answer; ``context`` is the structured part of the request (verdict, profiles, ...)."""
-        request = CompletionRequest(role=role, messages=messages, model=self.model, task=self.task, **context)
+        request = CompletionRequest(
+            role=role, messages=messages, model=self.model, task=self.task, backend=self.backend, **context
+        )
         return self.provider.complete(request)
 
 
@@ -513,7 +517,16 @@ class _Loop:
         """Each profiler's profile of the candidate, and why each of the others gave none; ``phase``
         hears each profiler start."""
         profiles, skipped = [], {}
+        backend = get_registry().backend(candidate.backend)
+        refusal, device = backend.timing_refusal(), backend.execution_device()
         for name in self.profilers:
+            if refusal:  # what a profiler sees of an interpreter is the interpreter
+                skipped[name] = f"not profiled: {refusal}"
+                continue
+            devices = get_registry().profiler(name).devices
+            if device not in devices:
+                skipped[name] = f"{name} profiles {', '.join(devices)} programs; {candidate.backend} runs on {device}"
+                continue
             phase("profiling", name)
             folder = staging / f"profile-{name}"
             try:

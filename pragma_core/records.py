@@ -438,7 +438,7 @@ class CompletionRequest:
     language model (the offline rule-based one) can answer from them directly: ``candidate``,
     ``verdict``, ``profiles`` and ``diagnosis`` are of the attempt the Conductor judges (for the
     Coder: ``verdict`` is the last attempt's); ``best`` is the best before it; ``history`` the
-    attempts before it, oldest first.
+    attempts before it, oldest first. ``backend`` names the backend the candidate is written for.
     """
 
     role: AgentRole = attrs.field(converter=AgentRole)
@@ -451,6 +451,7 @@ class CompletionRequest:
     diagnosis: Diagnosis | None = None
     best: Attempt | None = None
     history: tuple[Attempt, ...] = attrs.field(default=(), converter=frozen_tuple)
+    backend: str | None = None
 
 
 @attrs.frozen(kw_only=True)

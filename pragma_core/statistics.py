@@ -75,12 +75,15 @@ def beats(new: Speedup, old: Speedup) -> bool:
 
 def improves_on(verdict: Verdict | None, best: Attempt | None) -> bool:
     """The loop's rule for a new best: a correct, timed verdict that beats the best's speedup, or
-    any such verdict when there is no timed best yet. A noisy verdict (timed on a busy machine)
+    any such verdict when there is no timed best yet; a correct verdict that could not be timed
+    (a backend that runs interpreted here) only when there is no correct best. A noisy verdict (timed on a busy machine)
     never replaces a best: its interval says nothing; it can only be the first best, so a run on a
     machine that never quiets down still keeps a correct version, and a quiet verdict faster than
     its point estimate replaces it."""
-    if verdict is None or not verdict.ok or verdict.speedup is None:
+    if verdict is None or not verdict.ok:
         return False
+    if verdict.speedup is None:  # correct but untimed (an interpreter): kept when nothing else is
+        return best is None or best.verdict is None or not best.verdict.ok
     if best is None or best.verdict is None or best.verdict.speedup is None:
         return True
     if verdict.noisy:

@@ -14,6 +14,7 @@ import pytest
 import torch
 import torch.nn as nn
 
+from pragma_core.backends.cpu_cpp.native import build as build_module
 from pragma_core.errors import PragmaError, RecordError
 from pragma_core.native import (
     BuildDiagnostic,
@@ -36,7 +37,6 @@ from pragma_core.native import (
     parse_signatures,
     record_calls,
 )
-from pragma_core.backends.cpu_cpp.native import build as build_module
 
 RELU = r"""
 #include <cstdint>

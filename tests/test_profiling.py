@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from pragma_core import Candidate, load_task
+from pragma_core.backends.cpu_cpp.native.recording import CallRecording
 from pragma_core.components import DEFAULT_PROFILE_TIMEOUT_S, ProfileTarget
 from pragma_core.errors import PluginError, PragmaError, ProfilerUnavailable
-from pragma_core.backends.cpu_cpp.native.recording import CallRecording
 from pragma_core.profiling import prepare_target, profile
 
 from .conftest import EXAMPLES

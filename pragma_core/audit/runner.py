@@ -20,6 +20,7 @@ from pathlib import Path
 
 import attrs
 
+from ..backends import DEFAULT_BACKEND
 from ..errors import PragmaError
 from ..paths import cache_dir
 from ..records import Candidate, VerdictStatus
@@ -130,7 +131,7 @@ def _audit_one(case: AuditCase, task_file: Path, settings: VerifySettings) -> Au
     started = time.perf_counter()
     status: VerdictStatus | None
     try:
-        verdict = verify(task, Candidate(source=source, backend="cpu-cpp"), settings)
+        verdict = verify(task, Candidate(source=source, backend=DEFAULT_BACKEND), settings)
         status, check, message = verdict.status, verdict.failed_check, verdict.message
     except Exception as error:  # noqa: BLE001 - a candidate that breaks verify() is the finding
         status, check, message = None, None, f"verify() raised {type(error).__name__}: {error}"

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 
+from ..backends import DEFAULT_BACKEND
 from ..records import Attempt, CompletionRequest, Task
 from ..tasks import task_program
 from .graph import NotRecognized, OpGraph, trace_reference
@@ -19,7 +20,10 @@ from .knobs import defaults, knobs_of, parse_moves, starting
 from .recipe import GenerationContext, Match, Recipe
 from .recipes import recognize
 
-__all__ = ["recognized", "write_module_reply"]
+__all__ = ["recognized", "write_module_reply", "check_backend", "OFFLINE_BACKENDS"]
+
+OFFLINE_BACKENDS = (DEFAULT_BACKEND, "triton")
+"""The backends the recipe Coder writes for: C++ for the CPU, Triton for a GPU (or its interpreter)."""
 
 
 def recognized(task: Task) -> tuple[Recipe, Match, OpGraph]:
@@ -42,24 +46,54 @@ def recognized(task: Task) -> tuple[Recipe, Match, OpGraph]:
 _RECOGNIZED: dict[str, tuple[Recipe, Match, OpGraph]] = {}
 
 
+def check_backend(task: Task, backend: str) -> None:
+    """Raise :class:`NotRecognized` unless the recipe Coder can write ``task`` for ``backend``."""
+    if backend not in OFFLINE_BACKENDS:
+        raise NotRecognized(
+            f"the offline recipes write for {' and '.join(OFFLINE_BACKENDS)}, not {backend}; a language model is "
+            "needed (see docs/models.md)"
+        )
+    recipe, match, _graph = recognized(task)
+    if backend == "triton":
+        from .triton import TRITON_KNOBS
+
+        if recipe.family not in TRITON_KNOBS:
+            raise NotRecognized(
+                f"{task.key}: the offline Triton recipes cover {', '.join(sorted(TRITON_KNOBS))}, not "
+                f"{recipe.family} ({match.summary}); use --backend cpu-cpp, or a language model"
+            )
+
+
 def write_module_reply(request: CompletionRequest) -> str:
     """The Coder's reply text for this request."""
     task = request.task
     if task is None:
         raise NotRecognized("the offline Coder needs the task in the request")
+    backend = request.backend or DEFAULT_BACKEND
+    check_backend(task, backend)
     recipe, match, graph = recognized(task)
+    if backend == "triton":
+        from .triton import TRITON_KNOBS, generate_triton
+
+        family_knobs = TRITON_KNOBS[recipe.family]
+    else:
+        family_knobs = recipe.knobs
     last = request.history[-1] if request.history else None
-    changes, base_number = parse_moves(last.guidance.actions if last and last.guidance else (), recipe.knobs)
+    changes, base_number = parse_moves(last.guidance.actions if last and last.guidance else (), family_knobs)
     base = _attempt(request.history, base_number) or request.best
-    first = starting(recipe.knobs) if not request.history else defaults(recipe.knobs)
-    base_knobs = knobs_of(base, recipe.family, recipe.knobs) or first
+    first = starting(family_knobs) if not request.history else defaults(family_knobs)
+    base_knobs = knobs_of(base, recipe.family, family_knobs) or first
     knobs = {**base_knobs, **changes}
-    source = recipe.generate(match, knobs, GenerationContext(graph=graph, task_source=task.source, task_key=task.key))
+    context = GenerationContext(graph=graph, task_source=task.source, task_key=task.key)
+    if backend == "triton":
+        source = generate_triton(recipe, match, knobs, context)
+    else:
+        source = recipe.generate(match, knobs, context)
     setting = ", ".join(f"{name}={value}" for name, value in knobs.items())
     if last is None:
         opening = (
-            f"Recognized {match.summary} (recipe family {recipe.family}). The family's best-known shape on "
-            f"a multicore CPU first: {setting}."
+            f"Recognized {match.summary} (recipe family {recipe.family}). The family's best-known shape "
+            f"{'in Triton' if backend == 'triton' else 'on a multicore CPU'} first: {setting}."
         )
     elif changes:
         moved = ", ".join(f"{name}={value}" for name, value in changes.items())

@@ -19,6 +19,7 @@ from pathlib import Path
 
 import attrs
 
+from ..backends import DEFAULT_BACKEND
 from ..components import DEFAULT_PROFILE_TIMEOUT_S
 from ..errors import ProfilerUnavailable
 from ..plugins import get_registry
@@ -66,13 +67,24 @@ def profile(
     if not availability.available:
         still = f"; still works: {availability.still_works}" if availability.still_works else ""
         raise ProfilerUnavailable(f"profiler {profiler!r} cannot run here: {availability.reason}{still}")
+    if isinstance(candidate, str):
+        candidate = Candidate(source=candidate, backend=DEFAULT_BACKEND)
     device = chosen.devices[0]
+    if candidate is not None:  # where the candidate's backend runs it, which the profiler must watch
+        backend = registry.backend(candidate.backend)
+        device = backend.execution_device()
+        if device not in chosen.devices:
+            raise ProfilerUnavailable(
+                f"profiler {profiler!r} watches {', '.join(chosen.devices)} programs; this {candidate.backend} "
+                f"candidate runs on {device} here"
+            )
+        refusal = backend.timing_refusal()
+        if refusal:
+            raise ProfilerUnavailable(f"profiling it would measure the interpreter, not its kernels: {refusal}")
     if repetitions is None:
         repetitions = 1 if chosen.deterministic else 3
     wanted = list(registry.metric_selector(selector).defaults(chosen, device))
     wanted += [name for name in (metrics or ()) if name not in wanted]
-    if isinstance(candidate, str):
-        candidate = Candidate(source=candidate, backend="cpu-cpp")
     # Absolute: the tools run in the job folder, where a relative path would name another place.
     folder = (
         Path(out_dir).resolve() if out_dir is not None else Path(tempfile.mkdtemp(prefix=f"pragma-profile-{profiler}-"))

@@ -68,7 +68,10 @@ def prepare_target(
     if candidate is None:
         return target
 
-    recording = _recorded_once(folder, candidate, threads, env, timeout_s) if device == "cpu" else None
+    from ..plugins import get_registry
+
+    records = get_registry().backend(candidate.backend).records_calls
+    recording = _recorded_once(folder, candidate, threads, env, timeout_s) if records and device == "cpu" else None
     if recording is None or not recording.calls:
         return target
     libraries = tuple(dict.fromkeys(call.library for call in recording.calls))
@@ -133,8 +136,8 @@ def _recorded_once(
 
 def _record(folder: JobFolder, env: dict[str, str], timeout_s: float) -> CallRecording | None:
     """Record one forward's native calls in the sandbox; None when the candidate made none."""
-    from ..errors import PragmaError
     from ..backends.cpu_cpp.native.recording import CallRecording
+    from ..errors import PragmaError
     from .worker import WRONG_AT_THIS_SIZE
 
     argv = [sys.executable, "-m", "pragma_core.profiling.worker", "record", str(folder.root)]

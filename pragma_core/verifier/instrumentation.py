@@ -13,8 +13,9 @@
   the candidate is imported, and names any the candidate replaced.
 - :func:`background_activity`: whether outputs still change after forward returned, a Python thread
   it started still runs, or it started a process.
-- :func:`hook_load_inline`: makes ``torch.utils.cpp_extension.load_inline`` / ``load`` return
-  modules whose calls are counted, so the timed path can prove a compiled kernel ran.
+
+The proof that a candidate ran its backend's kernels is the backend's own
+(:attr:`pragma_core.components.Backend.evidence`).
 """
 
 from __future__ import annotations
@@ -38,7 +39,6 @@ __all__ = [
     "IdentityGuard",
     "background_activity",
     "child_processes",
-    "hook_load_inline",
     "same_bits",
 ]
 
@@ -467,17 +467,3 @@ def background_activity(
     if new_children:
         return ("spawned-process", f"forward started {len(new_children)} process(es)")
     return None
-
-
-def hook_load_inline(count_calls: Any) -> None:
-    """Wrap torch's extension loaders so the modules they return count their calls."""
-    import torch.utils.cpp_extension as cpp_extension
-
-    for name in ("load_inline", "load"):
-        original = getattr(cpp_extension, name)
-
-        def counted(*args: Any, _original: Any = original, **kwargs: Any) -> Any:
-            module = _original(*args, **kwargs)
-            return count_calls(module) if kwargs.get("is_python_module", True) else module
-
-        setattr(cpp_extension, name, counted)

@@ -25,9 +25,11 @@ from typing import Any
 import attrs
 import torch
 
+from ..backends import DEFAULT_BACKEND
 from ..channel import Message
 from ..child_run import ChildSession
 from ..errors import PragmaError
+from ..plugins import get_registry
 from ..records import Candidate, Task, TimingConditions, Verdict, VerdictStatus
 from ..sandbox import SandboxOutcome
 from ..statistics import bootstrap_speedup, summarize
@@ -133,7 +135,11 @@ def verify(
     settings = settings or VerifySettings()
     settings, threads_note = settings.with_threads()
     if isinstance(candidate, str):
-        candidate = Candidate(source=candidate, backend="cpu-cpp")
+        candidate = Candidate(source=candidate, backend=DEFAULT_BACKEND)
+    backend = get_registry().backend(candidate.backend)
+    untimed = backend.timing_refusal() if settings.time else ""
+    if untimed:
+        settings = attrs.evolve(settings, time=False)
     findings = read_candidate(candidate.source)
     if findings.syntax_error:
         return Verdict(status=VerdictStatus.COMPILE_ERROR, message=findings.syntax_error)
@@ -146,6 +152,8 @@ def verify(
         return _rejected(*rejection)
     notes = [f"flagged PyTorch calls in forward: {', '.join(findings.flagged_calls)}"] if findings.flagged_calls else []
     notes += list(findings.notes)
+    if untimed:
+        notes.append(f"not timed: {untimed}")
     if threads_note:
         notes.append(threads_note)
 
@@ -194,6 +202,8 @@ def verify(
                 for number, sized in enumerate((keep_recordings or {}).values())
             },
             to_beat=to_beat,
+            kernel_hint=backend.kernel_hint,
+            interpreted=bool(untimed),
         )
         verdict = run.execute(on_phase)
         for number, kept in enumerate(keep_recordings or {}):
@@ -227,8 +237,11 @@ class _Verification:
         floor: float | None,
         record: Mapping[str, str | None] | None = None,
         to_beat: float | None = None,
+        kernel_hint: str = "",
+        interpreted: bool = False,
     ) -> None:
         self.session, self.task, self.settings, self.references = session, task, settings, references
+        self.kernel_hint, self.interpreted = kernel_hint, interpreted
         self.relative_norm, self.notes, self.floor = relative_norm, notes, floor
         self.reference_error = reference_error
         self.where = "building the candidate"
@@ -240,7 +253,9 @@ class _Verification:
         self.record = dict(record or {})
         self.to_beat = to_beat  # timing may stop once the candidate is clearly slower than this
         self.machine: tuple[Snapshot, Snapshot, list[float], list[float]] | None = None  # around the timing
-        self.forward_limit = settings.forward_limit_s(references.call_ms)
+        # An interpreted backend runs orders of magnitude slower than the reference: only the
+        # whole verification's limit applies to it.
+        self.forward_limit = None if interpreted else settings.forward_limit_s(references.call_ms)
         if self.forward_limit is not None:
             notes.append(
                 f"time limit: {self.forward_limit:.3g} s per forward ({FORWARD_LIMIT_FACTOR:g}x the reference's "
@@ -262,9 +277,10 @@ class _Verification:
                 if not settings.time:
                     self._finish()
                     outcome = session.finish()
+                    untimed = "; not timed (interpreted here)" if self.interpreted else ""
                     return Verdict(
                         status=VerdictStatus.CORRECT,
-                        message=_correct_message(settings, None),
+                        message=_correct_message(settings, None) + untimed,
                         notes=[*self.notes, *outcome.notes],
                         **self._errors(),
                     )
@@ -360,8 +376,7 @@ class _Verification:
             raise _Rejected(
                 _rejected(
                     "kernel-not-called",
-                    "forward never called a compiled kernel (cpu-cpp kernels run through "
-                    "pragma_core.native.load_library, load_extension or torch.utils.cpp_extension.load_inline)",
+                    f"forward never called a kernel of its backend ({self.kernel_hint})",
                 )
             )
 

@@ -39,6 +39,7 @@ poisoning dispatch mode, and the parent checks timed calls by their outputs, cho
 
 from __future__ import annotations
 
+import functools
 import os
 import sys
 import threading
@@ -68,8 +69,9 @@ def _serve(root: Path, writer: Any) -> int:
     _pin_cpus(root)  # before torch starts its thread pool, which inherits the CPU set
     import torch
 
-    from ..backends.cpu_cpp import native
     from ..child_run import load_candidate, load_task
+    from ..errors import PragmaError
+    from ..plugins import get_registry
     from .inputs import construct, make_inputs, make_probe_inputs
     from .instrumentation import (
         POISON_VALUES,
@@ -79,7 +81,6 @@ def _serve(root: Path, writer: Any) -> int:
         OperatorRecorder,
         background_activity,
         child_processes,
-        hook_load_inline,
         same_bits,
     )
 
@@ -90,6 +91,10 @@ def _serve(root: Path, writer: Any) -> int:
         return _send_error(writer, "sandbox", refused)
     job, task_ns = load_task(root)
     torch.set_num_threads(job["threads"])
+    backend = get_registry().backend(job["backend"])
+    device = _DEVICE[0] = backend.execution_device()
+    evidence = backend.evidence()
+    time_call = backend.clock() if backend.clock is not None else None
     audit = CandidateAudit(writable=[Path(folder) for folder in job.get("writable", [root / "work"])])
     audit.install()
     _watchers.append(audit)
@@ -115,13 +120,14 @@ def _serve(root: Path, writer: Any) -> int:
             "writer": vars(writer),
         }
     )
-    hook_load_inline(native.count_calls)
+    evidence.install()
     threads_at_start = threading.active_count()
 
     try:
         model_new = load_candidate(root, job)
-    except native.NativeBuildError as error:
-        return _send_error(writer, "compile", str(error), diagnostics=error.summary())
+    except PragmaError as error:  # a backend's build error (NativeBuildError has its diagnostics)
+        summary = error.summary() if hasattr(error, "summary") else str(error)
+        return _send_error(writer, "compile", str(error), diagnostics=summary)
     except SyntaxError as error:
         return _send_error(writer, "compile", f"candidate.py:{error.lineno}: syntax error: {error.msg}")
     except MemoryError:
@@ -149,8 +155,8 @@ def _serve(root: Path, writer: Any) -> int:
         finding("reference-reuse", "ModelNew inherits from the reference Model")
 
     with torch.no_grad():
-        reference = construct(task_ns, task_ns["Model"])
-        model = construct(task_ns, model_new)
+        reference = construct(task_ns, task_ns["Model"]).to(device)
+        model = construct(task_ns, model_new).to(device)
     if any(isinstance(m, task_ns["Model"]) for m in model.modules()):
         finding("reference-reuse", "ModelNew holds an instance of the reference Model")
     if threading.active_count() > threads_at_start:
@@ -185,10 +191,11 @@ def _serve(root: Path, writer: Any) -> int:
             fresh = make_inputs(task_ns, request["seed"])
             if request.get("probe_seed") is not None:
                 fresh = make_probe_inputs(fresh, request["probe_seed"])
+            fresh = _to_device(fresh, device)
             inputs = _refill(previous_inputs if request.get("reuse") else None, fresh)
             threads_before, children_before = threading.active_count(), child_processes()
             monitor = ForwardMonitor(POISON_VALUES[request.get("poison", 0)])
-            calls_before = native.native_call_count()
+            calls_before = evidence.count()
             start = _clock()
             recorder.start()
             try:
@@ -200,7 +207,7 @@ def _serve(root: Path, writer: Any) -> int:
             problem = _check_outputs(outputs)
             if problem:
                 finding("tensor-type", problem)
-                reply("trial", native_calls=native.native_call_count() - calls_before)
+                reply("trial", native_calls=evidence.count() - calls_before)
                 continue
             for position, (now, before) in enumerate(zip(inputs, fresh)):
                 if isinstance(now, torch.Tensor) and not same_bits(now, before):
@@ -217,14 +224,14 @@ def _serve(root: Path, writer: Any) -> int:
             reply(
                 "trial",
                 outputs,
-                native_calls=native.native_call_count() - calls_before,
+                native_calls=evidence.count() - calls_before,
                 compute_ops=recorder.compute_ops,
             )
 
         elif op == "prepare":
             who, seed = request["who"], request["seed"]
             if generated is None or generated[0] != seed:
-                generated = (seed, make_inputs(task_ns, seed))
+                generated = (seed, _to_device(make_inputs(task_ns, seed), device))
             values = generated[1]
             key = (who, int(request.get("slot", 0)))
             current[who] = slots[key] = _refill(slots.get(key), values)
@@ -235,17 +242,20 @@ def _serve(root: Path, writer: Any) -> int:
             if who == "compile" and "compile" not in contenders:
                 contenders["compile"] = torch.compile(reference)
             runner, inputs = contenders[who], current[who]
-            calls_before = native.native_call_count()
+            calls_before = evidence.count()
             # The parent's clock runs from this request to the reply: what the worker does for
             # itself (ending the recorder's session, freeing the previous outputs) comes after.
             threads_before = threading.active_count()
             if who == "candidate":
                 recorder.start()
             with torch.no_grad():
-                start = _clock()
-                outputs = runner(*inputs)
-                elapsed = _clock() - start
-            reply("called", ms=elapsed * 1e3, native_calls=native.native_call_count() - calls_before)
+                if time_call is None:
+                    start = _clock()
+                    outputs = runner(*inputs)
+                    elapsed_ms = (_clock() - start) * 1e3
+                else:
+                    outputs, elapsed_ms = time_call(functools.partial(runner, *inputs))
+            reply("called", ms=elapsed_ms, native_calls=evidence.count() - calls_before)
             if who == "candidate":
                 stop_recording()
                 if threading.active_count() > threads_before:
@@ -311,9 +321,14 @@ def _serve(root: Path, writer: Any) -> int:
                     sized_reference = construct(sized_ns, sized_ns["Model"])
             recorded_inputs = make_inputs(sized_ns, request["seed"])
             originals = [t.clone() if isinstance(t, torch.Tensor) else t for t in recorded_inputs]
+            if not backend.records_calls:
+                reply("recorded", calls=0, wrong="")
+                continue
+            from ..backends.cpu_cpp.native import record_calls
+
             with torch.no_grad():
                 sized_model(*recorded_inputs)  # lazy builds and first touch happen outside the recording
-                with native.record_calls() as recording:
+                with record_calls() as recording:
                     outputs = sized_model(*recorded_inputs)
                 wrong = output_difference(outputs, sized_reference(*originals)) if sized_reference else ""
             if wrong:
@@ -416,6 +431,18 @@ def _report_error(writer: Any, error: BaseException, where: str) -> None:
         _send_error(writer, "runtime", f"forward raised {text}", traceback=_traceback_tail(error))
 
 
+_DEVICE = ["cpu"]  # where the backend runs candidates; outputs must live there
+
+
+def _to_device(values: list[Any], device: str) -> list[Any]:
+    """The task's inputs (made on the CPU) where the backend runs; unchanged on the CPU."""
+    if device == "cpu":
+        return values
+    import torch
+
+    return [value.to(device) if isinstance(value, torch.Tensor) else value for value in values]
+
+
 def _as_list(output: Any) -> list[Any]:
     return list(output) if isinstance(output, (list, tuple)) else [output]
 
@@ -439,7 +466,7 @@ def _check_outputs(outputs: list[Any]) -> str | None:
     for position, output in enumerate(outputs):
         if type(output) is not torch.Tensor:
             return f"output {position} is a {type(output).__module__}.{type(output).__qualname__}, not a torch.Tensor"
-        if output.device.type != "cpu" or output.layout != torch.strided:
+        if output.device.type != _DEVICE[0] or output.layout != torch.strided:
             return f"output {position} lives on {output.device} with layout {output.layout}"
     return None
 

@@ -18,10 +18,15 @@ from pathlib import Path
 from ...components import Availability, Backend
 from ...hookspecs import hookimpl
 from ...records import Candidate
+from .evidence import NativeCallEvidence
 
-__all__ = ["BACKEND_NAME", "guide", "probe", "load_candidate"]
+__all__ = ["BACKEND_NAME", "KERNEL_HINT", "guide", "probe", "load_candidate", "recognizes"]
 
 BACKEND_NAME = "cpu-cpp"
+KERNEL_HINT = (
+    "cpu-cpp kernels run through pragma_core.native.load_library, load_extension or "
+    "torch.utils.cpp_extension.load_inline"
+)
 
 
 def guide() -> str:
@@ -54,6 +59,12 @@ def load_candidate(candidate: Candidate, workdir: Path) -> type:
     return model_new
 
 
+def recognizes(source: str) -> bool:
+    """A module that loads its kernel through pragma's native path or builds C++ with torch's
+    extension loader (and no CUDA sources)."""
+    return "pragma_core.native" in source or ("cpp_extension" in source and "cuda_sources" not in source)
+
+
 @hookimpl
 def pragma_register_backends(register):
     register(
@@ -65,5 +76,9 @@ def pragma_register_backends(register):
             guide=guide(),
             probe=probe,
             load=load_candidate,
+            evidence=NativeCallEvidence,
+            kernel_hint=KERNEL_HINT,
+            records_calls=True,
+            recognizes=recognizes,
         )
     )

@@ -1,4 +1,4 @@
-"""A conformance suite for profiler plugins: subclass it in your plugin's tests.
+"""The conformance suite for profiler plugins: subclass it in your plugin's tests.
 
     # plugins/myprof/tests/test_conformance.py
     from pathlib import Path
@@ -37,10 +37,10 @@ from typing import ClassVar
 
 import pytest
 
-from .components import DEVICE_KINDS, Availability, Profiler, ProfileTarget
-from .errors import ProfileParseError, ProfilerUnavailable
-from .plugins import PluginRegistry
-from .records import Metric, Task
+from ..components import DEVICE_KINDS, Availability, Profiler, ProfileTarget
+from ..errors import ProfileParseError, ProfilerUnavailable
+from ..plugins import PluginRegistry
+from ..records import Metric, Task
 
 __all__ = [
     "ENV_ABSENT",
