@@ -20,7 +20,7 @@ CORE_STAMP    := .venvs/core/.installed
 PLUGIN_STAMPS := $(foreach p,$(PLUGINS),.venvs/$(p)/.installed)
 LINTED  := pragma_core $(foreach p,$(PLUGINS),plugins/$(p)/pragma_$(p)) knowledge_builder/knowledge_builder
 
-.PHONY: demo test check lint test-core test-plugins test-builder install compendium clean
+.PHONY: demo test check lint test-core test-plugins test-builder test-gpu install compendium clean
 
 install: $(STAMP)
 
@@ -77,6 +77,10 @@ lint: $(STAMP)
 test-core: $(STAMP)
 	$(BIN)/python -m pytest -n 2 -m "not serial" --durations=20
 	$(BIN)/python -m pytest -m serial --durations=5
+
+# On a machine with an NVIDIA or AMD GPU: only the tests marked gpu (they skip elsewhere).
+test-gpu: $(STAMP)
+	$(BIN)/python -m pytest -m gpu -rs
 
 # Each plugin's tests twice: alone with core, then beside every other plugin (in .venv).
 test-plugins: $(STAMP) $(PLUGIN_STAMPS)

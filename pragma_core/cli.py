@@ -692,7 +692,14 @@ def optimize_command(
         from .providers.litellm_provider import check_model
 
         check_model(chosen)  # a missing key or a dead server, in seconds
-    for name, reason in (unavailable_profilers(settings.profilers) if settings.profile else {}).items():
+    untimed = get_registry().backend(settings.backend).timing_refusal()
+    if untimed:
+        click.echo(
+            f"pragma: backend {settings.backend}: {untimed}; attempts are checked, not timed or profiled, and the "
+            "run stops at the first correct one",
+            err=True,
+        )
+    for name, reason in (unavailable_profilers(settings.profilers) if settings.profile and not untimed else {}).items():
         click.echo(f"pragma: profiler {name} cannot run here, the run goes on without it: {reason}", err=True)
     task = _load_one_task(task_path, assignments, fit_ms, threads) if task_path is not None else None
     if resume is None and provider_name(settings) == "offline" and not settings.provider:

@@ -26,7 +26,7 @@ from typing import Any, Protocol
 import attrs
 from attrs import validators as v
 
-from .records import Candidate, Completion, CompletionRequest, Metric, Profile, Task, frozen_strings
+from .records import Candidate, Completion, CompletionRequest, Metric, Profile, Task, TaskAnalysis, frozen_strings
 
 __all__ = [
     "DEVICE_KINDS",
@@ -209,8 +209,9 @@ class Backend:
     - ``load``: in the sandbox child, build the candidate and return its ``ModelNew``.
     - ``evidence``: in the child, a fresh :class:`KernelEvidence` (the proof its kernels ran);
       ``kernel_hint`` says how this backend's kernels are run, for the message when none did.
-    - ``execution_device``: where tensors live when a candidate runs here (``"cpu"`` for the host,
-      ``"cuda"`` for a GPU; the Triton interpreter runs on ``"cpu"``).
+    - ``execution_device``: the device kind a candidate runs on here (``"cpu"`` for the host,
+      ``"cuda"`` or ``"rocm"`` for a GPU, which torch calls ``cuda`` either way; the Triton
+      interpreter runs on ``"cpu"``); its tensors are moved there, and profilers must watch it.
     - ``timing_refusal``: why times taken here would mean nothing (an interpreter), or ``""``;
       a refused backend is checked for correctness only and its verdict says it was not timed.
     - ``clock``: in the child, makes the :class:`Clock` for timed calls; None (or a factory that
@@ -222,6 +223,10 @@ class Backend:
       the Python forward.
     - ``recognizes``: whether a candidate's source is written for this backend (``pragma verify``
       picks the backend by it when ``--backend`` is not given).
+    - ``floor_ms``: the roofline floor of a task (its analysis, the thread count) on the hardware
+      this backend runs, which the verifier rejects a time below; None for the host CPU's
+      measured peaks (:func:`pragma_core.roofline.machine_peaks`). A GPU backend's comes from the
+      GPU's peaks (:mod:`pragma_core.backends.gpu.hardware`).
     """
 
     name: str = attrs.field(validator=_name)
@@ -239,6 +244,7 @@ class Backend:
     child_environment: Callable[[Path], dict[str, str]] = attrs.field(default=lambda build_dir: {})
     records_calls: bool = False
     recognizes: Callable[[str], bool] = attrs.field(default=lambda source: False)
+    floor_ms: Callable[[TaskAnalysis, int], float | None] | None = None
 
 
 @attrs.frozen(kw_only=True)

@@ -47,8 +47,9 @@ def pragma_register_backends(register: Callable[[Backend], None]) -> None:
     """Register the kernel backends this plugin provides.
 
     :param register: call with one :class:`~pragma_core.Backend` per backend, for example
-        ``register(Backend(name="cpu-cpp", device="cpu", language="c++", guide=GUIDE,
-        probe=probe, load=load))``.
+        ``register(Backend(name="cpu-c", device="cpu", language="c", guide=GUIDE,
+        probe=probe, load=load, evidence=CallEvidence, kernel_hint=HINT))``; the fields are
+        described on :class:`~pragma_core.components.Backend` and in docs/plugins.md.
     """
 
 

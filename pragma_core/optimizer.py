@@ -211,6 +211,9 @@ def optimize(
             )
         check_model(settings.model)  # a missing key or a dead server fails now, not after the baseline
     unavailable = unavailable_profilers(settings.profilers) if settings.profile else {}
+    untimed = backend.timing_refusal()  # an interpreter: attempts are checked, never timed or profiled
+    if untimed:
+        unavailable = {name: f"not profiled: {untimed}" for name in settings.profilers} if settings.profile else {}
     run = RunDirectory.open(resume) if resume is not None else None
     if run is not None:
         task = run.task()
@@ -268,7 +271,7 @@ def optimize(
             )
             if on_attempt is not None:
                 on_attempt(attempt, best)
-            reason = _stop_reason(attempts, best, settings)
+            reason = _stop_reason(attempts, best, settings, untimed=untimed)
             if reason:
                 stop_reason = reason
                 break
@@ -717,7 +720,11 @@ def _best_of(attempts: list[Attempt]) -> Attempt | None:
     return best
 
 
-def _stop_reason(attempts: list[Attempt], best: Attempt | None, settings: OptimizeSettings) -> str:
+def _stop_reason(
+    attempts: list[Attempt], best: Attempt | None, settings: OptimizeSettings, *, untimed: str = ""
+) -> str:
+    if untimed and best is not None and best.verdict is not None and best.verdict.ok:
+        return "correct; no later attempt could be told faster here (not timed)"
     guidance = attempts[-1].guidance
     if guidance is not None and guidance.done:
         return "the Conductor saw no change left worth an attempt"

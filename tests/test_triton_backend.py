@@ -102,3 +102,18 @@ def test_an_interpreted_candidate_is_not_profiled(tmp_path):
     candidate = Candidate(source=GELU_TRITON.read_text(), backend="triton")
     with pytest.raises(ProfilerUnavailable, match="interpreter"):
         profile(load_task(GELU_TASK, SMALL), candidate, profiler="perf", out_dir=tmp_path)
+
+
+@no_gpu
+@pytest.mark.slow
+def test_the_offline_loop_writes_triton_and_ends_correct_under_the_interpreter(tmp_path):
+    from pragma_core.optimizer import OptimizeSettings, optimize
+
+    settings = OptimizeSettings(backend="triton", runs_dir=tmp_path, max_attempts=4)
+    result = optimize(load_task(REPO / "examples" / "tasks" / "level1" / "3_Softmax.py", SMALL), settings)
+    best = result.best
+    assert best is not None and best.verdict is not None and best.candidate is not None
+    assert best.verdict.ok and best.verdict.speedup is None
+    assert "import triton" in best.candidate.source and "@triton.jit" in best.candidate.source
+    assert result.stop_reason.startswith("correct; no later attempt")
+    assert len(result.attempts) == 1

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from ..plugins import PluginRegistry
 
-__all__ = ["DEFAULT_BACKEND", "backend_for_source"]
+__all__ = ["DEFAULT_BACKEND", "backend_for_source", "torch_device"]
 
 DEFAULT_BACKEND = "cpu-cpp"
 """The backend of a candidate whose backend is not named and that no other backend recognizes."""
@@ -29,3 +29,8 @@ def backend_for_source(source: str, registry: PluginRegistry) -> str:
         name for name, backend in registry.backends().items() if name != DEFAULT_BACKEND and backend.recognizes(source)
     ]
     return claimed[0] if len(claimed) == 1 else DEFAULT_BACKEND
+
+
+def torch_device(kind: str) -> str:
+    """The torch device type of a device kind: ``rocm`` GPUs are ``cuda`` devices to torch."""
+    return "cuda" if kind in ("cuda", "rocm") else kind

@@ -37,7 +37,7 @@ def _setup(job_dir: Path) -> tuple[Any, list[Any], dict[str, Any]]:
     device = job.get("device", "cpu")
     model = construct(namespace, model_class)
     inputs = make_inputs(namespace, trial_seeds(1)[0])
-    if device == "cuda":
+    if device in ("cuda", "rocm"):  # a ROCm GPU is a cuda device to torch
         model, inputs = model.cuda(), [t.cuda() for t in inputs]
     return model, inputs, namespace
 

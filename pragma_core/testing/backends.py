@@ -36,7 +36,7 @@ from typing import Any, ClassVar
 
 import pytest
 
-from ..components import Availability, Backend
+from ..components import DEVICE_KINDS, Availability, Backend
 from ..plugins import PluginRegistry
 from ..records import Candidate, VerdictStatus
 
@@ -94,7 +94,7 @@ class BackendPluginTests:
         assert backend.description, "say in one line what kernels it runs"
         assert "ModelNew" in backend.guide and "```" in backend.guide, "the guide shows a whole candidate"
         assert len(backend.kernel_hint) > 10, "say how this backend's kernels are run (the rejection message)"
-        assert backend.execution_device() in ("cpu", "cuda")
+        assert backend.execution_device() in DEVICE_KINDS
         environment = backend.child_environment(Path("/nonexistent/build"))
         assert all(isinstance(k, str) and isinstance(v, str) for k, v in environment.items())
         assert isinstance(backend.timing_refusal(), str)
@@ -117,6 +117,7 @@ class BackendPluginTests:
             f"""
             import json, os, sys
             from pathlib import Path
+            from pragma_core.backends import torch_device
             from pragma_core.plugins import get_registry
             from pragma_core.records import Candidate
             from pragma_core.tasks import load_task
@@ -133,7 +134,7 @@ class BackendPluginTests:
             work.mkdir()
             source = Path({str(self.candidate_path)!r}).read_text()
             model_new = backend.load(Candidate(source=source, backend={self.backend_name!r}), work)
-            device = backend.execution_device()
+            device = torch_device(backend.execution_device())
             model = construct(namespace, model_new).to(device)
             inputs = [x.to(device) if hasattr(x, "to") else x for x in make_inputs(namespace, 1)]
             idle_before = evidence.count()

@@ -28,6 +28,7 @@ import torch
 from ..backends import DEFAULT_BACKEND
 from ..channel import Message
 from ..child_run import ChildSession
+from ..components import Backend
 from ..errors import PragmaError
 from ..plugins import get_registry
 from ..records import Candidate, Task, TimingConditions, Verdict, VerdictStatus
@@ -161,7 +162,7 @@ def verify(
     # peaks, so before any child works), seeds, references, preflight. A contained child cannot
     # write what they read, so they are computed while it imports torch and builds the candidate;
     # where the OS cannot contain it, before it begins, with the files it must not change hashed.
-    floor = _floor_ms(task, settings)
+    floor = _floor_ms(task, settings, backend)
     if warm is not None and (job_dir is not None or not warm.fits(task, settings)):
         warm.close()
         warm = None
@@ -852,9 +853,11 @@ def _harness_hashes(task: Task, settings: VerifySettings) -> dict[str, str]:
     return {str(path): hashlib.sha256(path.read_bytes()).hexdigest() for path in paths if path.exists()}
 
 
-def _floor_ms(task: Task, settings: VerifySettings) -> float | None:
+def _floor_ms(task: Task, settings: VerifySettings, backend: Backend) -> float | None:
     if task.analysis is None:
         return None
+    if backend.floor_ms is not None:
+        return backend.floor_ms(task.analysis, settings.thread_count)
     from ..roofline import floor_ms, machine_peaks
 
     return floor_ms(task.analysis, machine_peaks(settings.thread_count)).floor_ms

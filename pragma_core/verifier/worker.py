@@ -69,6 +69,7 @@ def _serve(root: Path, writer: Any) -> int:
     _pin_cpus(root)  # before torch starts its thread pool, which inherits the CPU set
     import torch
 
+    from ..backends import torch_device
     from ..child_run import load_candidate, load_task
     from ..errors import PragmaError
     from ..plugins import get_registry
@@ -92,7 +93,7 @@ def _serve(root: Path, writer: Any) -> int:
     job, task_ns = load_task(root)
     torch.set_num_threads(job["threads"])
     backend = get_registry().backend(job["backend"])
-    device = _DEVICE[0] = backend.execution_device()
+    device = _DEVICE[0] = torch_device(backend.execution_device())
     evidence = backend.evidence()
     time_call = backend.clock() if backend.clock is not None else None
     audit = CandidateAudit(writable=[Path(folder) for folder in job.get("writable", [root / "work"])])

@@ -6,6 +6,13 @@ in Nsight Compute) and ``ncu-details.csv`` (its details page, with the rule resu
 are the requested ones, per kernel launch inside the ``pragma_forward`` range, restricted to the
 candidate's kernels when the target names them; ncu's rule results become the profile's notes.
 
+A note also names the library kernels (PyTorch's, cuBLAS's, cuDNN's: :mod:`pragma_core.profiling.library_kernels`)
+that ran inside the range, with their share of the kernel time, because a candidate whose forward
+hands the work to a library is not the candidate's own kernel. ncu sees only the launches it
+profiles: with a kernel-name filter (the target names the candidate's kernels) the other kernels
+of the range, library kernels among them, are not profiled, and the note on the profiled launches
+says so.
+
 Both ncu commands run through :func:`pragma_core.profiling.tools.run_tool` with the target's
 environment, each stopped (with the program ncu profiles) after ``target.timeout_s``.
 """
@@ -19,6 +26,7 @@ from pathlib import Path
 
 from pragma_core.components import ProfileTarget
 from pragma_core.errors import ProfileParseError, ProfilerUnavailable
+from pragma_core.profiling.library_kernels import library_note
 from pragma_core.profiling.tools import run_tool
 from pragma_core.records import Metric, Profile
 
@@ -27,7 +35,12 @@ from .metrics import ALTERNATIVES, rejection_reason
 from .parse import PROFILER_NAME, Reading, Rule, read, rules
 from .probe import find_ncu, probe
 
-__all__ = ["PERMISSION_REASON", "collect"]
+__all__ = ["PERMISSION_REASON", "DURATION", "collect", "launch_times"]
+
+DURATION = "gpu__time_duration.sum"
+"""Always asked of ncu (the default metrics have it already), so the library-kernel note can give
+each kernel's share of the time; it is in the profile's metrics only when requested."""
+_DURATION_NAMES = (DURATION, "gpu__time_duration", "Duration")  # raw page, older raw page, details page
 
 PERMISSION_REASON = (
     "ncu may not read the GPU performance counters (ERR_NVGPUCTRPERM): the driver restricts them "
@@ -68,7 +81,8 @@ def collect(target: ProfileTarget, metrics: Sequence[str]) -> Profile:
     out_dir = Path(target.out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     report = out_dir / "ncu-report"
-    argv = profile_command(ncu, target.python_argv, accepted, report=report, kernel_functions=target.kernel_functions)
+    asked = accepted if DURATION in accepted else [*accepted, DURATION]
+    argv = profile_command(ncu, target.python_argv, asked, report=report, kernel_functions=target.kernel_functions)
     outputs = {
         "command": out_dir / "ncu-command.txt",
         "stdout": out_dir / "ncu-raw.csv",
@@ -109,8 +123,11 @@ def collect(target: ProfileTarget, metrics: Sequence[str]) -> Profile:
         notes.append(f"ncu exited with code {done.returncode}" + (f": {said}" if said else ""))
     kept = _candidate_kernels(reading, target.kernel_functions)
     names = ", ".join(target.kernel_functions)
-    filtered = f", of kernels matching {names}" if names else ""
+    filtered = f", of kernels matching {names} (others, library kernels among them, were not profiled)" if names else ""
     notes.append(f"ncu profiled {len(kept)} kernel launch(es) in the NVTX range {NVTX_RANGE!r}{filtered}")
+    library = library_note(launch_times(reading), target.kernel_functions)
+    if library:
+        notes.append(library)
 
     found = _requested(reading, accepted, kept)
     for name in accepted:
@@ -129,6 +146,18 @@ def collect(target: ProfileTarget, metrics: Sequence[str]) -> Profile:
     return Profile(
         profiler=PROFILER_NAME, metrics=found, raw_paths=_existing(raw_paths), notes=notes, not_collected=not_collected
     )
+
+
+def launch_times(reading: Reading) -> list[tuple[str, float | None]]:
+    """(kernel name, duration in ns or None) of every launch ncu profiled, in profiling order.
+
+    The name is the kernel's, without the ``#<launch ID>`` that tells repeated launches apart.
+    """
+    durations: dict[str, float] = {}
+    for metric in reading.metrics():
+        if metric.name in _DURATION_NAMES and metric.unit == "ns":
+            durations.setdefault(metric.kernel, metric.value)
+    return [(re.sub(r"#\d+$", "", label), durations.get(label)) for label in reading.kernels]
 
 
 def _candidate_kernels(reading: Reading, kernel_functions: Sequence[str]) -> set[str]:

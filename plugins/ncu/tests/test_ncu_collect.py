@@ -172,7 +172,9 @@ def test_only_the_candidates_kernels_count(ncu, tmp_path):
     profile = collect(target(tmp_path, kernel_functions=("vecAdd",)), ["gpu__time_duration"])
     assert ncu.calls[0][ncu.calls[0].index("--kernel-name") + 1] == "regex:vecAdd"
     assert len(profile.metrics) == 3
-    assert profile.notes[0].endswith("'pragma_forward', of kernels matching vecAdd")
+    assert profile.notes[0].endswith(
+        "'pragma_forward', of kernels matching vecAdd (others, library kernels among them, were not profiled)"
+    )
 
     other = collect(target(tmp_path, kernel_functions=("relu_kernel",)), ["gpu__time_duration"])
     assert other.metrics == ()
@@ -183,11 +185,31 @@ def test_rule_results_become_notes(ncu, tmp_path):
     ncu.answer(profile=CSV_DETAILS, details=CSV_DETAILS)
     profile = collect(target(tmp_path), ["gpu__time_duration.sum"])
     assert "gpu__time_duration.sum" in profile.not_collected  # this page shows labels, not names
-    rules = profile.notes[1:]
+    assert profile.notes[1].startswith("library kernels did work inside the candidate's forward: cutlass3x_sm100")
+    rules = profile.notes[2:]
     assert len(rules) == 8
     kernel = "cutlass3x_sm100_tensorop_s64x256x32gemm_f8_f8_f32_f16_f16_64x256x128_1x1x1_0_..."
     assert rules[0].startswith(f"OPT {kernel} (SpeedOfLight): This workload exhibits low compute")
     assert rules[3].endswith("[est. speedup 81.25% local]")
+
+
+def test_library_kernels_in_the_range_are_a_note(ncu, tmp_path):
+    # a Triton program's output, where torch.randn's kernel ran beside the Triton kernel
+    ncu.answer(profile="ncu-2023.3-default-details-cc89-triton.txt")
+    profile = collect(target(tmp_path), ["launch__registers_per_thread"])
+    assert profile.notes[0] == "ncu profiled 2 kernel launch(es) in the NVTX range 'pragma_forward'"
+    assert profile.notes[1].startswith("library kernels did work inside the candidate's forward: at::native::")
+    assert profile.notes[1].endswith("(PyTorch ATen, 34% of kernel time)")
+    # the duration is asked for, for the note's shares
+    profile_argv = ncu.calls[0]
+    assert profile_argv[profile_argv.index("--metrics") + 1] == "launch__registers_per_thread,gpu__time_duration.sum"
+
+
+def test_no_library_note_for_the_candidates_own_kernels(ncu, tmp_path):
+    profile = collect(target(tmp_path), ["launch__registers_per_thread"])
+    assert not any(note.startswith("library kernels") for note in profile.notes)
+    # the raw page prints every duration column; the profile keeps only what was requested
+    assert {metric.name for metric in profile.metrics} == {"launch__registers_per_thread"}
 
 
 def test_permission_error_is_unavailability(ncu, tmp_path):

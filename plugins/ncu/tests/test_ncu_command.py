@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from pragma_ncu.command import NVTX_RANGE, details_command, kernel_regex, profile_command
@@ -81,3 +83,14 @@ def test_details_command_imports_the_report():
 def test_the_nvtx_range_is_the_one_the_worker_opens():
     worker = pytest.importorskip("pragma_core.profiling.worker")
     assert worker.NVTX_RANGE == NVTX_RANGE
+
+
+def test_only_the_candidates_kernels_inside_the_forward_are_profiled():
+    """Both filters in one command: the NVTX push/pop range (``pragma_forward/``, the trailing slash
+    makes it a push/pop range in ncu's syntax) and a partial regex on the demangled kernel name."""
+    argv = profile_command("ncu", PROGRAM, ["gpu__time_duration.sum"], kernel_functions=["square_kernel"])
+    assert argv[argv.index("--nvtx") + 1 : argv.index("--nvtx") + 3] == ["--nvtx-include", "pragma_forward/"]
+    assert argv[argv.index("--kernel-name-base") + 1] == "demangled"
+    pattern = argv[argv.index("--kernel-name") + 1].removeprefix("regex:")
+    assert re.search(pattern, "square_kernel_0d1d234")  # Triton's name for the jit function square_kernel
+    assert not re.search(pattern, "void at::native::vectorized_elementwise_kernel<(int)4, at::native::AbsFunctor>")

@@ -6,7 +6,10 @@
   into metrics and needs no GPU;
 - :func:`pragma_rocprof.probe.probe` says whether rocprofv3 and an AMD GPU are here;
 - :mod:`pragma_rocprof.metrics` holds the default metrics and their meanings,
-  :mod:`pragma_rocprof.commands` the rocprofv3 command lines.
+  :mod:`pragma_rocprof.commands` the rocprofv3 command lines;
+- :mod:`pragma_rocprof.forward` cuts rocprofv3's output to the ``pragma_forward`` ROCTx range,
+  :mod:`pragma_core.profiling.library_kernels` tells library kernels (rocBLAS, MIOpen, PyTorch...) from the
+  candidate's.
 
 The plugin registers itself through the ``pragma`` entry point (:mod:`pragma_rocprof.plugin`).
 The functions are not re-exported here, so each module keeps its own name.

@@ -16,6 +16,17 @@ the harness's kernels, runtime copies (``__amd_rocclr_*``) and PyTorch's own ker
 and a note says how many. rocprofv3 names kernels, not source files or libraries, so
 ``kernel_sources`` and ``kernel_libraries`` play no part. Every requested metric that is not in the
 result is in ``Profile.not_collected`` with the reason.
+
+The timed forwards: every run also records the ROCTx range ``pragma_forward`` the worker opens
+around them (``--marker-trace``), and the files are cut to the dispatches inside it
+(:mod:`pragma_rocprof.forward`), so durations and counters leave out the warm-up forwards, as
+ncu's NVTX filter does. That happens for all runs or for none: only when each run recorded the
+range, each of its files has timestamps, and a dispatch falls inside; otherwise a note says why
+the metrics cover the whole run.
+
+Library kernels: the first run's kernel trace holds every dispatch (the kernel filter applies to
+counters), so a note names the kernels of libraries (PyTorch, rocBLAS/hipBLASLt, MIOpen...:
+:mod:`pragma_core.profiling.library_kernels`) that ran, with their share of the kernel time.
 """
 
 from __future__ import annotations
@@ -31,10 +42,12 @@ import attrs
 
 from pragma_core.components import ProfileTarget
 from pragma_core.errors import ProfileParseError, ProfilerUnavailable
+from pragma_core.profiling.library_kernels import library_note
 from pragma_core.profiling.tools import ToolRun, run_tool
 from pragma_core.records import Metric, Profile
 
 from .commands import COUNTERS_PER_PASS, build_command, kernel_include_regex, split_passes
+from .forward import RANGE, cut, dispatches, forward_windows, inside
 from .metrics import counters_for, info, validate
 from .parse import PROFILER, derive, parse
 from .probe import find_rocprofv3, probe
@@ -109,9 +122,11 @@ def collect(
     root = Path(target.out_dir) / "rocprof"
     runs, failed, notes = _run_passes(tool, counters_for(wanted), root, target, regex, per_pass, max_runs)
 
-    merged, parse_notes = _merge(runs)
+    files, range_note = _forward_files(runs)
+    merged, parse_notes = _merge(files)
     kept, attribution_note = _attribute(merged, target.kernel_functions)
-    notes += parse_notes + ([attribution_note] if attribution_note else [])
+    library = _library_note(files, target.kernel_functions)
+    notes += parse_notes + [note for note in (attribution_note, range_note, library) if note]
     found = {metric.name for metric in kept}
     not_collected = dict(rejected)
     for name in wanted:
@@ -200,15 +215,99 @@ def _run(
     return _Run(number=number, counters=counters, directory=directory, tool=tool_run, output=output)
 
 
-def _merge(runs: Sequence[_Run]) -> tuple[list[Metric], list[str]]:
+@attrs.frozen(kw_only=True)
+class _Files:
+    """The runs' CSV files as pragma reads them: each path with its text, cut to the forward range
+    when ``in_range``."""
+
+    traces: list[tuple[Path, str]]
+    counters: list[tuple[Path, str]]
+    in_range: bool
+
+
+def _forward_files(runs: Sequence[_Run]) -> tuple[_Files, str]:
+    """The runs' kernel traces and counter files, cut to the ``pragma_forward`` range where every
+    run allows it; and a note saying which was done."""
+    read = [
+        (
+            run,
+            [(path, _text(path)) for path in run.files("kernel_trace")],
+            [(path, _text(path)) for path in run.files("counter_collection")],
+        )
+        for run in runs
+    ]
+    read = [(run, traces, counters) for run, traces, counters in read if traces or counters]
+    every_trace = [file for _, traces, _ in read for file in traces]
+    every_counter = [file for _, _, counters in read for file in counters]
+    whole = _Files(traces=every_trace, counters=every_counter, in_range=False)
+    if not read:
+        return whole, ""
+    windows: dict[int, list[tuple[int, int]]] = {}
+    for run, traces, counters in read:
+        found, why = _windows(run, traces + counters)
+        if why:
+            where = f"run {run.number}: " if len(read) > 1 else ""
+            return whole, f"{where}{why}; the metrics cover every dispatch of the run, warm-up forwards included"
+        windows[run.number] = found
+
+    def cut_all(files: list[tuple[Path, str]], number: int) -> list[tuple[Path, str]]:
+        return [(path, cut(text, windows[number]) or "") for path, text in files]
+
+    return _Files(
+        traces=[file for run, traces, _ in read for file in cut_all(traces, run.number)],
+        counters=[file for run, _, counters in read for file in cut_all(counters, run.number)],
+        in_range=True,
+    ), f"kept the dispatches inside the ROCTx range {RANGE!r} (the timed forwards), by rocprofv3's marker trace"
+
+
+def _windows(run: _Run, files: list[tuple[Path, str]]) -> tuple[list[tuple[int, int]], str]:
+    """The run's ``pragma_forward`` windows, or why its files cannot be cut to them."""
+    markers = run.files("marker_api_trace")
+    if not markers:
+        return [], f"rocprofv3 wrote no marker trace, so the ROCTx range {RANGE!r} is unknown"
+    try:
+        windows = forward_windows(_text(markers[0]))
+    except ProfileParseError as error:
+        return [], f"the marker trace could not be read ({error})"
+    if not windows:
+        return [], f"the marker trace has no ROCTx range {RANGE!r}"
+    timed = False
+    for path, text in files:
+        try:
+            if cut(text, windows) is None:
+                return [], f"{path.name} has no timestamps to cut it to the ROCTx range {RANGE!r}"
+            timed = timed or bool(inside(dispatches(text), windows))
+        except ProfileParseError as error:
+            return [], f"{path.name} could not be cut to the ROCTx range {RANGE!r} ({error})"
+    if not timed:
+        return [], f"by rocprofv3's timestamps no dispatch ran inside the ROCTx range {RANGE!r}"
+    return windows, ""
+
+
+def _library_note(files: _Files, functions: Sequence[str]) -> str:
+    """The note naming the library kernels of the first kernel trace, or ''."""
+    if not files.traces:
+        return ""
+    _, text = files.traces[0]
+    try:
+        found = dispatches(text)
+    except ProfileParseError:
+        return ""
+    where = "inside the candidate's forward" if files.in_range else "in the profiled run (warm-up forwards included)"
+    return library_note([(dispatch.kernel, float(dispatch.duration)) for dispatch in found], functions, where=where)
+
+
+def _text(path: Path) -> str:
+    return path.read_text(encoding="utf-8", errors="replace")
+
+
+def _merge(files: _Files) -> tuple[list[Metric], list[str]]:
     """The first kernel trace, then every pass's counters; each (name, kernel) once; then derived."""
-    traces = [path for run in runs for path in run.files("kernel_trace")][:1]
-    counter_files = [path for run in runs for path in run.files("counter_collection")]
     chosen: dict[tuple[str, str], Metric] = {}
     notes = []
-    for path in traces + counter_files:
+    for path, text in files.traces[:1] + files.counters:
         try:
-            metrics = parse(path.read_text(encoding="utf-8", errors="replace"))
+            metrics = parse(text)
         except ProfileParseError as error:
             notes.append(f"could not read {path}: {error}")
             continue

@@ -4,11 +4,18 @@ The hardware counts only a few counters at once, and ``rocprofv3 --pmc`` fails w
 not fit one pass. So the counters are split into passes of at most ``per_pass`` names, and each
 pass is its own run of the program::
 
-    rocprofv3 --pmc FETCH_SIZE WRITE_SIZE --kernel-trace --output-format csv \\
+    rocprofv3 --pmc FETCH_SIZE WRITE_SIZE --kernel-trace --marker-trace --output-format csv \\
         -d OUT/pass_1 -o rocprof [--kernel-include-regex 'relu_kernel'] -- python run.py
 
 Every run also traces kernels (for durations); with no counter at all there is a single run with
-the trace alone.
+the trace alone. The options are those of rocprofiler-sdk's ``source/docs/how-to/using-rocprofv3.rst``
+(the options table): ``--kernel-include-regex`` limits counter collection to the candidate's
+kernels ("Filters counter-collection and thread-trace data to include the kernels matching the
+specified regular expression"). The kernel trace is not among the data it names: pragma reads
+every dispatch, library kernels among them, from it (:mod:`pragma_core.profiling.library_kernels`); were a
+version to filter the trace too, the library kernels would go unseen. rocprofv3 has no option that limits
+collection to a ROCTx range, as ncu's ``--nvtx-include`` does; ``--marker-trace`` records the
+``pragma_forward`` range so that :mod:`pragma_rocprof.forward` can keep the dispatches inside it.
 """
 
 from __future__ import annotations
@@ -57,13 +64,15 @@ def build_command(
     name: str = OUTPUT_NAME,
     kernel_regex: str | None = None,
 ) -> tuple[str, ...]:
-    """One rocprofv3 run: the counters of one pass (or none), kernel trace, CSV into ``out_dir``."""
+    """One rocprofv3 run: the counters of one pass (or none), the kernel and marker (ROCTx) traces,
+    CSV into ``out_dir``; with ``kernel_regex``, counters of the matching kernels only."""
     if not python_argv:
         raise ValueError("nothing to profile: the target has no python_argv")
     command = [str(rocprofv3)]
     if counters:
         command += ["--pmc", *counters]
-    command += ["--kernel-trace", "--output-format", "csv", "-d", str(out_dir), "-o", name]
+    # Options as documented in rocprofiler-sdk source/docs/how-to/using-rocprofv3.rst (options table).
+    command += ["--kernel-trace", "--marker-trace", "--output-format", "csv", "-d", str(out_dir), "-o", name]
     if kernel_regex:
         command += ["--kernel-include-regex", kernel_regex]
     return (*command, "--", *python_argv)

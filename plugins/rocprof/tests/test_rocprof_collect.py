@@ -19,6 +19,7 @@ import attrs
 import pytest
 
 import pragma_rocprof.collect as collect_module
+import pragma_rocprof.forward as forward
 from pragma_core import Availability
 from pragma_core.components import Profiler, ProfileTarget
 from pragma_core.errors import ProfilerUnavailable
@@ -31,6 +32,7 @@ DATA = Path(__file__).parent / "data"
 OCCUPANCY = DATA / "rocprofv3-rocm7-counter_collection-OccupancyPercent-first8.csv"
 VALUBUSY = DATA / "rocprofv3-rocm7-counter_collection-VALUBusy-first8.csv"
 TRACE_2025 = DATA / "rocprofv3-docs2025-kernel_trace.csv"
+MARKERS_2025 = DATA / "rocprofv3-docs2025-marker_api_trace.csv"  # from another run than the trace
 
 FAKE_ROCPROFV3 = textwrap.dedent("""\
     import json, os, shutil, subprocess, sys, time
@@ -57,6 +59,8 @@ FAKE_ROCPROFV3 = textwrap.dedent("""\
     os.makedirs(os.path.join(out, "pmc_1"), exist_ok=True)
     if os.environ.get("FAKE_TRACE"):
         shutil.copy(os.environ["FAKE_TRACE"], os.path.join(out, "pmc_1", name + "_kernel_trace.csv"))
+    if os.environ.get("FAKE_MARKERS") and "--marker-trace" in options:
+        shutil.copy(os.environ["FAKE_MARKERS"], os.path.join(out, "pmc_1", name + "_marker_api_trace.csv"))
     recorded = json.loads(os.environ.get("FAKE_COUNTER_FILES", "{}"))
     for counter in counters:
         if counter in recorded:
@@ -73,7 +77,14 @@ def fake_rocprofv3(tmp_path, monkeypatch):
     tool.chmod(0o755)
     monkeypatch.setattr(collect_module, "probe", lambda: Availability(available=True, reason="stand-in"))
     monkeypatch.setattr(collect_module, "find_rocprofv3", lambda: str(tool))
-    for variable in ("FAKE_SLEEP", "FAKE_EXIT", "FAKE_MAX_COUNTERS", "FAKE_TRACE", "FAKE_COUNTER_FILES"):
+    for variable in (
+        "FAKE_SLEEP",
+        "FAKE_EXIT",
+        "FAKE_MAX_COUNTERS",
+        "FAKE_TRACE",
+        "FAKE_COUNTER_FILES",
+        "FAKE_MARKERS",
+    ):
         monkeypatch.delenv(variable, raising=False)
     return tool
 
@@ -196,6 +207,51 @@ def test_kernel_trace_durations_win_and_bandwidth_uses_them(fake_rocprofv3, tmp_
         == ((1550151853075237 - 1550151853064037) + (1550151853160837 - 1550151853148397)) / 2
     )
     assert profile.get("SQ_WAVES").value == 16384
+
+
+def test_without_the_forward_range_the_whole_run_is_kept_and_said_so(fake_rocprofv3, tmp_path, monkeypatch):
+    monkeypatch.setenv("FAKE_TRACE", str(TRACE_2025))
+    profile = collect(target_for(tmp_path), ["Calls"])
+    command = (tmp_path / "profile" / "rocprof" / "pass_1" / COMMAND_NAME).read_text()
+    assert "--kernel-trace --marker-trace" in command
+    assert (
+        "rocprofv3 wrote no marker trace, so the ROCTx range 'pragma_forward' is unknown; the metrics cover every "
+        "dispatch of the run, warm-up forwards included"
+    ) in profile.notes
+    assert profile.get("Calls", "divide_kernel(float*, float const*, float const*, int, int)").value == 2
+
+    # the guide's marker trace has ranges, but not this one, and its times are of another run
+    monkeypatch.setenv("FAKE_MARKERS", str(MARKERS_2025))
+    profile = collect(target_for(tmp_path), ["Calls"])
+    assert any(note.startswith("the marker trace has no ROCTx range 'pragma_forward'") for note in profile.notes)
+    monkeypatch.setattr(  # a range it has
+        collect_module, "forward_windows", lambda text: forward.forward_windows(text, name="hipLaunchKernel")
+    )
+    profile = collect(target_for(tmp_path), ["Calls"])
+    assert any(
+        note.startswith("by rocprofv3's timestamps no dispatch ran inside the ROCTx range") for note in profile.notes
+    )
+    assert profile.get("Calls", "divide_kernel(float*, float const*, float const*, int, int)").value == 2
+
+
+def test_the_files_are_cut_to_the_forward_range(fake_rocprofv3, tmp_path, monkeypatch):
+    # The recorded marker trace and kernel trace come from different runs, so the window is placed
+    # here, by hand, around the kernel trace's second to fourth dispatches in time.
+    monkeypatch.setenv("FAKE_TRACE", str(TRACE_2025))
+    monkeypatch.setenv("FAKE_MARKERS", str(MARKERS_2025))
+    found = forward.dispatches(TRACE_2025.read_text())
+    in_time = sorted(found, key=lambda dispatch: dispatch.start)
+    window = (in_time[1].start, in_time[3].end)
+    monkeypatch.setattr(collect_module, "forward_windows", lambda text: [window])
+    profile = collect(target_for(tmp_path), ["Calls", "AverageNs"])
+    assert (
+        "kept the dispatches inside the ROCTx range 'pragma_forward' (the timed forwards), by rocprofv3's marker trace"
+    ) in profile.notes
+    timed = forward.inside(found, [window])
+    assert len(timed) == 3
+    assert {metric.kernel for metric in profile.metrics} == {dispatch.kernel for dispatch in timed}
+    assert sum(metric.value for metric in profile.metrics if metric.name == "Calls") == len(timed)
+    assert not any(note.startswith("library kernels") for note in profile.notes)  # hand-written HIP kernels
 
 
 def test_a_failed_run_marks_its_counters(fake_rocprofv3, tmp_path, monkeypatch):

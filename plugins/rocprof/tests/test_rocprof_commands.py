@@ -19,6 +19,7 @@ def test_one_pass_command_line():
         "FETCH_SIZE",
         "WRITE_SIZE",
         "--kernel-trace",
+        "--marker-trace",
         "--output-format",
         "csv",
         "-d",

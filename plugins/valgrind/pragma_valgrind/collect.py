@@ -159,8 +159,8 @@ def _without_avx512(target: ProfileTarget) -> tuple[ProfileTarget, str]:
     """
     if not target.kernel_libraries or not _host_has_avx512():
         return target, ""
-    from pragma_core.native import rebuild
     from pragma_core.backends.cpu_cpp.native.replay import LIBRARY_OVERRIDE
+    from pragma_core.native import rebuild
 
     env = dict(target.env)
     sources = list(target.kernel_sources)

@@ -594,3 +594,16 @@ def floor_ms(analysis: TaskAnalysis, peaks: GpuPeaks, *, roof: Roof = "fp32") ->
         bound=BoundClass.COMPUTE if compute_ms > memory_ms else BoundClass.MEMORY,
         intensity=analysis.flops / analysis.min_bytes if analysis.min_bytes else None,
     )
+
+
+def device_floor_ms(analysis: TaskAnalysis, _threads: int) -> float | None:
+    """The floor a GPU backend's verifier rejects below (the ``Backend.floor_ms`` of the GPU
+    backends): the tensor-core roof where it is known, else the fp32 one; None where no GPU is
+    usable or its peaks are unknown (no file, not in the table), so nothing is rejected by it."""
+    if gpu_available():
+        return None
+    try:
+        peaks = describe_gpu()
+    except PragmaError:
+        return None
+    return floor_ms(analysis, peaks, roof="tensor" if peaks.tensor_gflops is not None else "fp32").floor_ms

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from ...components import Availability, Backend, Clock
 from ...hookspecs import hookimpl
+from ..gpu.hardware import device_floor_ms
 from ..loading import load_module_file
 from .launches import TritonLaunchEvidence
 
@@ -24,8 +25,8 @@ __all__ = ["BACKEND_NAME", "KERNEL_HINT", "guide", "probe", "interpreted", "reco
 BACKEND_NAME = "triton"
 KERNEL_HINT = "triton kernels are @triton.jit functions launched as kernel[grid](...)"
 INTERPRETER_NOTE = (
-    "no GPU here: the Triton kernels ran under Triton's interpreter (TRITON_INTERPRET=1) on the CPU, "
-    "which checks correctness; its times say nothing about a GPU"
+    "no GPU here: Triton kernels run under Triton's interpreter (TRITON_INTERPRET=1) on the CPU, which "
+    "checks correctness; its times say nothing about a GPU"
 )
 
 
@@ -56,7 +57,11 @@ def interpreted() -> bool:
 
 
 def _execution_device() -> str:
-    return "cpu" if interpreted() else "cuda"
+    if interpreted():
+        return "cpu"
+    import torch
+
+    return "rocm" if getattr(torch.version, "hip", None) else "cuda"
 
 
 def _timing_refusal() -> str:
@@ -102,5 +107,6 @@ def pragma_register_backends(register):
             clock=_clock,
             child_environment=_environment,
             recognizes=recognizes,
+            floor_ms=device_floor_ms,
         )
     )
