@@ -12,10 +12,12 @@ import textwrap
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import attrs
+
 from .graph import NotRecognized
 from .recipe import RECIPE_MARKER, GenerationContext, Match
 
-__all__ = ["candidate_module", "read_marker", "param_expr", "forward_argument"]
+__all__ = ["candidate_module", "module_frame", "ModuleFrame", "read_marker", "param_expr", "forward_argument"]
 
 
 def param_expr(path: str) -> str:
@@ -34,6 +36,56 @@ def forward_argument(context: GenerationContext, index: int) -> str:
     return forward.args.args[index + 1].arg
 
 
+@attrs.frozen(kw_only=True)
+class ModuleFrame:
+    """What every generated module takes from the task, whatever its backend: the recipe marker,
+    the task's own imports beyond ``standard``, the module-level constants its constructor reads,
+    ``Model.__init__`` as ``ModelNew``'s and the forward's arguments (without ``self``)."""
+
+    marker: str
+    imports: tuple[str, ...]
+    constants: tuple[str, ...]
+    init_source: str
+    forward_args: str
+
+    def model_new(self, forward_body: str) -> list[str]:
+        """The lines of ``class ModelNew`` whose forward runs ``forward_body`` (unindented)."""
+        return [
+            "class ModelNew(nn.Module):",
+            textwrap.indent(self.init_source, "    "),
+            "",
+            f"    def forward(self, {self.forward_args}):",
+            textwrap.indent(textwrap.dedent(forward_body).strip("\n"), "        "),
+            "",
+        ]
+
+
+def module_frame(
+    match: Match, knobs: Mapping[str, Any], context: GenerationContext, standard: Sequence[str]
+) -> ModuleFrame:
+    """The task's parts of a generated module (:class:`ModuleFrame`); ``standard`` are the imports
+    the module writes itself."""
+    tree = ast.parse(context.task_source)
+    model = next((node for node in tree.body if isinstance(node, ast.ClassDef) and node.name == "Model"), None)
+    if model is None:
+        raise NotRecognized(f"{context.task_key}: no class Model in the task")
+    init = _method(model, "__init__")
+    forward = _method(model, "forward")
+    if forward is None:
+        raise NotRecognized(f"{context.task_key}: Model has no forward")
+    init_source = (
+        _own_constructor(init) if init is not None else "def __init__(self, *args, **kwargs):\n    super().__init__()"
+    )
+    imports = [ast.unparse(node) for node in tree.body if isinstance(node, (ast.Import, ast.ImportFrom))]
+    return ModuleFrame(
+        marker=RECIPE_MARKER + json.dumps({"family": match.family, "knobs": dict(knobs)}, sort_keys=True),
+        imports=tuple(line for line in dict.fromkeys(imports) if line not in standard),
+        constants=tuple(_constants_used(tree, init)) if init is not None else (),
+        init_source=init_source,
+        forward_args=ast.unparse(forward.args).removeprefix("self, ").removeprefix("self"),
+    )
+
+
 def candidate_module(
     *,
     match: Match,
@@ -47,41 +99,21 @@ def candidate_module(
     """The whole candidate: ``cpp`` is compiled with ``flags`` through ``load_library`` as ``lib``;
     ``forward_body`` is the body of ``forward`` (unindented), which sees the forward's own argument
     names and ``lib``."""
-    tree = ast.parse(context.task_source)
-    model = next((node for node in tree.body if isinstance(node, ast.ClassDef) and node.name == "Model"), None)
-    if model is None:
-        raise NotRecognized(f"{context.task_key}: no class Model in the task")
-    init = _method(model, "__init__")
-    forward = _method(model, "forward")
-    if forward is None:
-        raise NotRecognized(f"{context.task_key}: Model has no forward")
-    init_source = (
-        _own_constructor(init) if init is not None else "def __init__(self, *args, **kwargs):\n    super().__init__()"
-    )
-    forward_args = ast.unparse(forward.args)
-    constants = _constants_used(tree, init) if init is not None else []
     standard = ("import torch", "import torch.nn as nn", "from pragma_core.native import load_library")
-    imports = [ast.unparse(node) for node in tree.body if isinstance(node, (ast.Import, ast.ImportFrom))]
-    imports = [line for line in dict.fromkeys(imports) if line not in standard]
-    marker = RECIPE_MARKER + json.dumps({"family": match.family, "knobs": dict(knobs)}, sort_keys=True)
+    frame = module_frame(match, knobs, context, standard)
     header = f'"""{match.summary}: written by pragma\'s offline recipe Coder.{chr(10) + chr(10) + notes if notes else ""}\n"""'
     lines = [
         header,
-        marker,
+        frame.marker,
         *standard,
-        *imports,
+        *frame.imports,
         "",
-        *constants,
+        *frame.constants,
         f'SOURCE = r"""\n{cpp.strip()}\n"""',
         f"lib = load_library(SOURCE, flags={list(flags)!r})",
         "",
         "",
-        "class ModelNew(nn.Module):",
-        textwrap.indent(init_source, "    "),
-        "",
-        f"    def forward(self, {forward_args.removeprefix('self, ').removeprefix('self')}):",
-        textwrap.indent(forward_body.strip("\n"), "        "),
-        "",
+        *frame.model_new(forward_body),
     ]
     return "\n".join(lines)
 
