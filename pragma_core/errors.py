@@ -21,6 +21,7 @@ __all__ = [
     "RecordError",
     "ProfileParseError",
     "ProfilerUnavailable",
+    "BackendUnavailable",
 ]
 
 
@@ -50,6 +51,10 @@ class ProfileParseError(PragmaError):
 
 class ProfilerUnavailable(PragmaError):
     """A profiler cannot run here; the message is the probe's reason."""
+
+
+class BackendUnavailable(PragmaError):
+    """A candidate's backend cannot run here; the message is the probe's reason."""
 
 
 class RecordError(PragmaError):

@@ -46,6 +46,7 @@ __all__ = [
 BUILTIN_PLUGINS: tuple[str, ...] = (
     "pragma_core.backends.cpu_cpp",
     "pragma_core.backends.triton",
+    "pragma_core.backends.cuda",
     "pragma_core.metric_selectors",
     "pragma_core.providers.litellm_provider",
     "pragma_core.offline.provider",

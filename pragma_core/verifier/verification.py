@@ -29,7 +29,7 @@ from ..backends import DEFAULT_BACKEND
 from ..channel import Message
 from ..child_run import ChildSession
 from ..components import Backend
-from ..errors import PragmaError
+from ..errors import BackendUnavailable, PragmaError
 from ..plugins import get_registry
 from ..records import Candidate, Task, TimingConditions, Verdict, VerdictStatus
 from ..sandbox import SandboxOutcome
@@ -131,13 +131,18 @@ def verify(
     (it does not parse, or a static rule rejects it) leaves ``warm`` unused and open. ``to_beat``
     is the speedup the candidate must beat to matter to the caller (the loop's best): timing stops
     once the candidate's interval lies wholly below it (after at least 10 repetitions), or its
-    speedup is not above it (after at least 30), and a note says so.
+    speedup is not above it (after at least 30), and a note says so. A candidate whose backend
+    cannot run here (its probe says why) raises :class:`~pragma_core.errors.BackendUnavailable`.
     """
     settings = settings or VerifySettings()
     settings, threads_note = settings.with_threads()
     if isinstance(candidate, str):
         candidate = Candidate(source=candidate, backend=DEFAULT_BACKEND)
     backend = get_registry().backend(candidate.backend)
+    availability = backend.probe()
+    if not availability.available:
+        still = f"; still works: {availability.still_works}" if availability.still_works else ""
+        raise BackendUnavailable(f"backend {candidate.backend} cannot run here: {availability.reason}{still}")
     untimed = backend.timing_refusal() if settings.time else ""
     if untimed:
         settings = attrs.evolve(settings, time=False)
