@@ -47,6 +47,7 @@ __all__ = [
     "machine_peaks",
     "peaks_cache_path",
     "floor_ms",
+    "floor_at",
     "attainment",
     "roofline_table",
 ]
@@ -126,8 +127,13 @@ class RooflineFloor:
 
 def floor_ms(analysis: TaskAnalysis, peaks: MachinePeaks) -> RooflineFloor:
     """The roofline floor of one forward of the analyzed task on the measured machine."""
-    memory_ms = analysis.min_bytes / (peaks.bandwidth_gbs * 1e9) * 1e3
-    compute_ms = analysis.flops / (peaks.flops_gflops * 1e9) * 1e3
+    return floor_at(analysis, bandwidth_gbs=peaks.bandwidth_gbs, gflops=peaks.flops_gflops)
+
+
+def floor_at(analysis: TaskAnalysis, *, bandwidth_gbs: float, gflops: float) -> RooflineFloor:
+    """The roofline floor of one forward at these peaks (GB/s, GFLOP/s), on any device."""
+    memory_ms = analysis.min_bytes / (bandwidth_gbs * 1e9) * 1e3
+    compute_ms = analysis.flops / (gflops * 1e9) * 1e3
     return RooflineFloor(
         memory_ms=memory_ms,
         compute_ms=compute_ms,

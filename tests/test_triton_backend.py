@@ -10,13 +10,14 @@ import pytest
 from pragma_core import load_task
 from pragma_core.backends import DEFAULT_BACKEND, backend_for_source
 from pragma_core.backends.gpu.clock import gpu_available
-from pragma_core.cli import main
 from pragma_core.errors import ProfilerUnavailable
 from pragma_core.plugins import get_registry
 from pragma_core.profiling import profile
 from pragma_core.records import Candidate, VerdictStatus
 from pragma_core.testing import BackendPluginTests
 from pragma_core.verifier import VerifySettings, verify
+
+from .test_cli import run
 
 pytest.importorskip("triton")
 
@@ -72,19 +73,9 @@ def test_the_backend_of_a_candidate_is_read_from_its_source():
     assert backend_for_source(fast_path, registry) == DEFAULT_BACKEND
 
 
-def _pragma(capsys, *args: str) -> tuple[int, str, str]:
-    try:
-        main(list(args))
-        code = 0
-    except SystemExit as done:
-        code = done.code if isinstance(done.code, int) else 1
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
-
-
 @no_gpu
 def test_pragma_verify_picks_triton_and_reports_the_untimed_verdict(capsys):
-    code, out, err = _pragma(capsys, "verify", str(GELU_TASK), str(GELU_TRITON), "--set", "batch_size=4", "--json")
+    code, out, err = run(capsys, "verify", str(GELU_TASK), str(GELU_TRITON), "--set", "batch_size=4", "--json")
     assert code == 0, err
     verdict = json.loads(out)
     assert verdict["status"] == "correct" and verdict["speedup"] is None
@@ -92,7 +83,7 @@ def test_pragma_verify_picks_triton_and_reports_the_untimed_verdict(capsys):
 
 
 def test_an_unknown_backend_is_bad_input(capsys):
-    code, _out, err = _pragma(capsys, "verify", str(GELU_TASK), str(GELU_TRITON), "--backend", "fpga")
+    code, _out, err = run(capsys, "verify", str(GELU_TASK), str(GELU_TRITON), "--backend", "fpga")
     assert code == 2
     assert "--backend fpga: no such backend" in err and "triton" in err
 

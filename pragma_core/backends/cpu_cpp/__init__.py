@@ -10,14 +10,11 @@ KernelBench (accepted, but tens of seconds to build). The Coder's guide is ``gui
 from __future__ import annotations
 
 import shutil
-import sys
-import types
 from importlib import resources
-from pathlib import Path
 
 from ...components import Availability, Backend
 from ...hookspecs import hookimpl
-from ...records import Candidate
+from ..loading import exec_module
 from .evidence import NativeCallEvidence
 
 __all__ = ["BACKEND_NAME", "KERNEL_HINT", "guide", "probe", "load_candidate", "recognizes"]
@@ -47,16 +44,8 @@ def probe() -> Availability:
     return Availability(available=True)
 
 
-def load_candidate(candidate: Candidate, workdir: Path) -> type:
-    """Run the candidate's module (inside the sandbox child) and return its ``ModelNew``."""
-    module = types.ModuleType("candidate")
-    module.__file__ = str(Path(workdir) / "candidate.py")
-    sys.modules["candidate"] = module
-    exec(compile(candidate.source, "candidate.py", "exec"), module.__dict__)
-    model_new = module.__dict__.get("ModelNew")
-    if not isinstance(model_new, type):
-        raise TypeError("the candidate defines no class ModelNew(nn.Module)")
-    return model_new
+load_candidate = exec_module
+"""Run the candidate's module (inside the sandbox child) and return its ``ModelNew``."""
 
 
 def recognizes(source: str) -> bool:

@@ -54,6 +54,7 @@ from ...errors import ProfilerUnavailable
 from ...native import BuildDiagnostic, CompilerNotFoundError, NativeBuildError
 from ...profiling.tools import run_tool
 from ...records import frozen_tuple
+from ..cpu_cpp.native.diagnostics import trim_lines
 from .diagnostics import parse_nvcc_diagnostics, stable_log
 from .sources import KernelSource, extract_sources
 
@@ -208,7 +209,7 @@ class CompileReport:
         lines.extend(f"not compiled: {reason}" for source in self.skipped for reason in source.unresolved)
         if not self.units and not self.skipped:
             lines.append("no load_inline call with cuda_sources was found")
-        return _trim(lines, max_chars) if lines else "compiled with no errors"
+        return trim_lines(lines, max_chars) if lines else "compiled with no errors"
 
 
 def compile_only(
@@ -434,17 +435,3 @@ def _compiler_version(path: str) -> str:
         lines = [line.strip() for line in output.read_text(errors="replace").splitlines() if line.strip()]
     wanted = [line for line in lines if "release" in line or line.startswith("HIP version")]
     return (wanted or lines or ["unknown"])[0]
-
-
-def _trim(lines: list[str], max_chars: int) -> str:
-    """Whole lines up to ``max_chars``, with a note when some were cut."""
-    note = "... (trimmed)"
-    kept: list[str] = []
-    used = 0
-    for line in lines:
-        if used + len(line) + 1 > max_chars - len(note) - 1:
-            kept.append(note)
-            break
-        kept.append(line)
-        used += len(line) + 1
-    return "\n".join(kept)

@@ -38,8 +38,8 @@ from attrs import validators as v
 
 from ...errors import PragmaError, RecordError
 from ...files import atomic_write_text
-from ...records import BoundClass, TaskAnalysis
-from ...roofline import RooflineFloor
+from ...records import TaskAnalysis
+from ...roofline import RooflineFloor, floor_at
 from ...serialization import read_json_object
 from .clock import gpu_available
 
@@ -585,15 +585,7 @@ def floor_ms(analysis: TaskAnalysis, peaks: GpuPeaks, *, roof: Roof = "fp32") ->
         gflops = peaks.tensor_gflops
     else:
         raise ValueError(f"roof must be 'fp32' or 'tensor', got {roof!r}")
-    memory_ms = analysis.min_bytes / (peaks.bandwidth_gbs * 1e9) * 1e3
-    compute_ms = analysis.flops / (gflops * 1e9) * 1e3
-    return RooflineFloor(
-        memory_ms=memory_ms,
-        compute_ms=compute_ms,
-        floor_ms=max(memory_ms, compute_ms),
-        bound=BoundClass.COMPUTE if compute_ms > memory_ms else BoundClass.MEMORY,
-        intensity=analysis.flops / analysis.min_bytes if analysis.min_bytes else None,
-    )
+    return floor_at(analysis, bandwidth_gbs=peaks.bandwidth_gbs, gflops=gflops)
 
 
 def device_floor_ms(analysis: TaskAnalysis, _threads: int) -> float | None:

@@ -4,14 +4,11 @@ from __future__ import annotations
 
 import os
 import shutil
-import sys
-import types
 from importlib import resources
-from pathlib import Path
 
+from pragma_core.backends.loading import exec_module
 from pragma_core.components import Availability, Backend
 from pragma_core.hookspecs import hookimpl
-from pragma_core.records import Candidate
 
 from . import call_count
 
@@ -35,18 +32,6 @@ def probe() -> Availability:
     return Availability(available=True)
 
 
-def load(candidate: Candidate, workdir: Path) -> type:
-    """Run the candidate's module (in the sandbox child) and return its ``ModelNew``."""
-    module = types.ModuleType("candidate")
-    module.__file__ = str(Path(workdir) / "candidate.py")
-    sys.modules["candidate"] = module
-    exec(compile(candidate.source, "candidate.py", "exec"), module.__dict__)
-    model_new = module.__dict__.get("ModelNew")
-    if not isinstance(model_new, type):
-        raise TypeError("the candidate defines no class ModelNew(nn.Module)")
-    return model_new
-
-
 @hookimpl
 def pragma_register_backends(register):
     register(
@@ -57,7 +42,7 @@ def pragma_register_backends(register):
             description="C99 kernels for the host CPU, built by the system C compiler (an example plugin)",
             guide=resources.files(__package__).joinpath("guide.md").read_text(encoding="utf-8"),
             probe=probe,
-            load=load,
+            load=exec_module,  # run the module in the sandbox child, return its ModelNew
             evidence=CallEvidence,
             kernel_hint="cpu-c kernels are the functions of a C source built with pragma_backend_c.load_c",
             recognizes=lambda source: "pragma_backend_c" in source,

@@ -22,7 +22,7 @@ from attrs import validators as v
 from ....errors import PragmaError
 from ....records import frozen_tuple
 
-__all__ = ["BuildDiagnostic", "NativeBuildError", "parse_diagnostics", "SUMMARY_ERRORS", "SUMMARY_CHARS"]
+__all__ = ["BuildDiagnostic", "NativeBuildError", "parse_diagnostics", "trim_lines", "SUMMARY_ERRORS", "SUMMARY_CHARS"]
 
 SUMMARY_ERRORS = 5
 SUMMARY_CHARS = 2000
@@ -195,14 +195,14 @@ class NativeBuildError(PragmaError):
             lines.extend(diagnostic.context)
         if len(errors) > max_errors:
             lines.append(f"... and {len(errors) - max_errors} more errors")
-        return _trim(lines, max_chars)
+        return trim_lines(lines, max_chars)
 
 
 def _rebuild(log: str, diagnostics: tuple[BuildDiagnostic, ...], display_name: str, stage: str) -> NativeBuildError:
     return NativeBuildError(log=log, diagnostics=diagnostics, display_name=display_name, stage=stage)
 
 
-def _trim(lines: list[str], max_chars: int) -> str:
+def trim_lines(lines: list[str], max_chars: int) -> str:
     """Whole lines up to ``max_chars``, with a note when some were cut."""
     note = "... (trimmed)"
     kept: list[str] = []
