@@ -17,9 +17,17 @@ from pragma_core import Completion, Profile
 def probe():
     return Availability(available=True)
 
+class NoKernels:
+    def install(self):
+        pass
+
+    def count(self):
+        return 0
+
 def make_backend(name):
     return Backend(name=name, device="cpu", language="c++", guide="write C++", probe=probe,
-                   load=lambda candidate, workdir: object)
+                   load=lambda candidate, workdir: object, evidence=NoKernels,
+                   kernel_hint="this test backend runs no kernel")
 
 def make_profiler(name):
     return Profiler(name=name, devices=("cpu",), probe=probe, default_metrics=("cycles",),
@@ -49,11 +57,12 @@ def plugin_source(hook: str, *names: str) -> str:
 
 def test_builtins_are_registered_as_plugins():
     registry = PluginRegistry(entry_points=lambda: [])
-    backends, selectors, providers, offline = registry.plugins()
+    backends, triton, cuda, selectors, providers, offline = registry.plugins()
     assert all(p.builtin and p.distribution == "pragma-core" and p.version for p in (backends, selectors))
     assert backends.name == "pragma_core.backends.cpu_cpp"
     assert backends.registers == {"backends": ("cpu-cpp",)}
     assert backends.hooks == ("pragma_register_backends",)
+    assert triton.registers == {"backends": ("triton",)} and cuda.registers == {"backends": ("cuda", "hip")}
     assert selectors.name == "pragma_core.metric_selectors"
     assert selectors.registers == {"metric_selectors": ("default",)}
     assert registry.metric_selector("default").name == "default"

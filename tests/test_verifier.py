@@ -166,14 +166,14 @@ def test_editing_the_task_file_is_a_sandbox_escape_and_the_file_stays(tmp_path):
 
 @pytest.mark.serial  # the timing's own clock checks come first, and a neighbour's load can trip them
 def test_a_time_below_the_roofline_floor_is_rejected(monkeypatch):
-    monkeypatch.setattr(verification, "_floor_ms", lambda task, settings: 1e6)
+    monkeypatch.setattr(verification, "_floor_ms", lambda task, settings, backend: 1e6)
     monkeypatch.setattr(verification, "_floor_binds", lambda task: True)
     verdict = check("gelu_correct_fast")
     assert verdict.failed_check == "below-roofline", verdict.message
 
 
 def test_the_dram_floor_is_not_enforced_when_the_data_stays_in_cache(monkeypatch):
-    monkeypatch.setattr(verification, "_floor_ms", lambda task, settings: 1e6)
+    monkeypatch.setattr(verification, "_floor_ms", lambda task, settings, backend: 1e6)
     verdict = check("gelu_correct_fast")  # small GELU: 256 KB of input and output
     assert verdict.status is VerdictStatus.CORRECT, verdict.message
     assert any("floor does not bound this timing" in note for note in verdict.notes)
