@@ -119,6 +119,7 @@ def _serve(root: Path, writer: Any) -> int:
             "channel": vars(channel),
             "channel.MessageWriter": dict(vars(channel.MessageWriter)),
             "writer": vars(writer),
+            "evidence": dict(vars(type(evidence))),
         }
     )
     evidence.install()
