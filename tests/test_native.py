@@ -626,3 +626,21 @@ def test_building_and_reading_signatures_do_not_import_torch():
 
 def test_build_diagnostic_location_without_line():
     assert str(BuildDiagnostic(file="g++", severity="error", message="bad flag")) == "g++: error: bad flag"
+
+
+def test_torchs_extension_build_failure_becomes_diagnostics_that_name_main_cpp():
+    from pragma_core.backends.cpu_cpp.native.diagnostics import extension_build_error
+    from pragma_core.backends.cuda.diagnostics import parse_nvcc_diagnostics
+
+    message = (Path(__file__).parent / "data" / "load_inline" / "gcc_undeclared.txt").read_text()
+    for parse in (None, parse_nvcc_diagnostics):
+        error = extension_build_error(message, parse)
+        assert error is not None
+        assert str(error) == (
+            "the kernel failed to compile: main.cpp:2:43: error: ‘undeclared_thing’ was not declared in this scope"
+        )
+        summary = error.summary()
+        assert "return undeclared_thing(x);" in summary and "/tmp/li" not in summary
+    assert (
+        extension_build_error("RuntimeError: Error building extension 'x': ninja: error: loading 'build.ninja'") is None
+    )

@@ -137,6 +137,9 @@ def _serve(root: Path, writer: Any) -> int:
     except BaseException as error:  # noqa: BLE001
         text = _describe(error)
         if "Error building extension" in text:
+            built = _extension_error(str(error))
+            if built is not None:
+                return _send_error(writer, "compile", str(built), diagnostics=built.summary())
             return _send_error(writer, "compile", text, diagnostics=_traceback_tail(error))
         return _send_error(
             writer, "runtime", f"importing the candidate raised {text}", traceback=_traceback_tail(error)
@@ -471,6 +474,15 @@ def _check_outputs(outputs: list[Any]) -> str | None:
         if output.device.type != _DEVICE[0] or output.layout != torch.strided:
             return f"output {position} lives on {output.device} with layout {output.layout}"
     return None
+
+
+def _extension_error(message: str) -> Any:
+    """torch's extension build failure as a :class:`~pragma_core.native.NativeBuildError` with the
+    compiler's diagnostics (nvcc's, gcc's or clang's), or None when none can be read."""
+    from ..backends.cpu_cpp.native.diagnostics import extension_build_error
+    from ..backends.cuda.diagnostics import parse_nvcc_diagnostics
+
+    return extension_build_error(message, parse_nvcc_diagnostics)
 
 
 def _describe(error: BaseException) -> str:

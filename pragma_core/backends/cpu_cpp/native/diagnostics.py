@@ -14,6 +14,7 @@ Paths in the log are the cache's; the builder rewrites them to a stable display 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from typing import Any
 
 import attrs
@@ -22,7 +23,15 @@ from attrs import validators as v
 from ....errors import PragmaError
 from ....records import frozen_tuple
 
-__all__ = ["BuildDiagnostic", "NativeBuildError", "parse_diagnostics", "trim_lines", "SUMMARY_ERRORS", "SUMMARY_CHARS"]
+__all__ = [
+    "BuildDiagnostic",
+    "NativeBuildError",
+    "parse_diagnostics",
+    "extension_build_error",
+    "trim_lines",
+    "SUMMARY_ERRORS",
+    "SUMMARY_CHARS",
+]
 
 SUMMARY_ERRORS = 5
 SUMMARY_CHARS = 2000
@@ -214,3 +223,21 @@ def trim_lines(lines: list[str], max_chars: int) -> str:
         kept.append(line)
         used += len(line) + 1
     return "\n".join(kept)
+
+
+# torch's extension loader builds main.cpp (and cuda.cu) in its build folder: messages name them so.
+_EXTENSION_PATH = re.compile(r"(?:/[^\s:'\"]+)*/((?:main|cuda)\.(?:cpp|cu))\b")
+
+
+def extension_build_error(
+    message: str, parse: Callable[[str], tuple[BuildDiagnostic, ...]] | None = None
+) -> NativeBuildError | None:
+    """The build error in the message of torch's ``Error building extension`` (``load_inline`` or
+    ``load``), with the compiler's diagnostics, its build folder left out of their paths; None when
+    the message names no error. ``parse`` reads the log (the nvcc reader for CUDA sources: it also
+    reads gcc's and clang's lines); by default gcc's and clang's format."""
+    log = _EXTENSION_PATH.sub(r"\1", message)
+    diagnostics = (parse or parse_diagnostics)(log)
+    if not any(diagnostic.is_error for diagnostic in diagnostics):
+        return None
+    return NativeBuildError(log=log, diagnostics=diagnostics, display_name="main.cpp")
