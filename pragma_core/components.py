@@ -214,8 +214,8 @@ class Backend:
       interpreter runs on ``"cpu"``); its tensors are moved there, and profilers must watch it.
     - ``timing_refusal``: why times taken here would mean nothing (an interpreter), or ``""``;
       a refused backend is checked for correctness only and its verdict says it was not timed.
-    - ``clock``: in the child, makes the :class:`Clock` for timed calls; None (or a factory that
-      returns None) for the host clock.
+    - ``clock``: in the child, makes the :class:`Clock` for timed calls, or returns None for the
+      host clock (the default).
     - ``child_environment``: given the candidate's build folder, variables the child takes before
       it loads the candidate (for Triton: ``TRITON_INTERPRET=1`` without a GPU, and its cache).
     - ``records_calls``: the backend can record one forward's kernel calls for a native replay
@@ -240,7 +240,7 @@ class Backend:
     kernel_hint: str = attrs.field(validator=v.min_len(1))
     execution_device: Callable[[], str] = attrs.field(default=lambda: "cpu")
     timing_refusal: Callable[[], str] = attrs.field(default=lambda: "")
-    clock: Callable[[], Clock | None] | None = None
+    clock: Callable[[], Clock | None] = attrs.field(default=lambda: None)
     child_environment: Callable[[Path], dict[str, str]] = attrs.field(default=lambda build_dir: {})
     records_calls: bool = False
     recognizes: Callable[[str], bool] = attrs.field(default=lambda source: False)

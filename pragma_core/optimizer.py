@@ -520,16 +520,7 @@ class _Loop:
         """Each profiler's profile of the candidate, and why each of the others gave none; ``phase``
         hears each profiler start."""
         profiles, skipped = [], {}
-        backend = get_registry().backend(candidate.backend)
-        refusal, device = backend.timing_refusal(), backend.execution_device()
         for name in self.profilers:
-            if refusal:  # what a profiler sees of an interpreter is the interpreter
-                skipped[name] = f"not profiled: {refusal}"
-                continue
-            devices = get_registry().profiler(name).devices
-            if device not in devices:
-                skipped[name] = f"{name} profiles {', '.join(devices)} programs; {candidate.backend} runs on {device}"
-                continue
             phase("profiling", name)
             folder = staging / f"profile-{name}"
             try:

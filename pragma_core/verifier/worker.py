@@ -93,9 +93,9 @@ def _serve(root: Path, writer: Any) -> int:
     job, task_ns = load_task(root)
     torch.set_num_threads(job["threads"])
     backend = get_registry().backend(job["backend"])
-    device = _DEVICE[0] = torch_device(backend.execution_device())
+    device = torch_device(backend.execution_device())
     evidence = backend.evidence()
-    time_call = backend.clock() if backend.clock is not None else None
+    time_call = backend.clock()  # None: the host clock
     audit = CandidateAudit(writable=[Path(folder) for folder in job.get("writable", [root / "work"])])
     audit.install()
     _watchers.append(audit)
@@ -209,7 +209,7 @@ def _serve(root: Path, writer: Any) -> int:
             finally:
                 stop_recording()
             elapsed = _clock() - start
-            problem = _check_outputs(outputs)
+            problem = _check_outputs(outputs, device)
             if problem:
                 finding("tensor-type", problem)
                 reply("trial", native_calls=evidence.count() - calls_before)
@@ -269,7 +269,7 @@ def _serve(root: Path, writer: Any) -> int:
 
         elif op == "outputs":
             outputs = last_outputs.get(request["who"], [])
-            problem = _check_outputs(outputs)
+            problem = _check_outputs(outputs, device)
             if problem:
                 finding("tensor-type", problem)
                 reply("outputs")
@@ -284,7 +284,7 @@ def _serve(root: Path, writer: Any) -> int:
             pristine = generated[1] if generated is not None else []
             for who, inputs in (("reference", pristine), ("candidate", current.get("candidate", []))):
                 outputs = last_outputs.get(who, [])
-                problem = _check_outputs(outputs)
+                problem = _check_outputs(outputs, device)
                 if problem:
                     finding("tensor-type", problem)
                     break
@@ -436,9 +436,6 @@ def _report_error(writer: Any, error: BaseException, where: str) -> None:
         _send_error(writer, "runtime", f"forward raised {text}", traceback=_traceback_tail(error))
 
 
-_DEVICE = ["cpu"]  # where the backend runs candidates; outputs must live there
-
-
 def _to_device(values: list[Any], device: str) -> list[Any]:
     """The task's inputs (made on the CPU) where the backend runs; unchanged on the CPU."""
     if device == "cpu":
@@ -465,13 +462,14 @@ def _same_layout(a: list[Any], b: list[Any]) -> bool:
     return True
 
 
-def _check_outputs(outputs: list[Any]) -> str | None:
+def _check_outputs(outputs: list[Any], device: str) -> str | None:
+    """Why ``outputs`` are not plain tensors on ``device`` (where the backend runs), or None."""
     import torch
 
     for position, output in enumerate(outputs):
         if type(output) is not torch.Tensor:
             return f"output {position} is a {type(output).__module__}.{type(output).__qualname__}, not a torch.Tensor"
-        if output.device.type != _DEVICE[0] or output.layout != torch.strided:
+        if output.device.type != device or output.layout != torch.strided:
             return f"output {position} lives on {output.device} with layout {output.layout}"
     return None
 

@@ -10,6 +10,7 @@ the kernels run on the CPU under the interpreter: correct or not is known, timin
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 from importlib import resources
 from pathlib import Path
@@ -49,8 +50,10 @@ def probe() -> Availability:
     return Availability(available=True)
 
 
+@functools.cache
 def interpreted() -> bool:
-    """True when no GPU can run Triton here, so candidates run under the interpreter."""
+    """True when no GPU can run Triton here, so candidates run under the interpreter (asked once
+    per process: the backend's fields ask it on every verification)."""
     from ..gpu.clock import gpu_available
 
     return bool(gpu_available())
