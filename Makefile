@@ -7,7 +7,7 @@ PYTHON  ?= python3
 VENV    := .venv
 BIN     := $(VENV)/bin
 PIP     := -m pip install --quiet --disable-pip-version-check -c constraints.txt
-# Every pip package of the repository: core with its test, lint, docs and bench tools, each
+# Every pip package of the repository: core with its test, lint, docs, bench and Ray tools, each
 # profiler plugin, the knowledge builder.
 PLUGINS := $(patsubst plugins/%/pyproject.toml,%,$(wildcard plugins/*/pyproject.toml))
 STAMP   := $(VENV)/.installed
@@ -37,7 +37,7 @@ endef
 $(STAMP): pyproject.toml constraints.txt Makefile $(wildcard plugins/*/pyproject.toml) knowledge_builder/pyproject.toml $(CORE_STAMP)
 	$(PYTHON) -m venv $(VENV)
 	$(call sees_core,$(VENV),pragma-core-base.pth)
-	$(BIN)/python $(PIP) -e ".[test,lint,docs,bench]" $(foreach p,$(PLUGINS),-e plugins/$(p)) -e knowledge_builder
+	$(BIN)/python $(PIP) -e ".[test,lint,docs,bench,ray]" $(foreach p,$(PLUGINS),-e plugins/$(p)) -e knowledge_builder
 	touch $@
 
 $(CORE_STAMP): pyproject.toml constraints.txt Makefile

@@ -969,6 +969,11 @@ def _si(value: float, unit: str) -> str:
     return f"{value:.0f} {unit}"
 
 
+from .bench.commands import register as _register_bench_commands  # noqa: E402 - the commands need the group
+
+_register_bench_commands(cli, fit_option=_FIT_OPTION, stdout=_stdout)
+
+
 def main(argv: list[str] | None = None) -> None:
     """Entry point of the ``pragma`` script."""
     try:

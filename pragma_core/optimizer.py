@@ -56,7 +56,6 @@ from .records import (
     Profile,
     RunResult,
     Task,
-    TokenUsage,
     Verdict,
     VerdictStatus,
     frozen_tuple,
@@ -398,7 +397,7 @@ class _Loop:
             AgentRole.CODER, messages, verdict=last.verdict if last else None, best=best, history=tuple(history)
         )
         files.update(coder_prompt=_transcript(messages), coder_reply=reply.text)
-        usage = reply.usage
+        usage, cost = reply.usage, reply.cost_usd
         source = extract_code(reply.text)
         if source is None:
             candidate = None
@@ -452,10 +451,11 @@ class _Loop:
             best=best,
             history=tuple(history),
         )
-        usage = usage + reply.usage
+        usage, cost = usage + reply.usage, _cost_sum(cost, reply.cost_usd)
         files.update(conductor_prompt=_transcript(messages), conductor_reply=reply.text)
-        guidance, repair_usage, note = _guidance(self.agents, messages, reply, diagnosis)
-        usage = usage + repair_usage
+        guidance, repair, note = _guidance(self.agents, messages, reply, diagnosis)
+        if repair is not None:
+            usage, cost = usage + repair.usage, _cost_sum(cost, repair.cost_usd)
         guidance = _check_citations(guidance, [*profiles, *(best.profiles if best else ())])
         if note:
             files["conductor_note"] = note
@@ -468,6 +468,7 @@ class _Loop:
             diagnosis=diagnosis,
             guidance=guidance,
             usage=usage,
+            cost_usd=cost,
             phase_seconds=clock.stop(),
             elapsed_s=time.monotonic() - started,
         )
@@ -608,17 +609,23 @@ def _plugin_failure(name: str, error: Exception, folder: Path) -> str:
     return f"the {name} plugin failed ({type(error).__name__}: {error}); a bug in the plugin, traceback in {path}"
 
 
+def _cost_sum(total: float | None, more: float | None) -> float | None:
+    """Costs added up; None only while no call reported one."""
+    return more if total is None else total + (more or 0.0)
+
+
 def _guidance(
     agents: _Agents, messages: tuple[ChatMessage, ...], reply: Completion, diagnosis: Diagnosis
-) -> tuple[Guidance, TokenUsage, str]:
-    """Parse the Conductor's reply; one repair request; else the diagnosis alone, noted."""
+) -> tuple[Guidance, Completion | None, str]:
+    """Parse the Conductor's reply; one repair request (returned, for its usage); else the
+    diagnosis alone, noted."""
     try:
-        return parse_guidance(reply.text), TokenUsage(), ""
+        return parse_guidance(reply.text), None, ""
     except GuidanceParseError as first:
         repair = repair_messages(messages, reply.text, str(first))
         second = agents.ask(AgentRole.CONDUCTOR, repair, diagnosis=diagnosis)
         try:
-            return parse_guidance(second.text), second.usage, f"repaired after: {first}"
+            return parse_guidance(second.text), second, f"repaired after: {first}"
         except GuidanceParseError as error:
             fallback = Guidance(
                 analysis="the Conductor's reply could not be read; acting on the diagnosis alone: "
@@ -627,7 +634,7 @@ def _guidance(
                 extra_metrics=diagnosis.request_metrics,
             )
             note = f"unparseable twice: {first}; then: {error}\n--- repair reply ---\n{second.text}"
-            return fallback, second.usage, note
+            return fallback, second, note
 
 
 def _check_citations(guidance: Guidance, profiles: list[Profile]) -> Guidance:

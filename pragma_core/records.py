@@ -488,6 +488,8 @@ class Attempt:
     diagnosis: Diagnosis | None = None
     guidance: Guidance | None = None
     usage: TokenUsage = attrs.field(factory=TokenUsage)
+    cost_usd: float | None = attrs.field(default=None, validator=_non_negative)
+    """What the attempt's model calls cost in US dollars, as the provider reported it (None: unknown)."""
     elapsed_s: float = attrs.field(default=0.0, validator=_non_negative)
     phase_seconds: dict[str, float] = attrs.field(
         factory=dict, validator=v.deep_mapping(key_validator=_non_empty_str, value_validator=_seconds)

@@ -36,6 +36,7 @@ from .paths import cache_dir
 from .progress import progress_bar
 from .records import BoundClass, Task, TaskAnalysis
 from .serialization import read_record, write_record
+from .timing_slot import timing_slot
 
 __all__ = [
     "DEFAULT_COPY_BYTES",
@@ -245,7 +246,8 @@ def machine_peaks(threads: int, *, refresh: bool = False) -> MachinePeaks:
         cached = _read_cached(path)
         if cached is not None and _matches(cached, hardware, threads, torch_version):
             return cached
-    peaks = measure_peaks(threads, hardware=hardware)
+    with timing_slot():
+        peaks = measure_peaks(threads, hardware=hardware)
     try:
         write_record(path, peaks)
     except OSError as error:

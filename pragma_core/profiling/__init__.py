@@ -24,6 +24,7 @@ from ..components import DEFAULT_PROFILE_TIMEOUT_S
 from ..errors import ProfilerUnavailable
 from ..plugins import get_registry
 from ..records import Candidate, Profile, Task
+from ..timing_slot import busy_slot
 from .sizing import profiler_working_set_bytes, profiling_task, size_note
 from .targets import prepare_target
 
@@ -90,10 +91,11 @@ def profile(
         Path(out_dir).resolve() if out_dir is not None else Path(tempfile.mkdtemp(prefix=f"pragma-profile-{profiler}-"))
     )
     shrunk = profiling_task(task, chosen, full_size=full_size, working_set_bytes=working_set_bytes)
-    target = prepare_target(
-        shrunk.task, candidate, folder, device=device, repetitions=repetitions, threads=threads, timeout_s=timeout_s
-    )
-    result = chosen.collect(target, wanted)
+    with busy_slot():  # recording and profiling keep cores busy: never during another task's timing
+        target = prepare_target(
+            shrunk.task, candidate, folder, device=device, repetitions=repetitions, threads=threads, timeout_s=timeout_s
+        )
+        result = chosen.collect(target, wanted)
     if working_set_bytes is None:
         note = size_note(shrunk, profiler_working_set_bytes(chosen), simulated=chosen.deterministic)
     else:

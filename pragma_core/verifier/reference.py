@@ -29,6 +29,7 @@ from ..paths import cache_dir
 from ..records import Category, Task, Timing
 from ..statistics import summarize
 from ..tasks import task_namespace, task_program
+from ..timing_slot import timing_slot
 from .comparison import compare_outputs
 from .inputs import construct, make_inputs, make_probe_inputs, trial_seeds
 from .settings import VerifySettings
@@ -206,7 +207,7 @@ def reference_timing(task: Task, settings: VerifySettings) -> Timing:
     previous = torch.get_num_threads()
     torch.set_num_threads(settings.thread_count)
     try:
-        with torch.no_grad():
+        with torch.no_grad(), timing_slot():
             model = construct(namespace, namespace["Model"])
             inputs = make_inputs(namespace, trial_seeds(1, salt=3)[0])
             for _ in range(max(settings.warmup, 1)):

@@ -35,6 +35,7 @@ from ..records import Candidate, Task, TimingConditions, Verdict, VerdictStatus
 from ..sandbox import SandboxOutcome
 from ..statistics import bootstrap_speedup, summarize
 from ..tasks import task_program
+from ..timing_slot import busy_slot, timing_slot
 from .checks import CHECKS, describe_check
 from .comparison import Comparison, compare_outputs
 from .inputs import trial_seeds
@@ -163,59 +164,63 @@ def verify(
     if threads_note:
         notes.append(threads_note)
 
-    # Trust anchors, all computed here: the roofline floor (which may measure this machine's
-    # peaks, so before any child works), seeds, references, preflight. A contained child cannot
-    # write what they read, so they are computed while it imports torch and builds the candidate;
-    # where the OS cannot contain it, before it begins, with the files it must not change hashed.
-    floor = _floor_ms(task, settings, backend)
-    if warm is not None and (job_dir is not None or not warm.fits(task, settings)):
-        warm.close()
-        warm = None
-    child = warm if warm is not None else WarmChild(task, settings, root=job_dir)
-    with child:
-        contained = child.files_isolated
-        job = {"backend": candidate.backend}
-        if contained:
-            child.session.begin(candidate, **job)
-        task_bytes = task.path.read_bytes() if task.path is not None and task.path.exists() else None
-        hashes_before = {} if contained else _harness_hashes(task, settings)
-        references = compute_references(task, settings, seed=settings.seed)
-        trivial = preflight(task, references, settings)
-        own_error = reference_error(task, references, settings)
-        if own_error > settings.rtol / 10:
-            notes.append(
-                f"the reference's own float32 result is {own_error:.2g} (whole-output relative) from the same "
-                f"program in float64; the whole-output check allows rtol plus that"
+    with busy_slot():  # building and checking keep cores busy: never during another task's timing
+        # Trust anchors, all computed here: the roofline floor (which may measure this machine's
+        # peaks, so before any child works), seeds, references, preflight. A contained child cannot
+        # write what they read, so they are computed while it imports torch and builds the candidate;
+        # where the OS cannot contain it, before it begins, with the files it must not change hashed.
+        floor = _floor_ms(task, settings, backend)
+        if warm is not None and (job_dir is not None or not warm.fits(task, settings)):
+            warm.close()
+            warm = None
+        child = warm if warm is not None else WarmChild(task, settings, root=job_dir)
+        with child:
+            contained = child.files_isolated
+            job = {"backend": candidate.backend}
+            if contained:
+                child.session.begin(candidate, **job)
+            task_bytes = task.path.read_bytes() if task.path is not None and task.path.exists() else None
+            hashes_before = {} if contained else _harness_hashes(task, settings)
+            references = compute_references(task, settings, seed=settings.seed)
+            trivial = preflight(task, references, settings)
+            own_error = reference_error(task, references, settings)
+            if own_error > settings.rtol / 10:
+                notes.append(
+                    f"the reference's own float32 result is {own_error:.2g} (whole-output relative) from the same "
+                    f"program in float64; the whole-output check allows rtol plus that"
+                )
+            if trivial:
+                notes.append(
+                    f"a {', '.join(trivial)} output would pass this task at atol={settings.atol:g}; "
+                    "outputs are also checked by whole-output relative error"
+                )
+            if not contained:
+                child.session.begin(candidate, **job)
+            run = _Verification(
+                child.session,
+                task,
+                settings,
+                references,
+                relative_norm=bool(trivial),
+                reference_error=own_error,
+                notes=notes,
+                floor=floor,
+                record={
+                    f"recording-{number}": None
+                    if task_program(sized) == child.folder.task_program
+                    else task_program(sized)
+                    for number, sized in enumerate((keep_recordings or {}).values())
+                },
+                to_beat=to_beat,
+                kernel_hint=backend.kernel_hint,
+                interpreted=bool(untimed),
             )
-        if trivial:
-            notes.append(
-                f"a {', '.join(trivial)} output would pass this task at atol={settings.atol:g}; "
-                "outputs are also checked by whole-output relative error"
-            )
-        if not contained:
-            child.session.begin(candidate, **job)
-        run = _Verification(
-            child.session,
-            task,
-            settings,
-            references,
-            relative_norm=bool(trivial),
-            reference_error=own_error,
-            notes=notes,
-            floor=floor,
-            record={
-                f"recording-{number}": None if task_program(sized) == child.folder.task_program else task_program(sized)
-                for number, sized in enumerate((keep_recordings or {}).values())
-            },
-            to_beat=to_beat,
-            kernel_hint=backend.kernel_hint,
-            interpreted=bool(untimed),
-        )
-        verdict = run.execute(on_phase)
-        for number, kept in enumerate(keep_recordings or {}):
-            recorded = child.folder.work / f"recording-{number}"
-            if verdict.ok and (recorded / "calls.json").is_file():
-                shutil.copytree(recorded, kept, symlinks=False, dirs_exist_ok=True)
+            verdict = run.execute(on_phase)
+            for number, kept in enumerate(keep_recordings or {}):
+                recorded = child.folder.work / f"recording-{number}"
+                if verdict.ok and (recorded / "calls.json").is_file():
+                    shutil.copytree(recorded, kept, symlinks=False, dirs_exist_ok=True)
+
     if not contained and _harness_hashes(task, settings) != hashes_before:
         if task_bytes is not None and task.path is not None and task.path.read_bytes() != task_bytes:
             task.path.write_bytes(task_bytes)  # put the user's task back as it was
@@ -292,7 +297,8 @@ class _Verification:
                     )
                 if on_phase is not None:
                     on_phase("timing")
-                samples, parent_samples, calibration = self._timing()
+                with timing_slot():  # other tasks' builds and profiling wait; their model calls go on
+                    samples, parent_samples, calibration = self._timing()
                 if on_phase is not None:
                     on_phase("finishing")
                 self._post_check()

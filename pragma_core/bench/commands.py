@@ -1,0 +1,255 @@
+"""The ``pragma bench``, ``pragma report`` and ``pragma compare`` commands (registered on the
+``pragma`` group by :mod:`pragma_core.cli`; what they run is imported when they run)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import click
+from rich.console import Console
+
+from ..errors import PragmaError
+from ..tasks import parse_size_assignments
+
+
+def _csv(text: str | None) -> tuple[str, ...]:
+    return tuple(part.strip() for part in (text or "").split(",") if part.strip())
+
+
+def _levels(text: str | None) -> tuple[int, ...]:
+    levels = []
+    for part in _csv(text):
+        if not part.isdigit():
+            raise PragmaError(f"--levels {text}: give level numbers separated by commas, such as --levels 1,2")
+        levels.append(int(part))
+    return tuple(levels)
+
+
+def register(cli: click.Group, *, fit_option: Callable[[Any], Any], stdout: Callable[[], Console]) -> None:
+    """Add the commands to ``cli``."""
+
+    @cli.command("bench")
+    @click.argument("tree", type=click.Path(path_type=Path))
+    @click.option("--levels", default=None, metavar="1,2", help="Only these levels (folders level1, level2...).")
+    @click.option(
+        "--categories",
+        default=None,
+        metavar="NAMES",
+        help="Only tasks of these categories, comma-separated: matmul, activation, normalization, "
+        "pooling_reduction, conv, other.",
+    )
+    @click.option("--only", multiple=True, metavar="TEXT", help="Only tasks whose path contains TEXT (repeatable).")
+    @click.option("--max-attempts", default=15, show_default=True, help="Attempts per task at most.")
+    @click.option(
+        "--patience", default=6, show_default=True, help="Stop a task after this many attempts without a better one."
+    )
+    @click.option(
+        "--model", default=None, help="A litellm model string [default: $PRAGMA_MODEL, else the offline agents]."
+    )
+    @click.option(
+        "--provider", envvar="PRAGMA_PROVIDER", default=None, help="The provider plugin [env: PRAGMA_PROVIDER]."
+    )
+    @click.option(
+        "--no-profile", is_flag=True, help="Timing only (the paper's N-PRAGMA ablation); kept apart in the same --out."
+    )
+    @click.option("--profilers", default="valgrind,perf", show_default=True, help="Profilers to run, comma-separated.")
+    @click.option(
+        "--baseline",
+        "baselines",
+        default="eager",
+        show_default=True,
+        help="What each task's best is timed against at the end, comma-separated: eager, compile (torch.compile).",
+    )
+    @click.option(
+        "--backend", "backend_name", default="cpu-cpp", show_default=True, help="The backend the Coder writes for."
+    )
+    @click.option(
+        "--set",
+        "assignments",
+        multiple=True,
+        metavar="NAME=VALUE",
+        help="Override a size constant in every task that has it. Repeatable.",
+    )
+    @fit_option
+    @click.option("--reps", default=100, show_default=True, help="Timed runs per verification, at most.")
+    @click.option(
+        "--threads", type=click.IntRange(min=1), default=None, help="Threads for timing [default: all CPUs here]."
+    )
+    @click.option(
+        "--executor",
+        type=click.Choice(["local", "ray"]),
+        default="local",
+        show_default=True,
+        help="local: worker processes here; ray: Ray tasks on a cluster (pip install 'pragma-core[ray]').",
+    )
+    @click.option(
+        "--workers",
+        type=click.IntRange(min=1),
+        default=None,
+        help="Tasks at once [default: 1 local; Ray: as scheduled].",
+    )
+    @click.option(
+        "--address",
+        default=None,
+        help="Ray: auto (a running cluster) or HOST:PORT [default: a Ray instance started here].",
+    )
+    @click.option(
+        "--ray-cpus", type=click.FloatRange(min=0), default=1.0, show_default=True, help="Ray: CPUs each task asks for."
+    )
+    @click.option(
+        "--ray-gpus",
+        type=click.FloatRange(min=0),
+        default=None,
+        help="Ray: GPUs each task asks for [default: 1 for cuda and hip, else 0].",
+    )
+    @click.option(
+        "--out", type=click.Path(path_type=Path), default=Path("bench"), show_default=True, help="The bench directory."
+    )
+    def bench_command(
+        tree: Path,
+        levels: str | None,
+        categories: str | None,
+        only: tuple[str, ...],
+        max_attempts: int,
+        patience: int,
+        model: str | None,
+        provider: str | None,
+        no_profile: bool,
+        profilers: str,
+        baselines: str,
+        backend_name: str,
+        assignments: tuple[str, ...],
+        fit_ms: float | None,
+        reps: int,
+        threads: int | None,
+        executor: str,
+        workers: int | None,
+        address: str | None,
+        ray_cpus: float,
+        ray_gpus: float | None,
+        out: Path,
+    ) -> None:
+        """Run `optimize` on every task of TREE (a KernelBench-format tree) and report the metrics.
+
+        \b
+          pragma bench ../shared/kernelbench --levels 1 --fit-ms 20 --max-attempts 6 --out bench-l1
+          pragma bench TREE --no-profile --out bench-l1          # the ablation, beside it
+          pragma bench TREE --executor ray --address auto        # on a Ray cluster
+
+        Each task gets its run folder under OUT/runs; OUT/bench.json records every finished task
+        as it ends, and OUT/report.md and OUT/plots/ are written at the end (`pragma report OUT`
+        writes them again). Run the same command again to resume: finished tasks are skipped, a
+        task cut short continues after its last complete attempt. On one machine only one
+        verification times at a time, while other tasks' model calls, builds and profiling go on.
+        """
+        from ..plugins import get_registry
+        from .executors import LocalExecutor, RayExecutor, import_ray
+        from .plan import BenchSettings
+        from .runner import Executor, run_bench
+
+        if not tree.is_dir():
+            raise PragmaError(f"{tree}: no such directory; give a KernelBench-format tree (folders level1, level2...)")
+        backends = get_registry().backends()
+        if backend_name not in backends:
+            raise PragmaError(f"--backend {backend_name}: no such backend; installed: {', '.join(sorted(backends))}")
+        settings = BenchSettings(
+            levels=_levels(levels),
+            categories=_csv(categories),
+            only=only,
+            model=model,
+            provider=provider,
+            backend=backend_name,
+            profile=not no_profile,
+            profilers=_csv(profilers),
+            max_attempts=max_attempts,
+            patience=patience,
+            baselines=_csv(baselines),
+            sizes=parse_size_assignments(assignments),
+            fit_ms=fit_ms,
+            reps=reps,
+            threads=threads,
+        )
+        if executor == "ray":
+            import_ray()  # says how to install it, before anything is traced
+            gpus = ray_gpus if ray_gpus is not None else (1.0 if backend_name in ("cuda", "hip") else 0.0)
+            chosen: Executor = RayExecutor(address=address, workers=workers, cpus=ray_cpus, gpus=gpus)
+        else:
+            chosen = LocalExecutor(workers=workers or 1)
+        try:
+            document = run_bench(tree, out, settings, chosen)
+        except KeyboardInterrupt:
+            click.echo(
+                f"pragma: interrupted; finished tasks are saved in {out}. Continue with the same command.", err=True
+            )
+            raise SystemExit(130) from None
+        _print_summary(stdout(), document)
+        click.echo(f"bench: {out / 'bench.json'}, report: {out / 'report.md'}, plots: {out / 'plots'}")
+
+    @cli.command("report")
+    @click.argument("bench_dir", metavar="DIR", type=click.Path(path_type=Path))
+    def report_command(bench_dir: Path) -> None:
+        """Write DIR/report.md and DIR/plots again from DIR/bench.json, and print the tables."""
+        from .report import write_report
+        from .store import BenchStore
+
+        store = BenchStore(bench_dir)
+        if not store.path.is_file():
+            raise PragmaError(f"{bench_dir}: no bench.json; give the --out folder of a `pragma bench`")
+        document = store.load()
+        document["metrics"] = write_report(store.root, document)
+        store.save(document)
+        _print_summary(stdout(), document)
+        click.echo(f"report: {bench_dir / 'report.md'}, plots: {bench_dir / 'plots'}")
+
+    @cli.command("compare")
+    @click.argument("first", metavar="A", type=click.Path(path_type=Path))
+    @click.argument("second", metavar="B", type=click.Path(path_type=Path))
+    @click.option("--json", "as_json", is_flag=True, help="Print the comparison as JSON.")
+    def compare_command(first: Path, second: Path, as_json: bool) -> None:
+        """Compare two benches (their --out folders) task by task, and over the tasks both ran."""
+        from ..serialization import to_dict
+        from .compare import compare_benches, comparison_tables
+
+        for folder in (first, second):
+            if not (folder / "bench.json").is_file():
+                raise PragmaError(f"{folder}: no bench.json; give the --out folder of a `pragma bench`")
+        comparison = compare_benches(first, second)
+        if not comparison["variants"]:
+            raise PragmaError(f"{first} and {second} have no variant in common (profiled or unprofiled) to compare")
+        if as_json:
+            for part in comparison["variants"].values():
+                part["metrics"] = {side: to_dict(metrics) for side, metrics in part["metrics"].items()}
+            click.echo(json.dumps(comparison, indent=2, default=str))
+            return
+        console = stdout()
+        for table in comparison_tables(comparison):
+            console.print(table)
+
+
+def _print_summary(console: Console, document: dict[str, Any]) -> None:
+    """The overall row of each variant and baseline, on the terminal."""
+    from rich.table import Table
+
+    from .report import bench_summary
+
+    table = Table(title="bench: all tasks", title_justify="left")
+    for column in ("variant", "baseline", "tasks", "correct", "fast_1", "fast_1.5", "fast_2", "geomean speedup"):
+        table.add_column(column, justify="left" if column in ("variant", "baseline") else "right")
+    for variant, baselines in bench_summary(document).items():
+        for baseline, categories in baselines.items():
+            metrics = categories["all"]
+            geomean = metrics.geomean_speedup
+            table.add_row(
+                variant,
+                baseline,
+                str(metrics.tasks),
+                f"{metrics.correct}",
+                f"{metrics.fast_p[1.0]:.0%}",
+                f"{metrics.fast_p[1.5]:.0%}",
+                f"{metrics.fast_p[2.0]:.0%}",
+                f"{geomean.value:.2f}x [{geomean.low:.2f}-{geomean.high:.2f}]" if geomean else "-",
+            )
+    console.print(table)

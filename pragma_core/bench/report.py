@@ -1,0 +1,229 @@
+"""A bench's report: its metrics per variant, baseline and category, ``report.md`` and the plots.
+
+Everything here is computed from ``bench.json`` alone, so ``pragma report DIR`` renders a bench
+again (after a resume, or on another machine) without running anything.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+from ..files import atomic_write_text
+from ..serialization import to_dict
+from .metrics import ALL, FAST_P_THRESHOLDS, BenchMetrics, TaskOutcome, metrics_by_category
+
+__all__ = ["outcomes", "bench_summary", "write_report", "report_markdown"]
+
+VARIANTS = ("profiled", "unprofiled")
+
+
+def rows_of(document: dict[str, Any], variant: str) -> dict[str, dict[str, Any]]:
+    """The variant's task rows that ended (a crashed task is not a result yet)."""
+    tasks = document.get("variants", {}).get(variant, {}).get("tasks", {})
+    return {key: row for key, row in tasks.items() if row.get("status") in ("finished", "failed")}
+
+
+def outcomes(rows: dict[str, dict[str, Any]], baseline: str) -> list[TaskOutcome]:
+    """Each task's outcome against ``baseline`` (a failed task is an incorrect one)."""
+    found = []
+    for key, row in rows.items():
+        speedup = (row.get("speedup") or {}).get(baseline)
+        found.append(
+            TaskOutcome(
+                task=key,
+                category=row.get("category") or "other",
+                correct=bool(row.get("correct")),
+                speedup=speedup["value"] if speedup else None,
+            )
+        )
+    return found
+
+
+def bench_summary(document: dict[str, Any]) -> dict[str, dict[str, dict[str, BenchMetrics]]]:
+    """variant -> baseline -> category (and ``all``) -> metrics."""
+    summary: dict[str, dict[str, dict[str, BenchMetrics]]] = {}
+    for variant, part in document.get("variants", {}).items():
+        rows = rows_of(document, variant)
+        if not rows:
+            continue
+        summary[variant] = {
+            baseline: metrics_by_category(outcomes(rows, baseline)) for baseline in part["settings"]["baselines"]
+        }
+    return summary
+
+
+def usage_summary(rows: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """Tokens and cost over the variant's tasks (cost None when no provider reported one)."""
+    prompt = sum((row.get("tokens") or {}).get("prompt", 0) for row in rows.values())
+    completion = sum((row.get("tokens") or {}).get("completion", 0) for row in rows.values())
+    costs = [row["cost_usd"] for row in rows.values() if row.get("cost_usd") is not None]
+    return {"prompt_tokens": prompt, "completion_tokens": completion, "cost_usd": math.fsum(costs) if costs else None}
+
+
+def write_report(root: Path, document: dict[str, Any]) -> dict[str, Any]:
+    """Write ``report.md`` and the plots into ``root``; returns the metrics as stored in
+    ``bench.json`` (under ``metrics``)."""
+    from .plots import write_plots
+
+    plots = write_plots(root / "plots", document)
+    atomic_write_text(root / "report.md", report_markdown(document, [path.relative_to(root) for path in plots]))
+    return metrics_json(document)
+
+
+def metrics_json(document: dict[str, Any]) -> dict[str, Any]:
+    """The summary as plain JSON (fast_p keys as text: ``"1.5"``)."""
+    result: dict[str, Any] = {}
+    for variant, baselines in bench_summary(document).items():
+        result[variant] = {
+            baseline: {
+                category: to_dict(metrics) | {"fast_p": {f"{p:g}": share for p, share in metrics.fast_p.items()}}
+                for category, metrics in categories.items()
+            }
+            for baseline, categories in baselines.items()
+        }
+        result[variant]["usage"] = usage_summary(rows_of(document, variant))
+    return result
+
+
+# -- report.md ------------------------------------------------------------------------------------
+
+
+def _percent(value: float) -> str:
+    return f"{value:.0%}"
+
+
+def _interval(metric: Any) -> str:
+    if metric is None:
+        return "-"
+    return f"{metric.value:.2f}x [{metric.low:.2f}-{metric.high:.2f}]"
+
+
+def _metrics_table(categories: dict[str, BenchMetrics]) -> list[str]:
+    head = ["category", "tasks", "correct", *(f"fast_{p:g}" for p in FAST_P_THRESHOLDS), "mean speedup", "geomean"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "|".join(["---"] + ["---:"] * (len(head) - 1)) + "|"]
+    for category, metrics in categories.items():
+        cells = [
+            f"**{category}**" if category == ALL else category,
+            str(metrics.tasks),
+            str(metrics.correct),
+            *(_percent(metrics.fast_p[p]) for p in FAST_P_THRESHOLDS),
+            _interval(metrics.mean_speedup),
+            _interval(metrics.geomean_speedup),
+        ]
+        lines.append("| " + " | ".join(cells) + " |")
+    return lines
+
+
+def _ablation(document: dict[str, Any]) -> list[str]:
+    """Profiled against unprofiled over the tasks both ran, against eager PyTorch."""
+    profiled, unprofiled = rows_of(document, "profiled"), rows_of(document, "unprofiled")
+    common = sorted(set(profiled) & set(unprofiled))
+    if not common:
+        return []
+    with_profiles = metrics_by_category(outcomes({k: profiled[k] for k in common}, "eager"))
+    without = metrics_by_category(outcomes({k: unprofiled[k] for k in common}, "eager"))
+    lines = [
+        "## Profiling ablation",
+        "",
+        f"The same {len(common)} tasks with the profilers (the loop as designed) and without them "
+        "(`--no-profile`, the paper's N-PRAGMA), against eager PyTorch.",
+        "",
+        "| category | tasks | correct, profiled | correct, unprofiled | fast_1, profiled | fast_1, unprofiled "
+        "| geomean, profiled | geomean, unprofiled |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for category, metrics in with_profiles.items():
+        other = without[category]
+        lines.append(
+            f"| {category} | {metrics.tasks} | {metrics.correct} | {other.correct} | {_percent(metrics.fast_p[1.0])} | "
+            f"{_percent(other.fast_p[1.0])} | {_interval(metrics.geomean_speedup)} | {_interval(other.geomean_speedup)} |"
+        )
+    return [*lines, ""]
+
+
+def _task_table(rows: dict[str, dict[str, Any]], baselines: list[str]) -> list[str]:
+    head = ["task", "category", "result", *(f"vs {b}" for b in baselines), "best at", "attempts", "minutes"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "|".join(["---"] * 3 + ["---:"] * (len(head) - 3)) + "|"]
+    for key, row in sorted(rows.items()):
+        if row.get("status") == "failed":
+            result = "could not run"
+        else:
+            result = "correct" if row.get("correct") else "no correct candidate"
+        speedups = []
+        for baseline in baselines:
+            speedup = (row.get("speedup") or {}).get(baseline)
+            speedups.append(f"{speedup['value']:.2f}x [{speedup['low']:.2f}-{speedup['high']:.2f}]" if speedup else "-")
+        lines.append(
+            "| "
+            + " | ".join(
+                [
+                    key,
+                    row.get("category") or "-",
+                    result,
+                    *speedups,
+                    str(row.get("best_attempt") or "-"),
+                    str(row.get("attempts", "-")),
+                    f"{row.get('loop_seconds', row.get('seconds', 0)) / 60:.1f}",
+                ]
+            )
+            + " |"
+        )
+    return lines
+
+
+def report_markdown(document: dict[str, Any], plots: list[Path]) -> str:
+    """The report: settings, the metric tables per variant and baseline, the ablation, usage, every
+    task, and what could not load or run."""
+    lines = [
+        "# pragma bench",
+        "",
+        f"Tasks from `{document.get('tree')}`, on {document.get('machine', {}).get('node', '?')} "
+        f"({document.get('machine', {}).get('processor', '?')}), pragma {document.get('pragma')}, "
+        f"started {document.get('created')}, updated {document.get('updated', '-')}.",
+        "",
+        "fast_p: tasks whose best is correct and more than p times as fast as the baseline, over all tasks "
+        "(fast_0 is the success rate). Mean and geometric-mean speedups are over the correct tasks, with "
+        "bootstrap 95% intervals over tasks. See docs/bench.md.",
+        "",
+    ]
+    summary = bench_summary(document)
+    for variant in sorted(summary, key=lambda name: VARIANTS.index(name) if name in VARIANTS else 9):
+        settings = document["variants"][variant]["settings"]
+        rows = rows_of(document, variant)
+        lines += [f"## {variant}", ""]
+        lines.append(
+            "Settings: "
+            + ", ".join(f"{name}={value}" for name, value in settings.items() if value not in (None, [], {}))
+            + "."
+        )
+        lines.append("")
+        for baseline, categories in summary[variant].items():
+            lines += [f"### against {'eager PyTorch' if baseline == 'eager' else 'torch.compile'}", ""]
+            lines += [*_metrics_table(categories), ""]
+        usage = usage_summary(rows)
+        if usage["prompt_tokens"] or usage["completion_tokens"]:
+            cost = f"${usage['cost_usd']:.2f}" if usage["cost_usd"] is not None else "not reported by the provider"
+            lines += [
+                f"Model use: {usage['prompt_tokens']:,} prompt and {usage['completion_tokens']:,} completion "
+                f"tokens; cost {cost}.",
+                "",
+            ]
+        lines += ["#### Tasks", "", *_task_table(rows, settings["baselines"]), ""]
+        failed = {key: row for key, row in rows.items() if row.get("status") == "failed"}
+        if failed:
+            lines += ["Could not run:", ""]
+            lines += [f"- `{key}`: {row.get('error')}" for key, row in sorted(failed.items())]
+            lines.append("")
+    lines += _ablation(document)
+    unloadable = document.get("unloadable") or {}
+    if unloadable:
+        lines += ["## Files that could not load", ""]
+        lines += [f"- `{key}`: {error}" for key, error in sorted(unloadable.items())]
+        lines.append("")
+    if plots:
+        lines += ["## Plots", ""]
+        lines += [f"![{path.stem}]({path.as_posix()})" for path in plots]
+        lines.append("")
+    return "\n".join(lines)

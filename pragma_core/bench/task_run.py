@@ -1,0 +1,210 @@
+"""One task of a bench, where an executor runs it: fit, optimize (or resume), confirm, summarize.
+
+:func:`run_task` is the whole of a task's work and returns its row of ``bench.json`` (a plain dict,
+schema in docs/bench.md). It runs in a worker process (local executor) or a Ray task; it hears
+nothing from the driver after it starts and tells it where it is through ``report``.
+
+A task's run folder is resumed when it exists: a run that ended is not run again (only its row is
+made, from the files), a run killed mid-way continues after its last complete attempt, and the
+confirmation, once written (``confirmation.json`` in the run folder), is not timed again.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import attrs
+
+from ..errors import PragmaError
+from ..optimizer import Progress, optimize
+from ..records import Attempt, RunResult, Speedup, Task, Verdict
+from ..run_directory import RunDirectory
+from ..serialization import read_record, write_record
+from .plan import BenchSettings
+
+__all__ = ["TaskJob", "Reporter", "run_task", "machine_threads"]
+
+Reporter = Callable[[dict[str, Any]], None]
+"""Hears ``{"key", "phase", "attempt", "detail"}`` as the task moves on."""
+
+CONFIRMATION = "confirmation.json"
+
+
+@attrs.frozen(kw_only=True)
+class TaskJob:
+    """A task to run: its key, the task as loaded (with ``--set`` sizes), the bench's settings and
+    the folder its run goes in."""
+
+    key: str
+    task: Task
+    category: str
+    settings: BenchSettings
+    runs_dir: Path
+
+
+def machine_threads() -> int:
+    """The CPUs this process may use: a bench times with all of them, since the timing slot keeps
+    the other tasks off while it times (:mod:`pragma_core.timing_slot`)."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
+def run_task(job: TaskJob, report: Reporter) -> dict[str, Any]:
+    """The task's row, after running (or resuming) its optimization and confirming its best; a
+    task the loop cannot take (no recipe for it, a model that refuses, sizes that cannot be
+    fitted) gets a row with ``status: failed`` and the reason."""
+    started = time.monotonic()
+    settings = job.settings
+    threads = settings.threads or machine_threads()
+    row: dict[str, Any] = {"key": job.key, "category": job.category, "level": job.task.level}
+    try:
+        existing = _existing_run(job.runs_dir)
+        if existing is not None and (existing / "summary.json").is_file() and not _interrupted(existing):
+            result = read_record(existing / "summary.json", RunResult)
+            run_dir = existing
+        else:
+            listener = _progress_listener(job.key, report)
+            if existing is not None:
+                report({"key": job.key, "phase": "resuming", "attempt": 0, "detail": ""})
+                result = optimize(None, None, resume=existing, on_progress=listener)
+                run_dir = existing
+            else:
+                task = _fitted(job, threads, report)
+                result = optimize(task, settings.optimize_settings(job.runs_dir, threads), on_progress=listener)
+                run_dir = job.runs_dir / result.run_id
+        report({"key": job.key, "phase": "confirming", "attempt": len(result.attempts), "detail": ""})
+        confirmation = _confirmation(result, run_dir, settings, threads)
+    except PragmaError as error:
+        return row | {"status": "failed", "error": str(error), "seconds": round(time.monotonic() - started, 3)}
+    run = RunDirectory.open(run_dir)
+    return (
+        row
+        | _result_row(result, confirmation, run, settings)
+        | {
+            "run_dir": str(run_dir),
+            "seconds": round(time.monotonic() - started, 3),
+        }
+    )
+
+
+def _existing_run(runs_dir: Path) -> Path | None:
+    """The task's run folder from an earlier start of the bench, if one was created."""
+    if not runs_dir.is_dir():
+        return None
+    runs = sorted(
+        path for path in runs_dir.iterdir() if (path / "run.json").is_file() and (path / "task.json").is_file()
+    )
+    return runs[-1] if runs else None
+
+
+def _interrupted(run_dir: Path) -> bool:
+    events = RunDirectory(run_dir).events()
+    finished = [event for event in events if event.get("event") == "finished"]
+    return not finished or finished[-1].get("stop_reason") == "interrupted"
+
+
+def _fitted(job: TaskJob, threads: int, report: Reporter) -> Task:
+    if job.settings.fit_ms is None:
+        return job.task
+    from ..size_fit import fit_task
+
+    report({"key": job.key, "phase": "fitting", "attempt": 0, "detail": f"{job.settings.fit_ms:g} ms"})
+    return fit_task(job.task, job.settings.fit_ms, threads=threads).task
+
+
+def _progress_listener(key: str, report: Reporter) -> Callable[[Progress], None]:
+    def listener(progress: Progress) -> None:
+        report({"key": key, "phase": progress.phase, "attempt": progress.attempt, "detail": progress.detail})
+
+    return listener
+
+
+def _confirmation(result: RunResult, run_dir: Path, settings: BenchSettings, threads: int) -> Verdict | None:
+    """The best candidate verified once more against every baseline (an unbiased speedup: the
+    loop's best is the largest of several noisy figures); kept in the run folder, so a resumed
+    bench does not time it again. None when no attempt was correct."""
+    best = result.best
+    if best is None or best.candidate is None:
+        return None
+    path = run_dir / CONFIRMATION
+    if path.is_file():
+        return read_record(path, Verdict)
+    from ..verifier import VerifySettings, verify
+
+    baseline = "compile" if "compile" in settings.baselines else "eager"
+    verdict = verify(
+        result.task, best.candidate, VerifySettings(reps=settings.reps, threads=threads, baseline=baseline)
+    )
+    write_record(path, verdict)
+    return verdict
+
+
+def _speedup(speedup: Speedup | None) -> dict[str, float] | None:
+    if speedup is None:
+        return None
+    return {"value": speedup.value, "low": speedup.low, "high": speedup.high}
+
+
+def _result_row(
+    result: RunResult, confirmation: Verdict | None, run: RunDirectory, settings: BenchSettings
+) -> dict[str, Any]:
+    attempts = result.attempts
+    correct = confirmation is not None and confirmation.ok
+    speedups: dict[str, dict[str, float] | None] = {}
+    if correct and confirmation is not None:
+        speedups["eager"] = _speedup(confirmation.speedup)
+        if "compile" in settings.baselines:
+            compiled = confirmation.speedup_vs_compiled
+            speedups["compile"] = _speedup(compiled)
+    cost = [attempt.cost_usd for attempt in attempts if attempt.cost_usd is not None]
+    info = run.info()
+    baseline = result.baseline
+    return {
+        "status": "finished",
+        "correct": correct,
+        "timed": bool(correct and confirmation is not None and confirmation.speedup is not None),
+        "speedup": speedups,
+        "confirmation": {
+            "status": confirmation.status.value,
+            "message": confirmation.message,
+        }
+        if confirmation is not None
+        else None,
+        "attempts": len(attempts),
+        "best_attempt": result.best_attempt,
+        "stop_reason": result.stop_reason,
+        "best_by_attempt": _best_by_attempt(attempts),
+        "correct_attempts": sum(1 for attempt in attempts if attempt.verdict is not None and attempt.verdict.ok),
+        "sizes": dict(result.task.sizes),
+        "reference_ms": baseline.reference.median_ms if baseline is not None and baseline.reference else None,
+        "model": info.get("settings", {}).get("model"),
+        "tokens": {
+            "prompt": sum(attempt.usage.prompt for attempt in attempts),
+            "completion": sum(attempt.usage.completion for attempt in attempts),
+        },
+        "cost_usd": math.fsum(cost) if cost else None,
+        "loop_seconds": round(_loop_seconds(run, attempts), 3),
+    }
+
+
+def _loop_seconds(run: RunDirectory, attempts: tuple[Attempt, ...]) -> float:
+    """The run's own work: its baseline and every attempt, across every start of the bench."""
+    baseline = sum(event.get("seconds", 0.0) for event in run.events() if event.get("event") == "baseline")
+    return baseline + math.fsum(attempt.elapsed_s for attempt in attempts)
+
+
+def _best_by_attempt(attempts: tuple[Attempt, ...]) -> list[float | None]:
+    """After each attempt, the loop's best speedup over eager so far (None before a correct, timed
+    one): the curve of the paper's figure 4."""
+    curve: list[float | None] = []
+    best: float | None = None
+    for attempt in attempts:
+        verdict = attempt.verdict
+        if verdict is not None and verdict.ok and verdict.speedup is not None:
+            best = max(best or 0.0, verdict.speedup.value)
+        curve.append(best)
+    return curve

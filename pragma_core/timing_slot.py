@@ -1,0 +1,100 @@
+"""One timing at a time on a machine: a lock that timing holds alone and other busy work shares.
+
+A timing is only worth its interval when the cores are its own. When several tasks run on one
+machine (``pragma bench --workers 2``, two ``pragma optimize`` in two terminals, several Ray tasks
+on one node), each timing (a verification's timed calls, the reference's baseline, size fitting,
+measuring the machine's peaks) holds the **timing slot** exclusively, while work that keeps cores
+busy (building and checking a candidate, profiling it) holds it shared: busy work overlaps other
+busy work and model calls, never a timing. Waiting for a model holds nothing.
+
+The slot is an ``flock`` on a file in the temporary folder (``$PRAGMA_TIMING_SLOT`` names another
+file; ``off`` turns the slot off), so it spans processes and dies with its holder. A second file is
+a turnstile: once a timing waits, new busy work queues behind it, so timings are not starved.
+Within one thread the slot nests: busy work inside a timing is part of it, and a timing inside busy
+work (a verification's timed calls after its build) gives up the shared hold while it times.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import tempfile
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+__all__ = ["SLOT_VARIABLE", "slot_path", "timing_slot", "busy_slot"]
+
+SLOT_VARIABLE = "PRAGMA_TIMING_SLOT"
+"""The environment variable naming the slot's lock file; ``off`` turns the slot off."""
+
+_held = threading.local()  # .mode: None, "shared" or "exclusive"; .fd: the lock's descriptor
+
+
+def slot_path() -> Path | None:
+    """The lock file of this machine's timing slot, or None when ``$PRAGMA_TIMING_SLOT`` is ``off``."""
+    chosen = os.environ.get(SLOT_VARIABLE, "").strip()
+    if chosen.lower() == "off":
+        return None
+    return Path(chosen) if chosen else Path(tempfile.gettempdir()) / "pragma-timing-slot.lock"
+
+
+@contextmanager
+def timing_slot() -> Iterator[None]:
+    """Hold the machine's timing slot alone while the block times something."""
+    mode = getattr(_held, "mode", None)
+    if mode == "exclusive" or slot_path() is None:
+        yield
+        return
+    if mode == "shared":
+        _release()  # a timing after a build in the same thread: stop sharing, then take it alone
+    _acquire(fcntl.LOCK_EX)
+    try:
+        yield
+    finally:
+        _release()
+        if mode == "shared":
+            _acquire(fcntl.LOCK_SH)
+
+
+@contextmanager
+def busy_slot() -> Iterator[None]:
+    """Share the machine's timing slot while the block keeps cores busy (never during a timing)."""
+    if getattr(_held, "mode", None) is not None or slot_path() is None:
+        yield
+        return
+    _acquire(fcntl.LOCK_SH)
+    try:
+        yield
+    finally:
+        _release()
+
+
+def _open(path: Path) -> int:
+    descriptor = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o666)
+    try:
+        os.fchmod(descriptor, 0o666)  # other users of the machine share the slot
+    except OSError:
+        pass  # another user's file: theirs to set
+    return descriptor
+
+
+def _acquire(operation: int) -> None:
+    path = slot_path()
+    assert path is not None
+    gate = _open(path.with_name(path.name + ".gate"))
+    try:
+        fcntl.flock(gate, fcntl.LOCK_EX)  # the turnstile: behind a waiting timing, nobody passes
+        descriptor = _open(path)
+        fcntl.flock(descriptor, operation)
+    finally:
+        os.close(gate)
+    _held.fd = descriptor
+    _held.mode = "exclusive" if operation == fcntl.LOCK_EX else "shared"
+
+
+def _release() -> None:
+    os.close(_held.fd)  # closing drops the flock
+    _held.fd = None
+    _held.mode = None
