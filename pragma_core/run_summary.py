@@ -9,6 +9,7 @@ The fields are documented in ``docs/loop.md``; a field is added, never renamed, 
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Any
 
@@ -48,11 +49,18 @@ def run_summary(result: RunResult, *, run_dir: Path, model: str | None, provider
         "attainment": verdict.attainment if verdict else None,
         "skipped_profilers": dict(baseline.skipped) if baseline else {},
         "tokens": {"prompt": usage.prompt, "completion": usage.completion},
+        "cost_usd": run_cost_usd(result.attempts),
         "elapsed_s": round(sum(attempt.elapsed_s for attempt in result.attempts), 3),
         "timed_s": round(sum(attempt.timed_s for attempt in result.attempts), 3),
         "phase_seconds": total_phase_seconds(result.attempts),
         "best_candidate": str(best_source) if best is not None else None,
     }
+
+
+def run_cost_usd(attempts: tuple[Attempt, ...] | list[Attempt]) -> float | None:
+    """What the attempts' model calls cost in US dollars; None when no provider reported a cost."""
+    costs = [attempt.cost_usd for attempt in attempts if attempt.cost_usd is not None]
+    return math.fsum(costs) if costs else None
 
 
 def total_phase_seconds(attempts: tuple[Attempt, ...] | list[Attempt]) -> dict[str, float]:

@@ -222,6 +222,23 @@ def test_a_model_bench_counts_tokens_and_cost(tmp_path, plugin_site):
     assert "Model use:" in (out / "report.md").read_text()
 
 
+def test_a_kernelbench_level_at_fitted_sizes(kernelbench, tmp_path):
+    """The real files as KernelBench ships them; a task the offline agents know no recipe for is a
+    row that could not run, said in the report, and counts against the success rate."""
+    out = tmp_path / "kernelbench"
+    names = ("19_ReLU", "12_Matmul_with_diagonal_matrices_")
+    bench("bench", str(kernelbench), "--levels", "1", *only(*names), "--fit-ms", "5", *FAST, "--out", str(out))
+    found = rows(out)
+    assert found["level1/19_ReLU"]["status"] == "finished" and found["level1/19_ReLU"]["sizes"]
+    failed = found["level1/12_Matmul_with_diagonal_matrices_"]
+    assert failed["status"] == "failed" and "no offline recipe knows this task" in failed["error"]
+    metrics = json.loads((out / "bench.json").read_text())["metrics"]["unprofiled"]["eager"]["all"]
+    assert metrics["tasks"] == 2 and metrics["fast_p"]["0"] == found["level1/19_ReLU"]["correct"] / 2
+    report = (out / "report.md").read_text()
+    assert "Could not run:" in report and "12_Matmul_with_diagonal_matrices_" in report
+    assert (out / "plots" / "speedup_by_category.png").is_file() == found["level1/19_ReLU"]["correct"]
+
+
 def test_bad_choices_are_clear_errors(tmp_path):
     with pytest.raises(PragmaError, match="no task in level 7"):
         task_files(EXAMPLES, BenchSettings(levels=(7,)))

@@ -24,6 +24,7 @@ from ..errors import PragmaError
 from ..optimizer import Progress, optimize
 from ..records import Attempt, RunResult, Speedup, Task, Verdict
 from ..run_directory import RunDirectory
+from ..run_summary import run_summary
 from ..serialization import read_record, write_record
 from .plan import BenchSettings
 
@@ -108,8 +109,16 @@ def _interrupted(run_dir: Path) -> bool:
 
 
 def _fitted(job: TaskJob, threads: int, report: Reporter) -> Task:
+    """The task at its fitted sizes, once its provider said it can take it (no fit is wasted on a
+    task the offline agents have no recipe for)."""
     if job.settings.fit_ms is None:
         return job.task
+    from ..optimizer import provider_name
+    from ..plugins import get_registry
+
+    provider = get_registry().llm_provider(provider_name(job.settings.optimize_settings(job.runs_dir, threads)))
+    if provider.prepare is not None:
+        provider.prepare(job.task)
     from ..size_fit import fit_task
 
     report({"key": job.key, "phase": "fitting", "attempt": 0, "detail": f"{job.settings.fit_ms:g} ms"})
@@ -152,42 +161,38 @@ def _speedup(speedup: Speedup | None) -> dict[str, float] | None:
 def _result_row(
     result: RunResult, confirmation: Verdict | None, run: RunDirectory, settings: BenchSettings
 ) -> dict[str, Any]:
-    attempts = result.attempts
     correct = confirmation is not None and confirmation.ok
     speedups: dict[str, dict[str, float] | None] = {}
     if correct and confirmation is not None:
         speedups["eager"] = _speedup(confirmation.speedup)
         if "compile" in settings.baselines:
-            compiled = confirmation.speedup_vs_compiled
-            speedups["compile"] = _speedup(compiled)
-    cost = [attempt.cost_usd for attempt in attempts if attempt.cost_usd is not None]
-    info = run.info()
-    baseline = result.baseline
+            speedups["compile"] = _speedup(confirmation.speedup_vs_compiled)
+    stored = run.info().get("settings", {})
+    summary = run_summary(result, run_dir=run.root, model=stored.get("model"), provider=stored.get("provider") or "")
     return {
         "status": "finished",
         "correct": correct,
         "timed": bool(correct and confirmation is not None and confirmation.speedup is not None),
         "speedup": speedups,
-        "confirmation": {
-            "status": confirmation.status.value,
-            "message": confirmation.message,
-        }
+        "confirmation": {"status": confirmation.status.value, "message": confirmation.message}
         if confirmation is not None
         else None,
-        "attempts": len(attempts),
-        "best_attempt": result.best_attempt,
-        "stop_reason": result.stop_reason,
-        "best_by_attempt": _best_by_attempt(attempts),
-        "correct_attempts": sum(1 for attempt in attempts if attempt.verdict is not None and attempt.verdict.ok),
+        "best_by_attempt": _best_by_attempt(result.attempts),
         "sizes": dict(result.task.sizes),
-        "reference_ms": baseline.reference.median_ms if baseline is not None and baseline.reference else None,
-        "model": info.get("settings", {}).get("model"),
-        "tokens": {
-            "prompt": sum(attempt.usage.prompt for attempt in attempts),
-            "completion": sum(attempt.usage.completion for attempt in attempts),
-        },
-        "cost_usd": math.fsum(cost) if cost else None,
-        "loop_seconds": round(_loop_seconds(run, attempts), 3),
+        "loop_seconds": round(_loop_seconds(run, result.attempts), 3),
+    } | {
+        name: summary[name]
+        for name in (
+            "attempts",
+            "correct_attempts",
+            "best_attempt",
+            "stop_reason",
+            "reference_ms",
+            "provider",
+            "model",
+            "tokens",
+            "cost_usd",
+        )
     }
 
 
