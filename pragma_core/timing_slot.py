@@ -7,7 +7,7 @@ measuring the machine's peaks) holds the **timing slot** exclusively, while work
 busy (building and checking a candidate, profiling it) holds it shared: busy work overlaps other
 busy work and model calls, never a timing. Waiting for a model holds nothing.
 
-The slot is an ``flock`` on a file in the temporary folder (``$PRAGMA_TIMING_SLOT`` names another
+The slot is an ``flock`` on ``/tmp/pragma-timing-slot.lock`` (``$PRAGMA_TIMING_SLOT`` names another
 file; ``off`` turns the slot off), so it spans processes and dies with its holder. A second file is
 a turnstile: once a timing waits, new busy work queues behind it, so timings are not starved.
 Within one thread the slot nests: busy work inside a timing is part of it, and a timing inside busy
@@ -37,7 +37,11 @@ def slot_path() -> Path | None:
     chosen = os.environ.get(SLOT_VARIABLE, "").strip()
     if chosen.lower() == "off":
         return None
-    return Path(chosen) if chosen else Path(tempfile.gettempdir()) / "pragma-timing-slot.lock"
+    if chosen:
+        return Path(chosen)
+    # One file for the whole machine: /tmp whatever TMPDIR says, so every shell finds the same slot.
+    folder = "/tmp" if os.access("/tmp", os.W_OK) else tempfile.gettempdir()
+    return Path(folder) / "pragma-timing-slot.lock"
 
 
 @contextmanager

@@ -37,6 +37,17 @@ def _one_cache_per_run(tmp_path_factory):
     patch.undo()
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _one_timing_slot_per_test_process(tmp_path_factory):
+    """The timing slot of each test process (and the processes its tests start) is its own: in use
+    in every test, never making a neighbouring test process wait (those time nothing that is
+    checked; the tests that do run alone, marked serial)."""
+    patch = pytest.MonkeyPatch()
+    patch.setenv("PRAGMA_TIMING_SLOT", str(tmp_path_factory.mktemp("timing-slot") / "slot.lock"))
+    yield
+    patch.undo()
+
+
 @pytest.fixture(autouse=True)
 def _fresh_registry(monkeypatch):
     """Each test sees plugins loaded anew, with no plugin switches from the caller's shell."""

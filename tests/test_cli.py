@@ -248,7 +248,8 @@ def test_profile_without_keep_leaves_nothing_in_the_temporary_folder(capsys, tmp
     profile = json.loads(out)
     assert profile["metrics"] and profile["raw_paths"] == []
     assert "raw tool output not kept (use --keep DIR)" in profile["notes"]
-    assert list(scratch.iterdir()) == []
+    # torch's own compile cache (torchinductor_<user>) appears when this process first imports inductor
+    assert [path for path in scratch.iterdir() if not path.name.startswith("torchinductor_")] == []
 
 
 def test_optimize_with_a_misspelt_profiler_stops_before_anything_is_written(capsys, tmp_path, examples):

@@ -6,13 +6,16 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 from rich.console import Console
 
 from ..errors import PragmaError
 from ..tasks import parse_size_assignments
+
+if TYPE_CHECKING:
+    from .plan import BenchSettings
 
 
 def _csv(text: str | None) -> tuple[str, ...]:
@@ -172,6 +175,7 @@ def register(cli: click.Group, *, fit_option: Callable[[Any], Any], stdout: Call
             reps=reps,
             threads=threads,
         )
+        _check_agents_and_profilers(settings)
         if executor == "ray":
             import_ray()  # says how to install it, before anything is traced
             gpus = ray_gpus if ray_gpus is not None else (1.0 if backend_name in ("cuda", "hip") else 0.0)
@@ -227,6 +231,32 @@ def register(cli: click.Group, *, fit_option: Callable[[Any], Any], stdout: Call
         console = stdout()
         for table in comparison_tables(comparison):
             console.print(table)
+
+
+def _check_agents_and_profilers(settings: BenchSettings) -> None:
+    """Fail now, not in every task: no model where one is needed, a missing key or a dead server,
+    an unknown profiler; profilers that cannot run here are said once."""
+    from ..optimizer import configured_model, provider_name, unavailable_profilers
+
+    loop = settings.optimize_settings(Path(), 1)
+    if provider_name(loop) == "litellm":
+        model = configured_model(loop)
+        if model is None:
+            raise PragmaError(
+                "no language model chosen: pass --model (e.g. openai/gpt-4o-mini or ollama/qwen2.5-coder) "
+                "or set PRAGMA_MODEL"
+            )
+        from ..providers.litellm_provider import check_model
+
+        check_model(model)
+    elif provider_name(loop) == "offline":
+        click.echo(
+            "pragma: no model configured (--model or PRAGMA_MODEL): the offline agents answer; tasks no recipe "
+            "knows are rows that could not run",
+            err=True,
+        )
+    for name, reason in (unavailable_profilers(settings.profilers) if settings.profile else {}).items():
+        click.echo(f"pragma: profiler {name} cannot run here, the tasks go on without it: {reason}", err=True)
 
 
 def _print_summary(console: Console, document: dict[str, Any]) -> None:

@@ -27,7 +27,7 @@ from .task_run import Reporter, TaskJob
 __all__ = ["Executor", "run_bench", "ENDED"]
 
 ENDED = ("finished", "failed")
-"""Row statuses a resumed bench keeps; a ``crashed`` task is run again."""
+"""Row statuses a resumed bench keeps; an ``error`` or ``crashed`` task is run again."""
 
 
 class Executor(Protocol):
@@ -79,9 +79,9 @@ def run_bench(
             store.save(document)
             if key in lines:
                 progress.remove_task(lines.pop(key))
-            if row.get("status") != "crashed":
+            if row.get("status") in ENDED:
                 progress.advance(overall)
-            progress.console.print(_row_line(key, row), highlight=False, markup=False)
+            progress.console.print(_row_line(key, row), highlight=False, markup=False, soft_wrap=True)
 
         executor.run(jobs, on_event, on_row)
     document["metrics"] = write_report(store.root, document)
@@ -120,7 +120,9 @@ def _jobs(
                 task: Task = load_task(path, plan[path])
             except TaskError as error:
                 unloadable[key] = str(error)
-                progress.console.print(f"pragma: cannot load {key}: {error}", highlight=False, markup=False)
+                progress.console.print(
+                    f"pragma: cannot load {key}: {error}", highlight=False, markup=False, soft_wrap=True
+                )
                 progress.advance(bar)
                 continue
             unloadable.pop(key, None)
@@ -174,6 +176,8 @@ def _row_line(key: str, row: dict[str, Any]) -> str:
         return f"{key}: crashed (run again when the bench is resumed): {said[-1] if said else 'no reason given'}"
     if status == "failed":
         return f"{key}: could not run: {row.get('error')}"
+    if status == "error":
+        return f"{key}: stopped (run again when the bench is resumed): {row.get('error')}"
     minutes = row.get("loop_seconds", row.get("seconds", 0)) / 60
     if not row.get("correct"):
         return f"{key}: no correct candidate in {row.get('attempts')} attempts ({minutes:.1f} min)"

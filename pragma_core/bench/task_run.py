@@ -55,15 +55,28 @@ def machine_threads() -> int:
 
 
 def run_task(job: TaskJob, report: Reporter) -> dict[str, Any]:
-    """The task's row, after running (or resuming) its optimization and confirming its best; a
-    task the loop cannot take (no recipe for it, a model that refuses, sizes that cannot be
-    fitted) gets a row with ``status: failed`` and the reason."""
+    """The task's row, after running (or resuming) its optimization and confirming its best.
+
+    A task the loop cannot take (its provider refuses it, as the offline agents do a task no
+    recipe knows; its sizes cannot be fitted) gets a row with ``status: failed`` and the reason: a
+    result, counted as a task without a correct kernel. Anything else that stops it (a model
+    that stopped answering, a backend or profiler that cannot run) gives ``status: error``, which
+    is not a result: a resumed bench runs the task again."""
     started = time.monotonic()
     settings = job.settings
     threads = settings.threads or machine_threads()
     row: dict[str, Any] = {"key": job.key, "category": job.category, "level": job.task.level}
+
+    def ended(status: str, error: PragmaError) -> dict[str, Any]:
+        return row | {"status": status, "error": str(error), "seconds": round(time.monotonic() - started, 3)}
+
+    existing = _existing_run(job.runs_dir)
     try:
-        existing = _existing_run(job.runs_dir)
+        if existing is None:
+            task = _taken(job, threads, report)
+    except PragmaError as refused:
+        return ended("failed", refused)
+    try:
         if existing is not None and (existing / "summary.json").is_file() and not _interrupted(existing):
             result = read_record(existing / "summary.json", RunResult)
             run_dir = existing
@@ -74,13 +87,12 @@ def run_task(job: TaskJob, report: Reporter) -> dict[str, Any]:
                 result = optimize(None, None, resume=existing, on_progress=listener)
                 run_dir = existing
             else:
-                task = _fitted(job, threads, report)
                 result = optimize(task, settings.optimize_settings(job.runs_dir, threads), on_progress=listener)
                 run_dir = job.runs_dir / result.run_id
         report({"key": job.key, "phase": "confirming", "attempt": len(result.attempts), "detail": ""})
         confirmation = _confirmation(result, run_dir, settings, threads)
     except PragmaError as error:
-        return row | {"status": "failed", "error": str(error), "seconds": round(time.monotonic() - started, 3)}
+        return ended("error", error)
     run = RunDirectory.open(run_dir)
     return (
         row
@@ -108,17 +120,17 @@ def _interrupted(run_dir: Path) -> bool:
     return not finished or finished[-1].get("stop_reason") == "interrupted"
 
 
-def _fitted(job: TaskJob, threads: int, report: Reporter) -> Task:
-    """The task at its fitted sizes, once its provider said it can take it (no fit is wasted on a
-    task the offline agents have no recipe for)."""
-    if job.settings.fit_ms is None:
-        return job.task
+def _taken(job: TaskJob, threads: int, report: Reporter) -> Task:
+    """The task as its run starts: its provider asked first whether it can take it (so no fit is
+    spent on a task the offline agents know no recipe for), then fitted with ``--fit-ms``."""
     from ..optimizer import provider_name
     from ..plugins import get_registry
 
     provider = get_registry().llm_provider(provider_name(job.settings.optimize_settings(job.runs_dir, threads)))
     if provider.prepare is not None:
         provider.prepare(job.task)
+    if job.settings.fit_ms is None:
+        return job.task
     from ..size_fit import fit_task
 
     report({"key": job.key, "phase": "fitting", "attempt": 0, "detail": f"{job.settings.fit_ms:g} ms"})
