@@ -62,6 +62,10 @@ def run_bench(
         console.print(f"pragma: {done_before} of {len(files)} tasks already ran in {store.root}: not run again")
     jobs = _jobs(tree, todo, settings, store, document, console)
     store.save(document)
+    if jobs:
+        from ..knowledge.library import open_index
+
+        open_index()  # built once, here, before the workers open it: the Conductor's first turn is not a race
     chosen = done_before + len(jobs)
 
     with _live(console) as progress:

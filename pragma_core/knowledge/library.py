@@ -16,12 +16,14 @@ compendium changes::
 
 from __future__ import annotations
 
+import contextlib
 import difflib
+import fcntl
 import functools
 import hashlib
 import json
 import os
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -184,7 +186,6 @@ def open_index(compendia: Mapping[str, Compendium] | None = None, *, folder: Pat
     every entry, with a progress bar on a terminal, taking the shipped vectors of those it can
     (:func:`packaged_vectors`) and embedding the others.
     """
-    from .index import KnowledgeIndex
 
     compendia = compendia if compendia is not None else packaged_compendia()
     folder = Path(folder) if folder is not None else index_dir()
@@ -192,6 +193,27 @@ def open_index(compendia: Mapping[str, Compendium] | None = None, *, folder: Pat
     opened = _open.get((folder, stamp))
     if opened is not None:
         return opened
+    with _one_process_at_a_time(folder):
+        index = _opened_and_synced(folder, compendia, stamp_file, stamp)
+    _open[(folder, stamp)] = index
+    return index
+
+
+@contextlib.contextmanager
+def _one_process_at_a_time(folder: Path) -> Iterator[None]:
+    """Hold the folder's lock while the index is opened and synced: a second process (two
+    `pragma optimize`, a bench's workers) must open it complete, never sync beside the first."""
+    folder.mkdir(parents=True, exist_ok=True)
+    with open(folder / ".lock", "a+b") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        yield
+
+
+def _opened_and_synced(
+    folder: Path, compendia: Mapping[str, Compendium], stamp_file: Path, stamp: str
+) -> KnowledgeIndex:
+    from .index import KnowledgeIndex
+
     try:
         index = KnowledgeIndex(folder / "chroma")
     except Exception as error:  # chroma raises many kinds; the user needs the folder and the fix
@@ -211,7 +233,6 @@ def open_index(compendia: Mapping[str, Compendium] | None = None, *, folder: Pat
                 known=packaged_vectors(),
             )
         atomic_write_text(stamp_file, stamp + "\n")
-    _open[(folder, stamp)] = index
     return index
 
 
