@@ -8,9 +8,10 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 __all__ = ["progress_bar"]
 
 
-def progress_bar() -> Progress:
-    """A rich Progress with a description, a bar, done/total and elapsed time."""
-    console = Console(stderr=True)
+def progress_bar(console: Console | None = None) -> Progress:
+    """A rich Progress with a description, a bar, done/total and elapsed time (on ``console``,
+    by default standard error)."""
+    console = console or Console(stderr=True)
     return Progress(
         TextColumn("[progress.description]{task.description}"),
         BarColumn(),

@@ -13,10 +13,10 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from ..errors import PragmaError, TaskError
 from ..optimizer import configured_model, provider_name
+from ..progress import progress_bar
 from ..records import Task
 from ..tasks import load_task, sizes_per_file
 from .executors import RowHandler
@@ -68,7 +68,7 @@ def run_bench(
         open_index()  # built once, here, before the workers open it: the Conductor's first turn is not a race
     chosen = done_before + len(jobs)
 
-    with _live(console) as progress:
+    with progress_bar(console) as progress:
         overall = progress.add_task(f"bench ({settings.variant})", total=chosen, completed=done_before)
         lines: dict[str, Any] = {}
 
@@ -115,7 +115,7 @@ def _jobs(
     plan = sizes_per_file(files, settings.sizes, where=tree) if settings.sizes else {path: {} for path in files}
     unloadable: dict[str, str] = document.setdefault("unloadable", {})
     jobs = []
-    with _live(console) as progress:
+    with progress_bar(console) as progress:
         bar = progress.add_task("loading tasks", total=len(files))
         for path in files:
             key = task_key(tree, path)
@@ -143,18 +143,6 @@ def _jobs(
                 )
             )
     return jobs
-
-
-def _live(console: Console) -> Progress:
-    return Progress(
-        TextColumn("{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        console=console,
-        transient=True,
-        disable=not console.is_terminal,
-    )
 
 
 _PHASES: dict[str, Callable[[dict[str, Any]], str]] = {
