@@ -21,6 +21,10 @@ from pragma_core.errors import PragmaError
 
 from .conftest import EXAMPLES
 
+# Each test runs whole benches in worker processes that load both cores: run alone (serial), since
+# a neighbouring test that times something would see a busy machine.
+pytestmark = pytest.mark.serial
+
 TASKS = ("2_LeakyReLU", "3_Softmax")
 FAST = ("--max-attempts", "2", "--reps", "10", "--no-profile")
 
