@@ -16,6 +16,7 @@ work (a verification's timed calls after its build) gives up the shared hold whi
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import os
 import tempfile
@@ -77,10 +78,8 @@ def busy_slot() -> Iterator[None]:
 
 def _open(path: Path) -> int:
     descriptor = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o666)
-    try:
+    with contextlib.suppress(OSError):  # another user's file keeps the mode its owner set
         os.fchmod(descriptor, 0o666)  # other users of the machine share the slot
-    except OSError:
-        pass  # another user's file: theirs to set
     return descriptor
 
 
