@@ -481,7 +481,8 @@ class _Loop:
         self, number: int, candidate: Candidate, phase: Callable[[str], None], staging: Path, best: Attempt | None
     ) -> Verdict:
         """The Verifier's verdict; a noisy timing is measured once more, and the second verdict
-        kept (still noisy if the machine stayed busy, which keeps it from replacing a best). When
+        kept (still noisy if the machine stayed busy: it then replaces a best only by more than the
+        busy machine could have inflated it, :func:`~pragma_core.statistics.improves_on`). When
         the run profiles, the verifier's child also records the kernel calls the profilers replay,
         at the sizes each profiles, so profiling starts no child of its own to import torch
         again. Timing stops early for a candidate clearly slower than the best or than the

@@ -10,9 +10,9 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from .records import Attempt, Speedup, Timing, Verdict
+from .records import Attempt, Speedup, Timing, TimingConditions, Verdict
 
-__all__ = ["summarize", "bootstrap_speedup", "beats", "improves_on", "bar_to_beat"]
+__all__ = ["summarize", "bootstrap_speedup", "beats", "inflation_bound", "improves_on", "bar_to_beat"]
 
 BOOTSTRAP_RESAMPLES = 2000
 
@@ -73,13 +73,33 @@ def beats(new: Speedup, old: Speedup) -> bool:
     return new.low > old.high
 
 
+def inflation_bound(conditions: TimingConditions | None) -> float | None:
+    """How many times over a busy machine may have inflated a noisy timing's speedup, or None when
+    the readings cannot bound it.
+
+    The calibration kernel runs multithreaded on the timing's CPUs just before and after it, so its
+    slowdown over the fastest this machine has run it is what the multithreaded reference suffered
+    (a serial candidate suffers less: that is the inflation). Drift between blocks and the share of
+    the CPUs others used during the timing multiply it, so a load that came and went between the
+    calibrations is not missed. Without a calibration against the machine's best there is no bound.
+    """
+    if conditions is None or conditions.calibration_ms is None or not conditions.calibration_best_ms:
+        return None
+    bound = max(1.0, max(conditions.calibration_ms) / conditions.calibration_best_ms)
+    bound *= max(1.0, conditions.drift or 1.0)
+    taken = (conditions.other_cpu or 0.0) + (conditions.steal or 0.0)
+    cpus = max(1, len(conditions.cpus))
+    return bound * cpus / max(cpus - taken, cpus / 10)
+
+
 def improves_on(verdict: Verdict | None, best: Attempt | None) -> bool:
     """The loop's rule for a new best: a correct, timed verdict that beats the best's speedup, or
     any such verdict when there is no timed best yet; a correct verdict that could not be timed
-    (a backend that runs interpreted here) only when there is no correct best. A noisy verdict (timed on a busy machine)
-    never replaces a best: its interval says nothing; it can only be the first best, so a run on a
-    machine that never quiets down still keeps a correct version, and a quiet verdict faster than
-    its point estimate replaces it."""
+    (a backend that runs interpreted here) only when there is no correct best. A noisy verdict
+    (timed on a busy machine) replaces a best only when its interval's low end, divided by the
+    most the machine could have inflated it (:func:`inflation_bound`), is still above the bar
+    (:func:`bar_to_beat`); with no bound it can only be the first best, so a run on a machine
+    that never quiets down still keeps a correct version."""
     if verdict is None or not verdict.ok:
         return False
     if verdict.speedup is None:  # correct but untimed (an interpreter): kept when nothing else is
@@ -87,10 +107,18 @@ def improves_on(verdict: Verdict | None, best: Attempt | None) -> bool:
     if best is None or best.verdict is None or best.verdict.speedup is None:
         return True
     if verdict.noisy:
-        return False
+        inflation = inflation_bound(verdict.conditions)
+        return inflation is not None and verdict.speedup.low / inflation > _bar(best.verdict)
     if best.verdict.noisy:  # a rough figure: a quiet measurement above it is better evidence
         return verdict.speedup.value > best.verdict.speedup.value
     return beats(verdict.speedup, best.verdict.speedup)
+
+
+def _bar(best: Verdict) -> float:
+    """What a new verdict's speedup must exceed to replace ``best`` (timed and correct): the top of
+    a quiet best's interval, the point estimate of a noisy one."""
+    assert best.speedup is not None
+    return best.speedup.value if best.noisy else best.speedup.high
 
 
 def bar_to_beat(best: Verdict | None) -> float:
@@ -101,4 +129,4 @@ def bar_to_beat(best: Verdict | None) -> float:
     below it early (``verify(..., to_beat=...)``)."""
     if best is None or not best.ok or best.speedup is None:
         return 1.0
-    return max(1.0, best.speedup.value if best.noisy else best.speedup.high)
+    return max(1.0, _bar(best))
