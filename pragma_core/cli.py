@@ -140,6 +140,25 @@ def _availability(registry: PluginRegistry) -> list[dict[str, Any]]:
     return rows
 
 
+def _search_options(command: Any) -> Any:
+    """``--search`` and ``--branching``, for ``optimize`` and ``bench``."""
+    command = click.option(
+        "--branching",
+        type=click.IntRange(min=1),
+        default=2,
+        show_default=True,
+        help="Children per round with --search tree (of one attempt) or beam (one each of the fastest K).",
+    )(command)
+    return click.option(
+        "--search",
+        type=click.Choice(["linear", "tree", "beam"]),
+        default="linear",
+        show_default=True,
+        help="How attempts build on each other: one chain (linear), epsilon-greedy over the tree of attempts "
+        "(tree), or the fastest few each round (beam); see docs/search.md.",
+    )(command)
+
+
 _FIT_OPTION = click.option(
     "--fit-ms",
     "fit_ms",
@@ -565,6 +584,7 @@ def profile_command(
 @_size_options
 @click.option("--max-attempts", default=15, show_default=True, help="Attempts at most.")
 @click.option("--patience", default=6, show_default=True, help="Stop after this many attempts without a better one.")
+@_search_options
 @click.option("--no-profile", is_flag=True, help="Timing only, no profiler (the paper's N-PRAGMA ablation).")
 @click.option(
     "--profilers",
@@ -615,6 +635,8 @@ def optimize_command(
     fit_ms: float | None,
     max_attempts: int,
     patience: int,
+    search: str,
+    branching: int,
     no_profile: bool,
     profilers: str,
     reps: int,
@@ -665,6 +687,8 @@ def optimize_command(
         provider=provider,
         max_attempts=max_attempts,
         patience=patience,
+        search=search,
+        branching=branching,
         profile=not no_profile,
         profilers=tuple(p.strip() for p in profilers.split(",") if p.strip()),
         backend=_checked_backend(backend_name),
@@ -762,22 +786,42 @@ def _phase_text(progress: Any) -> str:
     """``attempt 3: profiling with valgrind``, for the live status line."""
     if progress.phase == "baseline":
         return "baseline: timing and profiling the reference"
+    if progress.phase == "planning":
+        return f"the planner is planning changes to attempt {progress.attempt}"
     return f"attempt {progress.attempt}: " + _PHASE_TEXT[progress.phase].format(detail=progress.detail)
 
 
 @cli.command("trace")
 @click.argument("run_dir", type=click.Path(path_type=Path))
 @click.option("--json", "as_json", is_flag=True, help="Print the trace as JSON (fields in docs/loop.md).")
-def trace_command(run_dir: Path, as_json: bool) -> None:
+@click.option(
+    "--tree",
+    "as_tree",
+    is_flag=True,
+    help="Print the tree of attempts (each under the attempt it changed) and draw it to RUN_DIR/tree.png.",
+)
+def trace_command(run_dir: Path, as_json: bool, as_tree: bool) -> None:
     """Print the Conductor's reasoning attempt by attempt: historical best against current,
     diagnosis, analysis and actions; first the baseline and the profilers that could not watch,
-    last the seconds each attempt spent per phase."""
+    last the seconds each attempt spent per phase. With --tree, the search tree instead."""
     from .reports import trace_text
     from .run_directory import RunDirectory
     from .run_summary import trace_document
 
     run = RunDirectory.open(run_dir)
     task, attempts, baseline = run.task(), run.completed_attempts(), run.baseline()
+    if as_tree:
+        from .statistics import best_of
+        from .tree_view import plot_tree, tree_lines
+
+        best = best_of(attempts)
+        search = run.info()["settings"].get("search", "linear")
+        console = _stdout()
+        console.print(f"search tree of {task.key} ({search}): {len(attempts)} attempts", markup=False, highlight=False)
+        console.print("\n".join(tree_lines(attempts, best)), markup=False, highlight=False)
+        picture = plot_tree(attempts, best, run.root / "tree.png", title=f"{task.key}: {search} search")
+        console.print(f"picture: {picture}", markup=False, highlight=False)
+        return
     if as_json:
         click.echo(json.dumps(trace_document(run.root.name, task.key, baseline, attempts), indent=2))
         return
@@ -971,7 +1015,7 @@ def _si(value: float, unit: str) -> str:
 
 from .bench.commands import register as _register_bench_commands  # noqa: E402 - the commands need the group
 
-_register_bench_commands(cli, fit_option=_FIT_OPTION, stdout=_stdout)
+_register_bench_commands(cli, fit_option=_FIT_OPTION, search_options=_search_options, stdout=_stdout)
 
 
 def main(argv: list[str] | None = None) -> None:

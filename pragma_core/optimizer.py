@@ -31,8 +31,8 @@ from attrs import validators as v
 
 from . import __version__
 from .agents.extraction import extract_code
-from .agents.prompts import coder_messages, conductor_messages
-from .agents.replies import GuidanceParseError, parse_guidance, repair_messages
+from .agents.prompts import coder_messages, conductor_messages, planner_messages
+from .agents.replies import GuidanceParseError, PlanParseError, parse_guidance, parse_plan, repair_messages
 from .backends import DEFAULT_BACKEND
 from .components import DEFAULT_PROFILE_TIMEOUT_S, LLMProvider
 from .diagnosis import diagnose
@@ -53,6 +53,7 @@ from .records import (
     CompletionRequest,
     Diagnosis,
     Guidance,
+    Plan,
     Profile,
     RunResult,
     Task,
@@ -61,7 +62,8 @@ from .records import (
     frozen_tuple,
 )
 from .run_directory import RunDirectory
-from .statistics import bar_to_beat, improves_on
+from .search import SEARCHES, SearchStrategy, SearchTree, round_seed, strategy_named
+from .statistics import bar_to_beat, best_of, improves_on
 from .verifier import VerifySettings, WarmChild, verify
 
 __all__ = [
@@ -86,6 +88,10 @@ MODEL_VARIABLE = "PRAGMA_MODEL"
 class OptimizeSettings:
     """How a run goes. ``profile=False`` is the paper's N-PRAGMA ablation: timing only.
 
+    ``search`` is the strategy over the tree of attempts (:mod:`pragma_core.search`): ``linear``
+    (one chain, the default), ``tree`` or ``beam``; ``branching`` the children per round of the
+    last two.
+
     ``model`` None means the one ``PRAGMA_MODEL`` names, if any (:func:`configured_model`).
     ``provider`` None means ``litellm`` when there is a model and the built-in ``offline`` agents
     otherwise (:func:`provider_name`)."""
@@ -98,6 +104,8 @@ class OptimizeSettings:
     max_attempts: int = attrs.field(default=15, validator=v.ge(1))
     patience: int = attrs.field(default=6, validator=v.ge(1))
     target_attainment: float = attrs.field(default=0.9, validator=v.gt(0))
+    search: str = attrs.field(default="linear", validator=v.in_(SEARCHES))
+    branching: int = attrs.field(default=2, validator=v.ge(1))
     runs_dir: Path = attrs.field(default=Path("runs"), converter=Path)
     verify: VerifySettings = attrs.field(factory=VerifySettings)
 
@@ -141,6 +149,7 @@ def unavailable_profilers(names: Sequence[str]) -> dict[str, str]:
 
 PHASES = (
     "baseline",
+    "planning",
     "writing",
     "building",
     "verifying",
@@ -150,7 +159,8 @@ PHASES = (
     "diagnosing",
     "advising",
 )
-"""What a run can be doing, in the order of an attempt (``baseline`` comes once, before attempt 1)."""
+"""What a run can be doing, in the order of an attempt (``baseline`` comes once, before attempt 1;
+``planning``, in a tree or beam search, before the children of an attempt, which it names)."""
 
 
 @attrs.frozen(kw_only=True)
@@ -249,13 +259,22 @@ def optimize(
         warm=_NextChild(task=task, settings=settings.verify),
         recording_tasks=_recording_tasks(task, profilers),
     )
-    best = _best_of(attempts)
+    best = best_of(attempts)
     stop_reason = "max attempts"
+    strategy = strategy_named(settings.search)
+    plans = run.plans()
+    queue: list[tuple[Attempt | None, str | None]] = []
     if len(attempts) < settings.max_attempts:
         loop.warm.start()  # after the baseline's timing: the first attempt's child imports torch meanwhile
     try:
         for number in range(len(attempts) + 1, settings.max_attempts + 1):
-            attempt = loop.attempt(number, attempts, best)
+            if not queue:
+                queue = loop.next_round(strategy, attempts, best, plans)
+            if not queue:
+                stop_reason = "every instruction of every correct attempt's plan was tried"
+                break
+            parent, instruction = queue.pop(0)
+            attempt = loop.attempt(number, attempts, best, parent=parent, instruction=instruction)
             attempts.append(attempt)
             if attempt.guidance is not None and improves_on(attempt.verdict, best):
                 best = attempt
@@ -270,7 +289,7 @@ def optimize(
             )
             if on_attempt is not None:
                 on_attempt(attempt, best)
-            reason = _stop_reason(attempts, best, settings, untimed=untimed)
+            reason = _stop_reason(attempts, best, settings, untimed=untimed, planned=strategy.name != "linear")
             if reason:
                 stop_reason = reason
                 break
@@ -375,14 +394,75 @@ class _Loop:
     recording_tasks: tuple[Task, ...] = ()
     """The task at each size the run's profilers profile at (one entry per distinct size)."""
 
-    def attempt(self, number: int, history: list[Attempt], best: Attempt | None) -> Attempt:
-        """Write, verify, profile, diagnose and advise once; the attempt is on disk when this returns."""
+    def next_round(
+        self, strategy: SearchStrategy, attempts: list[Attempt], best: Attempt | None, plans: dict[int, Plan]
+    ) -> list[tuple[Attempt | None, str | None]]:
+        """The next attempts' parents and instructions: the linear loop's one step from the last
+        attempt, or the strategy's picks, each given the first instruction of its parent's plan
+        (asked of the planner on first need, kept in ``plans``) that no child took. Empty when no
+        plan has an instruction left."""
+        if strategy.name == "linear" or not attempts:
+            return [(attempts[-1] if attempts else None, None)]
+        while True:
+            tree = SearchTree(attempts=attempts, best=best, plans={n: p.instructions for n, p in plans.items()})
+            parents = strategy.parents(tree, self.settings.branching, round_seed(self.run.root.name, attempts))
+            queue: list[tuple[Attempt | None, str | None]] = []
+            asked = False
+            for parent in parents:
+                if parent.verdict is None or not parent.verdict.ok:  # no correct attempt yet: repair it
+                    queue.append((parent, None))
+                    continue
+                if parent.number not in plans:
+                    plans[parent.number] = self.plan(parent, attempts)
+                    asked = True
+                taken = {instruction for node, instruction in queue if node is parent}
+                untried = SearchTree(attempts=attempts, plans={parent.number: plans[parent.number].instructions})
+                options = [i for i in untried.untried(parent.number) or () if i not in taken]
+                if options:
+                    queue.append((parent, options[0]))
+            if queue or not asked:  # a new plan may leave the picked node with nothing: pick again
+                return queue
+
+    def plan(self, node: Attempt, attempts: list[Attempt]) -> Plan:
+        """The planner's ranked changes to ``node``, written to the run's ``plans/``. A reply that
+        does not parse leaves the node's Conductor actions as its plan, and the plan says so."""
+        self.progress(node.number, "planning")
+        messages = planner_messages(self.task, node, tree=attempts)
+        reply = self.agents.ask(
+            AgentRole.PLANNER, messages, parent=node, history=tuple(attempts), verdict=node.verdict,
+            profiles=node.profiles, diagnosis=node.diagnosis,
+        )  # fmt: skip
+        note = ""
+        try:
+            instructions = parse_plan(reply.text)
+        except PlanParseError as error:
+            instructions = node.guidance.actions if node.guidance else ()
+            note = f"the planner's reply did not parse ({error}); the Conductor's actions stand in"
+        plan = Plan(
+            parent=node.number, instructions=instructions, usage=reply.usage, cost_usd=reply.cost_usd, note=note
+        )
+        self.run.write_plan(plan)
+        self.run.append_event("planned", parent=node.number, instructions=len(plan.instructions))
+        return plan
+
+    def attempt(
+        self,
+        number: int,
+        history: list[Attempt],
+        best: Attempt | None,
+        *,
+        parent: Attempt | None = None,
+        instruction: str | None = None,
+    ) -> Attempt:
+        """Write, verify, profile, diagnose and advise once; the attempt is on disk when this returns.
+        The Coder changes ``parent`` (the linear loop: the last attempt) following its Conductor's
+        advice, or only ``instruction`` when one is given (tree and beam search)."""
         task, settings, run = self.task, self.settings, self.run
         started = time.monotonic()
         staging = run.staging_folder(number)
         files: dict[str, str] = {}
-        last = history[-1] if history else None
-        run.append_event("attempt_started", attempt=number)
+        last = parent
+        run.append_event("attempt_started", attempt=number, parent=parent.number if parent else None)
         clock = _PhaseClock()
 
         def phase(name: str, detail: str = "") -> None:
@@ -391,11 +471,18 @@ class _Loop:
 
         phase("writing")
         messages = coder_messages(
-            task=task, guide=self.guide, guidance=last.guidance if last else None, best=best, last=last, history=history
+            task=task,
+            guide=self.guide,
+            guidance=last.guidance if last else None,
+            best=best,
+            last=last,
+            history=history,
+            instruction=instruction,
         )
         reply = self.agents.ask(
-            AgentRole.CODER, messages, verdict=last.verdict if last else None, best=best, history=tuple(history)
-        )
+            AgentRole.CODER, messages, verdict=last.verdict if last else None, best=best, history=tuple(history),
+            parent=parent, instruction=instruction,
+        )  # fmt: skip
         files.update(coder_prompt=_transcript(messages), coder_reply=reply.text)
         usage, cost = reply.usage, reply.cost_usd
         source = extract_code(reply.text)
@@ -461,6 +548,8 @@ class _Loop:
             files["conductor_note"] = note
         attempt = Attempt(
             number=number,
+            parent=parent.number if parent else None,
+            instruction=instruction,
             candidate=candidate,
             verdict=verdict,
             profiles=profiles,
@@ -711,21 +800,20 @@ def _baseline(task: Task, settings: OptimizeSettings, run: RunDirectory, unavail
     return baseline
 
 
-def _best_of(attempts: list[Attempt]) -> Attempt | None:
-    best = None
-    for attempt in attempts:
-        if improves_on(attempt.verdict, best):
-            best = attempt
-    return best
-
-
 def _stop_reason(
-    attempts: list[Attempt], best: Attempt | None, settings: OptimizeSettings, *, untimed: str = ""
+    attempts: list[Attempt],
+    best: Attempt | None,
+    settings: OptimizeSettings,
+    *,
+    untimed: str = "",
+    planned: bool = False,
 ) -> str:
+    """Why the run ends after its last attempt, or "" to go on. In a tree or beam search the
+    Conductor's ``done`` speaks for one node only: the run ends when no plan has an instruction left."""
     if untimed and best is not None and best.verdict is not None and best.verdict.ok:
         return "correct; no later attempt could be told faster here (not timed)"
     guidance = attempts[-1].guidance
-    if guidance is not None and guidance.done:
+    if guidance is not None and guidance.done and not planned:
         return "the Conductor saw no change left worth an attempt"
     if best is not None and best.verdict is not None:
         attainment = best.verdict.attainment
@@ -755,6 +843,8 @@ def _run_info(settings: OptimizeSettings) -> dict:
             "max_attempts": settings.max_attempts,
             "patience": settings.patience,
             "target_attainment": settings.target_attainment,
+            "search": settings.search,
+            "branching": settings.branching,
             "verify": attrs.asdict(settings.verify),
         },
         "versions": {"pragma-core": __version__, "python": platform.python_version()},

@@ -89,10 +89,12 @@ class BoundClass(str, enum.Enum):
 
 
 class AgentRole(str, enum.Enum):
-    """Who a model request is for: the loop's two agents, or the knowledge builder's summarizer."""
+    """Who a model request is for: the loop's agents (the planner only in a tree or beam search), or
+    the knowledge builder's summarizer."""
 
     CODER = "coder"
     CONDUCTOR = "conductor"
+    PLANNER = "planner"
     SUMMARIZER = "summarizer"
 
 
@@ -439,6 +441,8 @@ class CompletionRequest:
     ``verdict``, ``profiles`` and ``diagnosis`` are of the attempt the Conductor judges (for the
     Coder: ``verdict`` is the last attempt's); ``best`` is the best before it; ``history`` the
     attempts before it, oldest first. ``backend`` names the backend the candidate is written for.
+    In a tree or beam search, ``parent`` is the attempt the Coder changes (and the planner plans
+    from) and ``instruction`` the one change the Coder applies.
     """
 
     role: AgentRole = attrs.field(converter=AgentRole)
@@ -452,6 +456,8 @@ class CompletionRequest:
     best: Attempt | None = None
     history: tuple[Attempt, ...] = attrs.field(default=(), converter=frozen_tuple)
     backend: str | None = None
+    parent: Attempt | None = None
+    instruction: str | None = None
 
 
 @attrs.frozen(kw_only=True)
@@ -481,6 +487,12 @@ class Attempt:
     before pragma measured phases have none."""
 
     number: int = attrs.field(validator=[v.instance_of(int), v.ge(1)])
+    parent: int | None = attrs.field(default=None, validator=v.optional([v.instance_of(int), v.ge(1)]))
+    """The attempt whose code this one's Coder changed (its parent in the search tree); None for
+    code written from the task alone."""
+    instruction: str | None = None
+    """The one instruction of the parent's plan the Coder applied (tree and beam search); None when
+    the Coder followed the Conductor's whole advice (the linear loop)."""
     candidate: Candidate | None = None
     verdict: Verdict | None = None
     profiles: tuple[Profile, ...] = attrs.field(default=(), converter=frozen_tuple)
@@ -505,6 +517,19 @@ class Attempt:
             return 0.0
         timings = (verdict.reference, verdict.candidate, verdict.compiled_reference)
         return sum(sum(timing.samples_ms) for timing in timings if timing is not None) / 1000
+
+
+@attrs.frozen(kw_only=True)
+class Plan:
+    """The planner's ranked changes to one attempt's code (tree and beam search): each child of
+    that attempt applies one ``instructions`` entry, most promising first. ``note`` says when the
+    planner's reply did not parse and the Conductor's actions stood in."""
+
+    parent: int = attrs.field(validator=[v.instance_of(int), v.ge(1)])
+    instructions: tuple[str, ...] = attrs.field(default=(), converter=frozen_strings)
+    usage: TokenUsage = attrs.field(factory=TokenUsage)
+    cost_usd: float | None = attrs.field(default=None, validator=_non_negative)
+    note: str = ""
 
 
 @attrs.frozen(kw_only=True)

@@ -8,6 +8,8 @@
                             roofline.json and each profiler's raw output of the reference
         attempt-01/         attempt.json (the record), candidate.py, prompts and replies, raw output
         best/               the best correct attempt so far: attempt.json and candidate.py
+        plans/              tree and beam search: attempt-NN.json, the planner's ranked changes
+                            to that attempt (its children each apply one)
         summary.json        the RunResult, when the run ends
 
 An attempt folder is written under a temporary name and renamed when complete, so a run killed
@@ -27,7 +29,7 @@ from typing import Any
 
 from .errors import PragmaError
 from .files import atomic_write_text
-from .records import Attempt, Baseline, RunResult, Task
+from .records import Attempt, Baseline, Plan, RunResult, Task
 from .serialization import read_record, write_record
 from .tasks import task_program
 
@@ -97,6 +99,12 @@ class RunDirectory:
         path = self.root / "best" / "attempt.json"
         return read_record(path, Attempt) if path.is_file() else None
 
+    def plans(self) -> dict[int, Plan]:
+        """The planner's plans so far, by the attempt each plans from."""
+        folder = self.root / "plans"
+        found = [read_record(path, Plan) for path in sorted(folder.glob("attempt-*.json"))] if folder.is_dir() else []
+        return {plan.parent: plan for plan in found}
+
     def events(self) -> list[dict[str, Any]]:
         path = self.root / "events.jsonl"
         if not path.exists():
@@ -132,6 +140,9 @@ class RunDirectory:
             shutil.rmtree(final)
         os.replace(staging, final)
         return final
+
+    def write_plan(self, plan: Plan) -> None:
+        write_record(self.root / "plans" / f"attempt-{plan.parent:02d}.json", plan)
 
     def write_baseline(self, baseline: Baseline) -> None:
         write_record(self.root / "baseline" / "baseline.json", baseline)

@@ -12,7 +12,7 @@ import numpy as np
 
 from .records import Attempt, Speedup, Timing, TimingConditions, Verdict
 
-__all__ = ["summarize", "bootstrap_speedup", "beats", "inflation_bound", "improves_on", "bar_to_beat"]
+__all__ = ["summarize", "bootstrap_speedup", "beats", "inflation_bound", "improves_on", "best_of", "bar_to_beat"]
 
 BOOTSTRAP_RESAMPLES = 2000
 
@@ -112,6 +112,15 @@ def improves_on(verdict: Verdict | None, best: Attempt | None) -> bool:
     if best.verdict.noisy:  # a rough figure: a quiet measurement above it is better evidence
         return verdict.speedup.value > best.verdict.speedup.value
     return beats(verdict.speedup, best.verdict.speedup)
+
+
+def best_of(attempts: Sequence[Attempt]) -> Attempt | None:
+    """The best of a run's attempts, in the order they ran, by :func:`improves_on`."""
+    best = None
+    for attempt in attempts:
+        if improves_on(attempt.verdict, best):
+            best = attempt
+    return best
 
 
 def _bar(best: Verdict) -> float:

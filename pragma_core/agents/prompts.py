@@ -41,7 +41,15 @@ from .views import (
     verdict_remedies,
 )
 
-__all__ = ["CODE_CHARS", "TASK_CHARS", "GUIDANCE_CHARS", "coder_messages", "conductor_messages"]
+__all__ = [
+    "CODE_CHARS",
+    "TASK_CHARS",
+    "GUIDANCE_CHARS",
+    "PLAN_LEADERS",
+    "coder_messages",
+    "conductor_messages",
+    "planner_messages",
+]
 
 CODE_CHARS = 24_000
 """Characters of candidate code one prompt carries, shared by the code parts it shows."""
@@ -53,6 +61,8 @@ GUIDANCE_CHARS = 4_000
 """Characters of the Conductor's analysis and, separately, of its actions the Coder sees."""
 
 _MAX_ACTIONS = 8
+PLAN_LEADERS = 5
+"""Rows of the tree's fastest attempts a planner's prompt shows."""
 _MAX_RELATED = 4
 _MAX_UNMEASURED = 12
 
@@ -66,13 +76,16 @@ def coder_messages(
     last: Attempt | None = None,
     history: Sequence[Attempt] = (),
     history_limit: int = MAX_HISTORY_ROWS,
+    instruction: str | None = None,
 ) -> tuple[ChatMessage, ...]:
     """System and user message asking the Coder for the next candidate.
 
     ``guide`` is the backend's guide (:attr:`Backend.guide`); ``guidance`` the Conductor's advice
     after the last attempt; ``best`` the best correct attempt so far and ``last`` the latest one
     (both may be None, and may be the same attempt); ``history`` the earlier attempts, shown as one
-    row each, newest ``history_limit`` only, never with their code.
+    row each, newest ``history_limit`` only, never with their code. With ``instruction`` (tree and
+    beam search) ``last`` is the attempt to change and the instruction the one change to make; the
+    Conductor's analysis of ``last`` comes with it, its actions do not.
     """
     best_source = best.candidate.source if best is not None and best.candidate is not None else None
     best = best if best_source is not None else None
@@ -89,6 +102,7 @@ def coder_messages(
         task=_task_view(task),
         guide=guide.strip(),
         guidance=_guidance_view(guidance),
+        instruction=clip(" ".join(instruction.split()), GUIDANCE_CHARS) if instruction else None,
         best=None
         if best is None
         else {
@@ -182,6 +196,54 @@ def conductor_messages(
         ),
         deltas=delta_lines(diagnosis),
         diagnosis=diagnosis,
+    )
+    return _messages(parts)
+
+
+def planner_messages(
+    task: Task,
+    node: Attempt,
+    *,
+    tree: Sequence[Attempt] = (),
+    select: SelectMetrics = metric_selectors.select,
+    limit: int = _MAX_ACTIONS,
+) -> tuple[ChatMessage, ...]:
+    """System and user message asking the planner for ranked changes to ``node`` (a correct
+    attempt), each for one child. Its context is bounded and its own: the node's code, verdict,
+    profiles and the Conductor's analysis of it, the instructions its children already applied, and
+    the :data:`PLAN_LEADERS` fastest attempts of ``tree`` (one row each, never their code). The
+    reply is read with :func:`pragma_core.agents.replies.parse_plan`."""
+    source = node.candidate.source if node.candidate is not None else ""
+    (code,) = _share_code_budget([source])
+    verdict = node.verdict
+    timed = [a for a in tree if a.verdict is not None and a.verdict.ok and a.verdict.speedup is not None]
+    timed.sort(key=lambda a: -(a.verdict.speedup.value if a.verdict and a.verdict.speedup else 0.0))
+    parts = render_parts(
+        "planner.j2",
+        task=_task_view(task),
+        node={
+            "number": node.number,
+            "speedup": speedup_text(verdict.speedup if verdict else None),
+            "code": code or "",
+            "facts": verdict_facts(verdict) if verdict else [],
+            "profiles": [profile_facts(profile, tuple(select(profile))) for profile in node.profiles],
+        },
+        analysis=clip(node.guidance.analysis.strip(), GUIDANCE_CHARS) if node.guidance else "",
+        tried=[
+            clip(" ".join(a.instruction.split()), GUIDANCE_CHARS // _MAX_ACTIONS)
+            for a in tree
+            if a.parent == node.number and a.instruction
+        ],
+        leaders=[
+            {
+                "number": a.number,
+                "parent": a.parent or "-",
+                "speedup": speedup_text(a.verdict.speedup if a.verdict else None),
+                "instruction": clip(" ".join((a.instruction or "-").split()), 160).replace("|", "\\|"),
+            }
+            for a in timed[:PLAN_LEADERS]
+        ],
+        limit=limit,
     )
     return _messages(parts)
 

@@ -29,7 +29,7 @@ from .clipping import clip, first_line
 from .extraction import fenced_blocks
 from .rendering import render_parts
 
-__all__ = ["GuidanceParseError", "parse_guidance", "repair_messages"]
+__all__ = ["GuidanceParseError", "PlanParseError", "parse_guidance", "parse_plan", "repair_messages"]
 
 _THINKING = re.compile(r"<(think|thinking|reasoning)>.*?</\1>", re.DOTALL | re.IGNORECASE)
 _BAD_REPLY_CHARS = 8_000
@@ -54,18 +54,8 @@ def parse_guidance(reply: str) -> Guidance:
     """The guidance in ``reply``; raises :class:`GuidanceParseError` when there is none."""
     if not reply.strip():
         raise GuidanceParseError("the reply is empty; it must be one JSON object")
-    text = _THINKING.sub("", reply).strip() or reply
-    reasons = _Reasons()
-    for candidate in _candidates(text, reasons):
-        try:
-            value = json.loads(_normalize(candidate), strict=False)
-        except json.JSONDecodeError as error:
-            reasons.add(
-                candidate,
-                f"the JSON object does not parse: {error.msg} "
-                f"(line {error.lineno}, column {error.colno} of the object)",
-            )
-            continue
+    text, reasons = _reply_text(reply), _Reasons()
+    for candidate, value in _json_objects(text, reasons):
         fields = _fields(value) if isinstance(value, dict) else {}
         if not fields:
             keys = ", ".join(map(str, value)) if isinstance(value, dict) and value else "none"
@@ -76,7 +66,29 @@ def parse_guidance(reply: str) -> Guidance:
             )
             continue
         return _guidance(fields)
-    raise GuidanceParseError(reasons.best() or f"the reply holds no JSON object; it begins {first_line(text, 60)!r}")
+    raise GuidanceParseError(_no_object(text, reasons))
+
+
+_PLAN_KEYS = ("instructions", "plan", "changes", "actions")
+_MAX_INSTRUCTIONS = 8
+
+
+class PlanParseError(PragmaError):
+    """A planner's reply holds no readable list of instructions; the message says why."""
+
+
+def parse_plan(reply: str) -> tuple[str, ...]:
+    """The planner's instructions in ``reply``, most promising first (at most eight): the list
+    under ``instructions`` of the JSON object; an instruction given as an object (``anchor``,
+    ``change``, ``why``) becomes one line. Raises :class:`PlanParseError` when there is none."""
+    text, reasons = _reply_text(reply), _Reasons()
+    for candidate, value in _json_objects(text, reasons):
+        by_key = _by_key(value) if isinstance(value, dict) else {}
+        instructions = _items(next((by_key[key] for key in _PLAN_KEYS if key in by_key), None), split=r"\n")
+        if instructions:
+            return tuple(dict.fromkeys(instructions))[:_MAX_INSTRUCTIONS]
+        reasons.add(candidate, "the JSON object has no list of instructions")
+    raise PlanParseError(_no_object(text, reasons))
 
 
 def repair_messages(
@@ -90,6 +102,28 @@ def repair_messages(
         ChatMessage(role="assistant", content=clip(bad_reply, _BAD_REPLY_CHARS) if bad_reply.strip() else "(empty)"),
         ChatMessage(role="user", content=parts["user"]),
     )
+
+
+def _reply_text(reply: str) -> str:
+    """The reply without a reasoning model's thinking section."""
+    return _THINKING.sub("", reply).strip() or reply
+
+
+def _json_objects(text: str, reasons: _Reasons):
+    """Each candidate text that parses as JSON, with its value; those that do not are reasons."""
+    for candidate in _candidates(text, reasons):
+        try:
+            yield candidate, json.loads(_normalize(candidate), strict=False)
+        except json.JSONDecodeError as error:
+            reasons.add(
+                candidate,
+                f"the JSON object does not parse: {error.msg} "
+                f"(line {error.lineno}, column {error.colno} of the object)",
+            )
+
+
+def _no_object(text: str, reasons: _Reasons) -> str:
+    return reasons.best() or f"the reply holds no JSON object; it begins {first_line(text, 60)!r}"
 
 
 # -- finding the object ---------------------------------------------------------------------------
@@ -206,8 +240,13 @@ def _plain(segment: str) -> str:
 # -- the fields -----------------------------------------------------------------------------------
 
 
+def _by_key(value: dict) -> dict[str, object]:
+    """The object's items by key in snake case (``Extra Metrics``, ``extra-metrics``: ``extra_metrics``)."""
+    return {re.sub(r"[\s-]+", "_", str(key).strip().lower()): item for key, item in value.items()}
+
+
 def _fields(value: dict) -> dict[str, object]:
-    by_key = {re.sub(r"[\s-]+", "_", str(key).strip().lower()): item for key, item in value.items()}
+    by_key = _by_key(value)
     fields = {}
     for field, aliases in _ALIASES.items():
         for alias in aliases:

@@ -31,7 +31,13 @@ def _levels(text: str | None) -> tuple[int, ...]:
     return tuple(levels)
 
 
-def register(cli: click.Group, *, fit_option: Callable[[Any], Any], stdout: Callable[[], Console]) -> None:
+def register(
+    cli: click.Group,
+    *,
+    fit_option: Callable[[Any], Any],
+    search_options: Callable[[Any], Any],
+    stdout: Callable[[], Console],
+) -> None:
     """Add the commands to ``cli``."""
 
     @cli.command("bench")
@@ -49,6 +55,7 @@ def register(cli: click.Group, *, fit_option: Callable[[Any], Any], stdout: Call
     @click.option(
         "--patience", default=6, show_default=True, help="Stop a task after this many attempts without a better one."
     )
+    @search_options
     @click.option(
         "--model", default=None, help="A litellm model string [default: $PRAGMA_MODEL, else the offline agents]."
     )
@@ -118,6 +125,8 @@ def register(cli: click.Group, *, fit_option: Callable[[Any], Any], stdout: Call
         only: tuple[str, ...],
         max_attempts: int,
         patience: int,
+        search: str,
+        branching: int,
         model: str | None,
         provider: str | None,
         no_profile: bool,
@@ -169,6 +178,8 @@ def register(cli: click.Group, *, fit_option: Callable[[Any], Any], stdout: Call
             profilers=_csv(profilers),
             max_attempts=max_attempts,
             patience=patience,
+            search=search,
+            branching=branching,
             baselines=_csv(baselines),
             sizes=parse_size_assignments(assignments),
             fit_ms=fit_ms,

@@ -17,6 +17,7 @@ from attrs import validators as v
 from ..errors import PragmaError
 from ..optimizer import OptimizeSettings
 from ..records import Category, frozen_tuple
+from ..search import SEARCHES
 from ..tasks import find_task_files
 from ..verifier import VerifySettings
 
@@ -63,6 +64,8 @@ class BenchSettings:
     profilers: tuple[str, ...] = attrs.field(default=("valgrind", "perf"), converter=frozen_tuple)
     max_attempts: int = attrs.field(default=15, validator=v.ge(1))
     patience: int = attrs.field(default=6, validator=v.ge(1))
+    search: str = attrs.field(default="linear", validator=v.in_(SEARCHES))
+    branching: int = attrs.field(default=2, validator=v.ge(1))
     baselines: tuple[str, ...] = attrs.field(default=("eager",), converter=_baselines)
     sizes: dict[str, str] = attrs.field(factory=dict)
     fit_ms: float | None = None
@@ -83,6 +86,8 @@ class BenchSettings:
             "profilers": list(self.profilers),
             "max_attempts": self.max_attempts,
             "patience": self.patience,
+            "search": self.search,
+            "branching": self.branching,
             "baselines": list(self.baselines),
             "sizes": dict(self.sizes),
             "fit_ms": self.fit_ms,
@@ -100,6 +105,8 @@ class BenchSettings:
             profile=self.profile,
             max_attempts=self.max_attempts,
             patience=self.patience,
+            search=self.search,
+            branching=self.branching,
             runs_dir=runs_dir,
             verify=VerifySettings(reps=self.reps, threads=threads),
         )

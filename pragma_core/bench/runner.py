@@ -151,6 +151,7 @@ _PHASES: dict[str, Callable[[dict[str, Any]], str]] = {
     "fitting": lambda e: f"fitting its sizes to {e['detail']}",
     "resuming": lambda e: "resuming its run",
     "baseline": lambda e: "timing and profiling the reference",
+    "planning": lambda e: f"planning changes to attempt {e['attempt']}",
     "confirming": lambda e: "timing the best once more against the baselines",
     "profiling": lambda e: f"attempt {e['attempt']}: profiling with {e['detail']}",
 }

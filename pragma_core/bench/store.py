@@ -74,6 +74,10 @@ class BenchStore:
         return self.root / "runs" / variant / key.replace("/", "__")
 
 
+_RECORDED_LATER = {"search": "linear", "branching": 2}
+"""Settings a bench record from before they existed lacks, with the value its tasks ran with."""
+
+
 def begin_variant(document: dict[str, Any], settings: BenchSettings, tree: Path) -> dict[str, Any]:
     """The variant's part of the record, created for a new bench; a resumed one must have been
     started with the same settings (a clear error names the first that differs)."""
@@ -86,7 +90,7 @@ def begin_variant(document: dict[str, Any], settings: BenchSettings, tree: Path)
         variant = variants[settings.variant] = {"settings": wanted, "tasks": {}}
         return variant
     for name, value in wanted.items():
-        before = variant["settings"].get(name)
+        before = variant["settings"].get(name, _RECORDED_LATER.get(name))
         if before != value:
             raise PragmaError(
                 f"this bench's {settings.variant} tasks ran with {name}={before!r}, not {value!r}: resume with the "

@@ -5,7 +5,8 @@ Attempt 1 is the family's best-known shape on a multicore CPU (each knob's ``sta
 vectorized, with the accumulators or tiles the family calls for). Later attempts apply the moves
 in the Conductor's last actions (``set simd=true (from attempt 3): ...``) to the knobs of the
 attempt they name, else of the best so far, else (when no attempt was correct) of the plain version:
-serial and scalar, the simplest code that can be right.
+serial and scalar, the simplest code that can be right. In a tree or beam search the request names
+a parent and one instruction of its plan: that move, applied to the parent's knobs.
 """
 
 from __future__ import annotations
@@ -78,9 +79,14 @@ def write_module_reply(request: CompletionRequest) -> str:
         family_knobs = TRITON_KNOBS[recipe.family]
     else:
         family_knobs = recipe.knobs
-    last = request.history[-1] if request.history else None
-    changes, base_number = parse_moves(last.guidance.actions if last and last.guidance else (), family_knobs)
-    base = _attempt(request.history, base_number) or request.best
+    if request.instruction is not None:  # tree or beam search: one planned change to the parent
+        last = request.parent
+        changes, _ = parse_moves((request.instruction,), family_knobs)
+        base = request.parent
+    else:
+        last = request.history[-1] if request.history else None
+        changes, base_number = parse_moves(last.guidance.actions if last and last.guidance else (), family_knobs)
+        base = _attempt(request.history, base_number) or request.best
     first = starting(family_knobs) if not request.history else defaults(family_knobs)
     base_knobs = knobs_of(base, recipe.family, family_knobs) or first
     knobs = {**base_knobs, **changes}

@@ -1,5 +1,5 @@
-"""The ``offline`` LLM provider (built in): the recipe Coder and the rule-based Conductor answer
-the loop's requests with no model and no network. It is the default when no model is configured."""
+"""The ``offline`` LLM provider (built in): the recipe Coder, the rule-based Conductor and the
+offline planner answer the loop's requests with no model and no network. It is the default when no model is configured."""
 
 from __future__ import annotations
 
@@ -19,14 +19,16 @@ OFFLINE_MODEL = "pragma-offline"
 def complete(request: CompletionRequest) -> Completion:
     from .coder import write_module_reply
     from .conductor import advise
+    from .planner import plan
 
     if request.role is AgentRole.SUMMARIZER:
         raise PragmaError(
-            "the offline provider answers only the Coder and the Conductor; summarize "
+            "the offline provider answers only the Coder, the Conductor and the planner; summarize "
             "documentation with a language model, or build with no model at all"
         )
     started = time.monotonic()
-    text = write_module_reply(request) if request.role is AgentRole.CODER else advise(request)
+    answer = {AgentRole.CODER: write_module_reply, AgentRole.CONDUCTOR: advise, AgentRole.PLANNER: plan}
+    text = answer[request.role](request)
     return Completion(text=text, model=OFFLINE_MODEL, cost_usd=0.0, latency_s=time.monotonic() - started)
 
 

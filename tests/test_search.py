@@ -1,0 +1,149 @@
+"""Search over the tree of attempts: the strategies' picks, the planner's prompt and reply, and a
+tree search run by the offline agents end to end, resumed with no instruction tried twice."""
+
+from __future__ import annotations
+
+import json
+import random
+
+import pytest
+
+from pragma_core import load_task
+from pragma_core.agents.prompts import coder_messages, planner_messages
+from pragma_core.agents.replies import PlanParseError, parse_plan
+from pragma_core.cli import main
+from pragma_core.errors import PragmaError
+from pragma_core.optimizer import OptimizeSettings, optimize
+from pragma_core.records import Attempt, Candidate, Guidance, Speedup, Verdict
+from pragma_core.run_directory import RunDirectory
+from pragma_core.search import SearchTree, strategy_named
+from pragma_core.verifier import VerifySettings
+
+from .conftest import EXAMPLES
+
+
+def node(number: int, speedup: float | None, *, parent: int | None = None, instruction: str | None = None) -> Attempt:
+    """An attempt: correct at ``speedup`` (None: wrong output)."""
+    if speedup is None:
+        verdict = Verdict(status="wrong_output", message="wrong output")
+    else:
+        verdict = Verdict(
+            status="correct", message="ok", speedup=Speedup(value=speedup, low=speedup * 0.95, high=speedup * 1.05)
+        )
+    source = f"# attempt {number}\nclass ModelNew: pass\n"
+    return Attempt(
+        number=number,
+        parent=parent,
+        instruction=instruction,
+        candidate=Candidate(source=source, backend="cpu-cpp", attempt=number),
+        verdict=verdict,
+        guidance=Guidance(analysis=f"attempt {number} is memory bound", actions=("tile the loop",)),
+    )
+
+
+def test_linear_changes_the_last_attempt_whatever_it_was():
+    tree = SearchTree(attempts=(node(1, 2.0), node(2, None, parent=1)))
+    assert [a.number for a in strategy_named("linear").parents(tree, 3, random.Random(0))] == [2]
+
+
+def test_beam_expands_the_fastest_open_nodes_once_each():
+    attempts = (node(1, 1.0), node(2, 3.0, parent=1, instruction="a"), node(3, 2.0, parent=1, instruction="b"))
+    tree = SearchTree(attempts=attempts, plans={1: ("a", "b")}, best=attempts[1])
+    # attempt 1's plan is used up: it is closed, and the beam holds the two others, fastest first.
+    assert [a.number for a in strategy_named("beam").parents(tree, 2, random.Random(0))] == [2, 3]
+    assert [a.number for a in strategy_named("beam").parents(tree, 3, random.Random(0))] == [2, 3, 2]
+
+
+def test_tree_mostly_expands_the_best_and_explores_less_as_the_best_goes_stale():
+    attempts = [node(1, 1.0), node(2, 3.0, parent=1, instruction="a"), node(3, 2.0, parent=1, instruction="b")]
+    tree = SearchTree(attempts=attempts, best=attempts[1])
+    picks = [strategy_named("tree").parents(tree, 2, random.Random(seed)) for seed in range(400)]
+    assert all(len(set(map(id, pick))) == 1 and len(pick) == 2 for pick in picks)  # branching children of one node
+    fresh = sum(pick[0].number != 2 for pick in picks) / len(picks)
+    assert 0.15 < fresh < 0.45  # epsilon 0.3 while the best is new (one attempt ago)
+    stale = [*attempts, *(node(n, 0.5, parent=2, instruction=f"x{n}") for n in range(4, 12))]
+    tree = SearchTree(attempts=stale, best=attempts[1])
+    explored = sum(strategy_named("tree").parents(tree, 2, random.Random(s))[0].number != 2 for s in range(400))
+    assert explored / 400 < fresh / 2
+
+
+def test_with_no_correct_attempt_tree_and_beam_repair_the_last_and_stop_when_all_plans_are_tried():
+    failing = SearchTree(attempts=(node(1, None), node(2, None, parent=1)))
+    for name in ("tree", "beam"):
+        assert [a.number for a in strategy_named(name).parents(failing, 2, random.Random(0))] == [2]
+    done = SearchTree(attempts=(node(1, 1.0), node(2, 0.9, parent=1, instruction="a")), plans={1: ("a",), 2: ()})
+    assert strategy_named("tree").parents(done, 2, random.Random(0)) == []
+    with pytest.raises(PragmaError, match="--search depth: not a search strategy; choose one of linear, tree, beam"):
+        strategy_named("depth")
+
+
+def test_the_planner_sees_its_node_the_leaders_and_what_was_tried_not_the_history():
+    task = load_task(EXAMPLES / "level1" / "1_GELUTanh.py")
+    attempts = [node(1, 1.0), node(2, 3.0, parent=1, instruction="in the inner loop: use AVX2"), node(3, None)]
+    system, user = planner_messages(task, attempts[0], tree=attempts)
+    assert "Planner" in system.content and "Anchor every instruction" in system.content
+    assert "# attempt 1" in user.content and "# attempt 2" not in user.content  # only the node's code
+    assert "attempt 1 is memory bound" in user.content  # the Conductor's analysis of it
+    assert "Already tried from it" in user.content and "use AVX2" in user.content
+    assert "| 2 | 1 | 3.00x" in user.content  # the leaders, one row each
+
+
+def test_the_coder_applies_one_instruction_to_its_parent_not_the_conductors_whole_advice():
+    task = load_task(EXAMPLES / "level1" / "1_GELUTanh.py")
+    parent, best = node(2, 1.5, parent=1), node(3, 2.0, parent=1)
+    _, user = coder_messages(task, "guide", guidance=parent.guidance, best=best, last=parent, instruction="unroll i")
+    assert "## The change to make" in user.content and "unroll i" in user.content
+    assert "The attempt to change: attempt 2" in user.content and "# attempt 2" in user.content
+    assert "attempt 2 is memory bound" in user.content and "tile the loop" not in user.content
+    _, linear = coder_messages(task, "guide", guidance=parent.guidance, best=best, last=parent)
+    assert "Last attempt: attempt 2" in linear.content and "1. tile the loop" in linear.content
+
+
+def test_a_plan_reply_is_read_whatever_its_shape():
+    assert parse_plan('```json\n{"instructions": ["a", "b", "a"]}\n```') == ("a", "b")
+    shaped = {"plan": [{"anchor": "loop i", "change": "unroll by 4", "why": "IPC 0.8"}]}
+    assert parse_plan("Here you go:\n" + json.dumps(shaped)) == ("anchor: loop i; change: unroll by 4; why: IPC 0.8",)
+    with pytest.raises(PlanParseError, match="no list of instructions"):
+        parse_plan('{"analysis": "memory bound"}')
+
+
+def _tree_settings(runs, attempts: int) -> OptimizeSettings:
+    return OptimizeSettings(
+        search="tree",
+        branching=2,
+        max_attempts=attempts,
+        patience=attempts,
+        profile=False,
+        runs_dir=runs,
+        verify=VerifySettings(reps=10, threads=1),
+    )
+
+
+def test_a_tree_search_with_the_offline_agents_branches_and_resumes_without_repeating(tmp_path, capsys):
+    task = load_task(EXAMPLES / "level1" / "2_LeakyReLU.py", sizes={"batch_size": 64})
+    first = optimize(task, _tree_settings(tmp_path, 3))
+    run = RunDirectory(tmp_path / first.run_id)
+    one, *children = first.attempts
+    assert one.parent is None and one.instruction is None
+    assert [c.parent for c in children] == [1, 1]  # two children of attempt 1 in the first round
+    assert len({c.instruction for c in children}) == 2  # each applied a different instruction
+    plan = run.plans()[1]
+    assert [c.instruction for c in children] == list(plan.instructions[:2])
+    assert all("pragma-recipe" in c.instruction and "(from attempt 1)" in c.instruction for c in children)
+
+    resumed = optimize(None, _tree_settings(tmp_path, 6), resume=run.root)
+    attempts = resumed.attempts
+    assert [a.number for a in attempts] == [1, 2, 3, 4, 5, 6]
+    pairs = [(a.parent, a.instruction) for a in attempts if a.instruction]
+    assert len(pairs) == len(set(pairs))  # no instruction applied twice to the same parent
+    assert all(a.parent is not None and a.parent < a.number for a in attempts[1:])
+    planned = [e["parent"] for e in run.events() if e["event"] == "planned"]
+    assert len(planned) == len(set(planned))  # a plan is asked for once per node, resumed or not
+    assert resumed.best is not None and resumed.best.verdict.ok
+
+    capsys.readouterr()
+    main(["trace", str(run.root), "--tree"])  # returns when it succeeds (exits only on an error)
+    shown = capsys.readouterr().out
+    assert "search tree of level1/2_LeakyReLU (tree): 6 attempts" in shown
+    assert "#1 correct" in shown and "├── #2" in shown and "[best]" in shown
+    assert (run.root / "tree.png").read_bytes()[:4] == b"\x89PNG"
