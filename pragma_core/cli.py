@@ -663,6 +663,7 @@ def optimize_command(
     from .optimizer import (
         OptimizeSettings,
         Progress,
+        check_agents,
         configured_model,
         optimize,
         provider_name,
@@ -706,16 +707,7 @@ def optimize_command(
     else:
         settings = OptimizeSettings(**options, runs_dir=runs_dir, verify=VerifySettings(**verify_options))
     # Everything that can be wrong with the settings fails here, before the task is traced.
-    if provider_name(settings) == "litellm":
-        chosen = configured_model(settings)
-        if chosen is None:
-            raise PragmaError(
-                "no language model chosen: pass --model (e.g. openai/gpt-4o-mini or ollama/qwen2.5-coder) "
-                "or set PRAGMA_MODEL"
-            )
-        from .providers.litellm_provider import check_model
-
-        check_model(chosen)  # a missing key or a dead server, in seconds
+    check_agents(settings)  # no model chosen, a missing key or a dead server: in seconds
     untimed = get_registry().backend(settings.backend).timing_refusal()
     if untimed:
         click.echo(

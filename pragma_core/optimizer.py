@@ -23,6 +23,7 @@ import shutil
 import time
 import traceback
 from collections.abc import Callable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -31,7 +32,7 @@ from attrs import validators as v
 
 from . import __version__
 from .agents.extraction import extract_code
-from .agents.prompts import coder_messages, conductor_messages, planner_messages
+from .agents.prompts import coder_messages, conductor_messages, debugger_messages, planner_messages
 from .agents.replies import GuidanceParseError, PlanParseError, parse_guidance, parse_plan, repair_messages
 from .backends import DEFAULT_BACKEND
 from .components import DEFAULT_PROFILE_TIMEOUT_S, LLMProvider
@@ -57,18 +58,20 @@ from .records import (
     Profile,
     RunResult,
     Task,
+    TokenUsage,
     Verdict,
     VerdictStatus,
     frozen_tuple,
 )
 from .run_directory import RunDirectory
-from .search import SEARCHES, SearchStrategy, SearchTree, round_seed, strategy_named
+from .search import SEARCHES, SearchStrategy, SearchTree, Step, round_seed, strategy_named
 from .statistics import bar_to_beat, best_of, improves_on
 from .verifier import VerifySettings, WarmChild, verify
 
 __all__ = [
     "MODEL_VARIABLE",
     "PHASES",
+    "check_agents",
     "OptimizeSettings",
     "Progress",
     "AttemptListener",
@@ -121,6 +124,21 @@ def provider_name(settings: OptimizeSettings) -> str:
     if settings.provider:
         return settings.provider
     return "litellm" if configured_model(settings) else "offline"
+
+
+def check_agents(settings: OptimizeSettings) -> None:
+    """Raise :class:`~pragma_core.errors.PragmaError` when the agents cannot answer: litellm with
+    no model chosen, a model whose key is missing, or a local server that is down (in seconds, not
+    after a baseline). The offline agents and other providers need no check here."""
+    if provider_name(settings) != "litellm":
+        return
+    model = configured_model(settings)
+    if model is None:
+        raise PragmaError(
+            "no language model chosen: pass --model (e.g. openai/gpt-4o-mini or ollama/qwen2.5-coder) "
+            f"or set {MODEL_VARIABLE}"
+        )
+    check_model(model)
 
 
 def settings_of_run(run_dir: Path, **changes: Any) -> OptimizeSettings:
@@ -212,13 +230,7 @@ def optimize(
     registry = get_registry()
     provider = registry.llm_provider(provider_name(settings))
     backend = registry.backend(settings.backend)
-    if settings.provider == "litellm":
-        if not settings.model:
-            raise PragmaError(
-                "no language model chosen: name a litellm model string (e.g. openai/gpt-4o-mini or "
-                f"ollama/qwen2.5-coder) in the settings, or set {MODEL_VARIABLE}"
-            )
-        check_model(settings.model)  # a missing key or a dead server fails now, not after the baseline
+    check_agents(settings)  # a missing key or a dead server fails now, not after the baseline
     unavailable = unavailable_profilers(settings.profilers) if settings.profile else {}
     untimed = backend.timing_refusal()  # an interpreter: attempts are checked, never timed or profiled
     if untimed:
@@ -263,18 +275,20 @@ def optimize(
     stop_reason = "max attempts"
     strategy = strategy_named(settings.search)
     plans = run.plans()
-    queue: list[tuple[Attempt | None, str | None]] = []
+    queue: list[Step] = []
+    ahead: list[Future] = []
     if len(attempts) < settings.max_attempts:
         loop.warm.start()  # after the baseline's timing: the first attempt's child imports torch meanwhile
     try:
         for number in range(len(attempts) + 1, settings.max_attempts + 1):
             if not queue:
                 queue = loop.next_round(strategy, attempts, best, plans)
+                ahead = loop.write_ahead(queue, attempts, best)
             if not queue:
                 stop_reason = "every instruction of every correct attempt's plan was tried"
                 break
-            parent, instruction = queue.pop(0)
-            attempt = loop.attempt(number, attempts, best, parent=parent, instruction=instruction)
+            step = queue.pop(0)
+            attempt = loop.attempt(number, attempts, best, step, ahead.pop(0) if ahead else None)
             attempts.append(attempt)
             if attempt.guidance is not None and improves_on(attempt.verdict, best):
                 best = attempt
@@ -396,30 +410,34 @@ class _Loop:
 
     def next_round(
         self, strategy: SearchStrategy, attempts: list[Attempt], best: Attempt | None, plans: dict[int, Plan]
-    ) -> list[tuple[Attempt | None, str | None]]:
-        """The next attempts' parents and instructions: the linear loop's one step from the last
-        attempt, or the strategy's picks, each given the first instruction of its parent's plan
-        (asked of the planner on first need, kept in ``plans``) that no child took. Empty when no
-        plan has an instruction left."""
+    ) -> list[Step]:
+        """The next attempts: the linear loop's one step from the last attempt; in a tree or beam
+        search, first the debugger's fix of each child that failed (once each, newest first, at
+        most ``branching``), else the strategy's picks, each given the first instruction of its
+        parent's plan (asked of the planner on first need, kept in ``plans``) that no child took.
+        Empty when no plan has an instruction left."""
         if strategy.name == "linear" or not attempts:
-            return [(attempts[-1] if attempts else None, None)]
+            return [Step(parent=attempts[-1] if attempts else None)]
+        broken = SearchTree(attempts=attempts).to_debug()
+        if broken:
+            return [Step(parent=a, writer=AgentRole.DEBUGGER) for a in broken[: self.settings.branching]]
         while True:
             tree = SearchTree(attempts=attempts, best=best, plans={n: p.instructions for n, p in plans.items()})
             parents = strategy.parents(tree, self.settings.branching, round_seed(self.run.root.name, attempts))
-            queue: list[tuple[Attempt | None, str | None]] = []
+            queue: list[Step] = []
             asked = False
             for parent in parents:
                 if parent.verdict is None or not parent.verdict.ok:  # no correct attempt yet: repair it
-                    queue.append((parent, None))
+                    queue.append(Step(parent=parent))
                     continue
                 if parent.number not in plans:
                     plans[parent.number] = self.plan(parent, attempts)
                     asked = True
-                taken = {instruction for node, instruction in queue if node is parent}
+                taken = {step.instruction for step in queue if step.parent is parent}
                 untried = SearchTree(attempts=attempts, plans={parent.number: plans[parent.number].instructions})
                 options = [i for i in untried.untried(parent.number) or () if i not in taken]
                 if options:
-                    queue.append((parent, options[0]))
+                    queue.append(Step(parent=parent, instruction=options[0]))
             if queue or not asked:  # a new plan may leave the picked node with nothing: pick again
                 return queue
 
@@ -445,19 +463,50 @@ class _Loop:
         self.run.append_event("planned", parent=node.number, instructions=len(plan.instructions))
         return plan
 
+    def write(
+        self, step: Step, history: Sequence[Attempt], best: Attempt | None
+    ) -> tuple[tuple[ChatMessage, ...], Completion]:
+        """The prompt and reply of the agent that writes ``step``'s candidate: the Coder changes
+        ``step.parent`` (the linear loop: the last attempt) following its Conductor's advice, or
+        only ``step.instruction`` when one is given (tree and beam search); the debugger fixes the
+        failing parent from its evidence alone."""
+        parent = last = step.parent
+        if step.writer is AgentRole.DEBUGGER and parent is not None:
+            messages = debugger_messages(self.task, self.guide, parent)
+        else:
+            messages = coder_messages(
+                task=self.task,
+                guide=self.guide,
+                guidance=last.guidance if last else None,
+                best=best,
+                last=last,
+                history=history,
+                instruction=step.instruction,
+            )
+        reply = self.agents.ask(
+            step.writer, messages, verdict=last.verdict if last else None, best=best, history=tuple(history),
+            parent=parent, instruction=step.instruction,
+        )  # fmt: skip
+        return messages, reply
+
+    def write_ahead(self, queue: Sequence[Step], history: Sequence[Attempt], best: Attempt | None) -> list[Future]:
+        """The candidates of a round written at once, each in a thread of its own, when the agents
+        are a language model (whose replies take seconds; the offline agents answer at once): the
+        round's model calls overlap, and its attempts are verified one after another as they come."""
+        if len(queue) < 2 or not self.agents.provider.reads_messages:
+            return []
+        pool = ThreadPoolExecutor(max_workers=len(queue), thread_name_prefix="pragma-writer")
+        futures = [pool.submit(self.write, step, tuple(history), best) for step in queue]
+        pool.shutdown(wait=False)
+        return futures
+
     def attempt(
-        self,
-        number: int,
-        history: list[Attempt],
-        best: Attempt | None,
-        *,
-        parent: Attempt | None = None,
-        instruction: str | None = None,
+        self, number: int, history: list[Attempt], best: Attempt | None, step: Step, written: Future | None = None
     ) -> Attempt:
-        """Write, verify, profile, diagnose and advise once; the attempt is on disk when this returns.
-        The Coder changes ``parent`` (the linear loop: the last attempt) following its Conductor's
-        advice, or only ``instruction`` when one is given (tree and beam search)."""
+        """Write (or take the reply ``written`` ahead), verify, profile, diagnose and advise once;
+        the attempt is on disk when this returns."""
         task, settings, run = self.task, self.settings, self.run
+        parent, instruction = step.parent, step.instruction
         started = time.monotonic()
         staging = run.staging_folder(number)
         files: dict[str, str] = {}
@@ -470,20 +519,8 @@ class _Loop:
             self.progress(number, name, detail)
 
         phase("writing")
-        messages = coder_messages(
-            task=task,
-            guide=self.guide,
-            guidance=last.guidance if last else None,
-            best=best,
-            last=last,
-            history=history,
-            instruction=instruction,
-        )
-        reply = self.agents.ask(
-            AgentRole.CODER, messages, verdict=last.verdict if last else None, best=best, history=tuple(history),
-            parent=parent, instruction=instruction,
-        )  # fmt: skip
-        files.update(coder_prompt=_transcript(messages), coder_reply=reply.text)
+        messages, reply = written.result() if written is not None else self.write(step, history, best)
+        files.update({f"{step.writer.value}_prompt": _transcript(messages), f"{step.writer.value}_reply": reply.text})
         usage, cost = reply.usage, reply.cost_usd
         source = extract_code(reply.text)
         if source is None:
@@ -538,9 +575,11 @@ class _Loop:
             best=best,
             history=tuple(history),
         )
+        by_role = {step.writer.value: usage}
         usage, cost = usage + reply.usage, _cost_sum(cost, reply.cost_usd)
         files.update(conductor_prompt=_transcript(messages), conductor_reply=reply.text)
         guidance, repair, note = _guidance(self.agents, messages, reply, diagnosis)
+        by_role[AgentRole.CONDUCTOR.value] = reply.usage + (repair.usage if repair is not None else TokenUsage())
         if repair is not None:
             usage, cost = usage + repair.usage, _cost_sum(cost, repair.cost_usd)
         guidance = _check_citations(guidance, [*profiles, *(best.profiles if best else ())])
@@ -550,6 +589,7 @@ class _Loop:
             number=number,
             parent=parent.number if parent else None,
             instruction=instruction,
+            writer=step.writer,
             candidate=candidate,
             verdict=verdict,
             profiles=profiles,
@@ -557,6 +597,7 @@ class _Loop:
             diagnosis=diagnosis,
             guidance=guidance,
             usage=usage,
+            usage_by_role=by_role,
             cost_usd=cost,
             phase_seconds=clock.stop(),
             elapsed_s=time.monotonic() - started,

@@ -89,12 +89,13 @@ class BoundClass(str, enum.Enum):
 
 
 class AgentRole(str, enum.Enum):
-    """Who a model request is for: the loop's agents (the planner only in a tree or beam search), or
-    the knowledge builder's summarizer."""
+    """Who a model request is for: the loop's agents (the planner and the debugger only in a tree or
+    beam search), or the knowledge builder's summarizer."""
 
     CODER = "coder"
     CONDUCTOR = "conductor"
     PLANNER = "planner"
+    DEBUGGER = "debugger"
     SUMMARIZER = "summarizer"
 
 
@@ -493,6 +494,9 @@ class Attempt:
     instruction: str | None = None
     """The one instruction of the parent's plan the Coder applied (tree and beam search); None when
     the Coder followed the Conductor's whole advice (the linear loop)."""
+    writer: AgentRole = attrs.field(default=AgentRole.CODER, converter=AgentRole)
+    """Who wrote the candidate: the Coder, or the debugger fixing its parent's failure (tree and
+    beam search)."""
     candidate: Candidate | None = None
     verdict: Verdict | None = None
     profiles: tuple[Profile, ...] = attrs.field(default=(), converter=frozen_tuple)
@@ -502,6 +506,9 @@ class Attempt:
     usage: TokenUsage = attrs.field(factory=TokenUsage)
     cost_usd: float | None = attrs.field(default=None, validator=_non_negative)
     """What the attempt's model calls cost in US dollars, as the provider reported it (None: unknown)."""
+    usage_by_role: dict[str, TokenUsage] = attrs.field(factory=dict)
+    """``usage`` split by the agent that spent it (``coder`` or ``debugger``, and ``conductor``);
+    empty in attempts written before pragma split it."""
     elapsed_s: float = attrs.field(default=0.0, validator=_non_negative)
     phase_seconds: dict[str, float] = attrs.field(
         factory=dict, validator=v.deep_mapping(key_validator=_non_empty_str, value_validator=_seconds)

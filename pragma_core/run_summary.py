@@ -10,10 +10,12 @@ The fields are documented in ``docs/loop.md``; a field is added, never renamed, 
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from .records import Attempt, Baseline, RunResult, Speedup, TokenUsage
+from .records import Attempt, Baseline, Plan, RunResult, Speedup, TokenUsage
+from .run_directory import RunDirectory
 from .serialization import to_dict
 from .statistics import improves_on
 
@@ -25,9 +27,16 @@ def run_summary(result: RunResult, *, run_dir: Path, model: str | None, provider
     best = result.best
     verdict = best.verdict if best is not None else None
     baseline = result.baseline
+    plans = list(RunDirectory(run_dir).plans().values()) if Path(run_dir).is_dir() else []
     usage = TokenUsage()
+    by_role: dict[str, TokenUsage] = {}
     for attempt in result.attempts:
         usage = usage + attempt.usage
+        for role, spent in attempt.usage_by_role.items():
+            by_role[role] = by_role.get(role, TokenUsage()) + spent
+    for plan in plans:
+        usage = usage + plan.usage
+        by_role["planner"] = by_role.get("planner", TokenUsage()) + plan.usage
     best_source = Path(run_dir) / "best" / "candidate.py"
     return {
         "run_id": result.run_id,
@@ -49,7 +58,8 @@ def run_summary(result: RunResult, *, run_dir: Path, model: str | None, provider
         "attainment": verdict.attainment if verdict else None,
         "skipped_profilers": dict(baseline.skipped) if baseline else {},
         "tokens": {"prompt": usage.prompt, "completion": usage.completion},
-        "cost_usd": run_cost_usd(result.attempts),
+        "tokens_by_role": {role: {"prompt": u.prompt, "completion": u.completion} for role, u in by_role.items()},
+        "cost_usd": run_cost_usd([*result.attempts, *plans]),
         "elapsed_s": round(sum(attempt.elapsed_s for attempt in result.attempts), 3),
         "timed_s": round(sum(attempt.timed_s for attempt in result.attempts), 3),
         "phase_seconds": total_phase_seconds(result.attempts),
@@ -57,9 +67,10 @@ def run_summary(result: RunResult, *, run_dir: Path, model: str | None, provider
     }
 
 
-def run_cost_usd(attempts: tuple[Attempt, ...] | list[Attempt]) -> float | None:
-    """What the attempts' model calls cost in US dollars; None when no provider reported a cost."""
-    costs = [attempt.cost_usd for attempt in attempts if attempt.cost_usd is not None]
+def run_cost_usd(spent: Sequence[Attempt | Plan]) -> float | None:
+    """What the model calls of these attempts (and plans) cost in US dollars; None when no
+    provider reported a cost."""
+    costs = [item.cost_usd for item in spent if item.cost_usd is not None]
     return math.fsum(costs) if costs else None
 
 

@@ -27,15 +27,28 @@ from typing import Protocol
 import attrs
 
 from .errors import PragmaError
-from .records import Attempt, frozen_tuple
+from .records import AgentRole, Attempt, VerdictStatus, frozen_tuple
 
-__all__ = ["SEARCHES", "EPSILON", "SearchTree", "SearchStrategy", "strategy_named", "round_seed"]
+__all__ = ["SEARCHES", "EPSILON", "Step", "SearchTree", "SearchStrategy", "strategy_named", "round_seed"]
 
 SEARCHES = ("linear", "tree", "beam")
 """The built-in strategies, by the name ``--search`` takes."""
 
 EPSILON = 0.3
 """The tree search's chance, in its first round, of expanding a node other than the fastest."""
+
+
+@attrs.frozen(kw_only=True)
+class Step:
+    """One attempt to come: the attempt it changes (None: from the task alone), the instruction of
+    that attempt's plan it applies (None: the Conductor's whole advice), and who writes it."""
+
+    parent: Attempt | None = None
+    instruction: str | None = None
+    writer: AgentRole = AgentRole.CODER
+
+
+_FIXABLE = frozenset(VerdictStatus) - {VerdictStatus.CORRECT}
 
 
 @attrs.frozen(kw_only=True)
@@ -61,6 +74,20 @@ class SearchTree:
         """Correct attempts that may still have children, fastest first (untimed ones last)."""
         nodes = [a for a in self.attempts if a.verdict is not None and a.verdict.ok and self.untried(a.number) != ()]
         return sorted(nodes, key=lambda a: (-_speed(a), a.number))
+
+    def to_debug(self) -> list[Attempt]:
+        """Children that applied a planned instruction and failed, with no child yet, newest first:
+        each gets one fix by the debugger (a failed fix is not fixed again)."""
+        failed = [
+            a
+            for a in self.attempts
+            if a.writer is AgentRole.CODER
+            and a.instruction is not None
+            and a.verdict is not None
+            and a.verdict.status in _FIXABLE
+            and not self.children(a.number)
+        ]
+        return sorted(failed, key=lambda a: -a.number)
 
     def stale_attempts(self) -> int:
         """Attempts since the best last changed (all of them when there is no best)."""

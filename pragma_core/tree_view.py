@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from .records import Attempt
+from .records import AgentRole, Attempt
 
 __all__ = ["tree_lines", "plot_tree"]
 
@@ -40,6 +40,8 @@ def _label(attempt: Attempt, best: Attempt | None) -> str:
     speed = f" {verdict.speedup.value:.2f}x" if verdict and verdict.speedup else ""
     mark = " [best]" if best is not None and best.number == attempt.number else ""
     what = " ".join((attempt.instruction or "").split())
+    if attempt.writer is AgentRole.DEBUGGER:
+        what = f"the debugger's fix of #{attempt.parent}"
     if len(what) > _INSTRUCTION_CHARS:
         what = what[: _INSTRUCTION_CHARS - 3] + "..."
     return f"#{attempt.number} {status}{speed}{mark}" + (f"  {what}" if what else "")

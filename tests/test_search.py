@@ -6,15 +6,30 @@ from __future__ import annotations
 import json
 import random
 
+import attrs
 import pytest
 
 from pragma_core import load_task
-from pragma_core.agents.prompts import coder_messages, planner_messages
+from pragma_core.agents.extraction import extract_code
+from pragma_core.agents.prompts import coder_messages, debugger_messages, planner_messages
 from pragma_core.agents.replies import PlanParseError, parse_plan
 from pragma_core.cli import main
 from pragma_core.errors import PragmaError
+from pragma_core.offline.coder import backend_knobs, generate_module
+from pragma_core.offline.knobs import starting
+from pragma_core.offline.modules import read_marker
+from pragma_core.offline.provider import complete as offline
 from pragma_core.optimizer import OptimizeSettings, optimize
-from pragma_core.records import Attempt, Candidate, Guidance, Speedup, Verdict
+from pragma_core.records import (
+    AgentRole,
+    Attempt,
+    Candidate,
+    ChatMessage,
+    CompletionRequest,
+    Guidance,
+    Speedup,
+    Verdict,
+)
 from pragma_core.run_directory import RunDirectory
 from pragma_core.search import SearchTree, strategy_named
 from pragma_core.verifier import VerifySettings
@@ -99,6 +114,52 @@ def test_the_coder_applies_one_instruction_to_its_parent_not_the_conductors_whol
     assert "Last attempt: attempt 2" in linear.content and "1. tile the loop" in linear.content
 
 
+def test_each_failed_planned_child_is_debugged_once_from_its_evidence_alone():
+    failed = node(3, None, parent=2, instruction="set fast_math=true")
+    attempts = (node(1, 1.0), node(2, 2.0, parent=1, instruction="a"), failed, node(4, None))
+    assert [a.number for a in SearchTree(attempts=attempts).to_debug()] == [3]  # 4 applied no instruction
+    fixed = Attempt(number=5, parent=3, writer="debugger", verdict=Verdict(status="wrong_output", message="x"))
+    assert SearchTree(attempts=(*attempts, fixed)).to_debug() == []  # 3 has its fix; a failed fix is not fixed
+    task = load_task(EXAMPLES / "level1" / "1_GELUTanh.py")
+    system, user = debugger_messages(task, "the guide", failed)
+    assert "Debugger" in system.content and "wrong_output" in user.content and "set fast_math=true" in user.content
+    assert (
+        "# attempt 3" in user.content and "# attempt 2" not in user.content and "Earlier attempts" not in user.content
+    )
+
+
+def test_the_offline_debugger_sets_back_the_riskiest_knob_of_the_failing_move():
+    task = load_task(EXAMPLES / "level1" / "1_GELUTanh.py", sizes={"batch_size": 16})
+    knobs = starting(backend_knobs(task, "cpu-cpp"))
+    parent_knobs = {**knobs, "fast_math": False, "unroll": 1}
+    moved = {**parent_knobs, "fast_math": True, "unroll": 2}
+
+    def written(number: int, chosen: dict, **fields) -> Attempt:
+        source = generate_module(task, "cpu-cpp", chosen)
+        return Attempt(number=number, candidate=Candidate(source=source, backend="cpu-cpp"), **fields)
+
+    parent = written(1, parent_knobs, verdict=Verdict(status="correct", message="ok"))
+    failed = written(
+        2,
+        moved,
+        parent=1,
+        instruction="set fast_math=true, set unroll=2",
+        verdict=Verdict(status="wrong_output", message="off by 1e-3"),
+    )
+
+    def fix(failing: Attempt) -> dict:
+        request = CompletionRequest(
+            role=AgentRole.DEBUGGER, messages=(ChatMessage(role="user", content="fix"),), task=task,
+            backend="cpu-cpp", parent=failing, history=(parent, failing),
+        )  # fmt: skip
+        reply = offline(request).text
+        return read_marker(extract_code(reply))["knobs"]
+
+    assert fix(failed) == {**moved, "fast_math": False}  # fast math blamed, the unroll kept
+    alone = written(2, {**parent_knobs, "unroll": 2}, parent=1, instruction="set unroll=2", verdict=failed.verdict)
+    assert fix(alone) == parent_knobs  # the only change is the fault: the parent's version again
+
+
 def test_a_plan_reply_is_read_whatever_its_shape():
     assert parse_plan('```json\n{"instructions": ["a", "b", "a"]}\n```') == ("a", "b")
     shaped = {"plan": [{"anchor": "loop i", "change": "unroll by 4", "why": "IPC 0.8"}]}
@@ -113,6 +174,7 @@ def _tree_settings(runs, attempts: int) -> OptimizeSettings:
         branching=2,
         max_attempts=attempts,
         patience=attempts,
+        target_attainment=1e9,  # no stop at the roofline: every run uses its whole budget
         profile=False,
         runs_dir=runs,
         verify=VerifySettings(reps=10, threads=1),
@@ -147,3 +209,100 @@ def test_a_tree_search_with_the_offline_agents_branches_and_resumes_without_repe
     assert "search tree of level1/2_LeakyReLU (tree): 6 attempts" in shown
     assert "#1 correct" in shown and "├── #2" in shown and "[best]" in shown
     assert (run.root / "tree.png").read_bytes()[:4] == b"\x89PNG"
+
+
+BREAKING_MODEL = '''
+import os
+from pathlib import Path
+from pragma_core import LLMProvider, hookimpl
+from pragma_core.plugins import get_registry
+
+OFF_BY_ONE = """
+_forward = ModelNew.forward
+
+
+def _off_by_one(self, *args):
+    return _forward(self, *args) + 1
+
+
+ModelNew.forward = _off_by_one
+"""
+
+
+def complete(request):
+    reply = get_registry().llm_provider("offline").complete(request)
+    flag = Path(os.environ["BREAK_ONCE"])
+    if request.role.value == "coder" and request.instruction and not flag.exists():
+        flag.write_text("broken")
+        text = reply.text.rstrip().removesuffix("```").rstrip() + "\\n" + OFF_BY_ONE + "```\\n"
+        return type(reply)(text=text, model=reply.model)
+    return reply
+
+
+@hookimpl
+def pragma_register_llm_providers(register):
+    offline = get_registry().llm_provider("offline")
+    register(LLMProvider(name="breaking", complete=complete, prepare=offline.prepare, reads_messages=False))
+'''
+
+
+def test_a_child_that_fails_is_fixed_by_the_debugger_before_the_search_goes_on(tmp_path, plugin_site, monkeypatch):
+    """A model whose first planned change adds one to the output (with a PyTorch operator, which the
+    Verifier rejects): the next attempt is the debugger's fix of it, from its evidence alone, and
+    the search then goes on from the plan."""
+    plugin_site.add("breaking_model", BREAKING_MODEL, entry_point="breaking")
+    monkeypatch.setenv("BREAK_ONCE", str(tmp_path / "broken"))
+    task = load_task(EXAMPLES / "level1" / "2_LeakyReLU.py", sizes={"batch_size": 64})
+    settings = attrs.evolve(_tree_settings(tmp_path / "runs", 5), provider="breaking")
+    result = optimize(task, settings)
+    one, broken, sibling, fix, after = result.attempts
+    assert broken.parent == 1 and broken.instruction and not broken.verdict.ok
+    assert sibling.parent == 1 and sibling.verdict.ok
+    assert fix.writer is AgentRole.DEBUGGER and fix.parent == broken.number and fix.verdict.ok, fix.verdict.message
+    assert fix.instruction is None and after.writer is AgentRole.CODER and after.instruction
+    run = RunDirectory(tmp_path / "runs" / result.run_id)
+    prompt = (run.attempt_folder(fix.number) / "debugger_prompt.txt").read_text()
+    assert "_off_by_one" in prompt and f"status: {broken.verdict.status.value}" in prompt  # the evidence
+    assert "Earlier attempts" not in prompt and "Best candidate" not in prompt  # and nothing else
+
+
+WATCHED_MODEL = """
+import json, os, threading, time
+from pragma_core import LLMProvider, hookimpl
+from pragma_core.plugins import get_registry
+
+
+def complete(request):
+    started = time.monotonic()
+    if request.instruction:
+        time.sleep(1.0)  # as a hosted model keeps the Coder waiting
+    reply = get_registry().llm_provider("offline").complete(request)
+    with open(os.environ["WATCHED_CALLS"], "a") as log:
+        log.write(json.dumps({"role": request.role.value, "instruction": request.instruction,
+                              "start": started, "end": time.monotonic()}) + "\\n")
+    return reply
+
+
+@hookimpl
+def pragma_register_llm_providers(register):
+    offline = get_registry().llm_provider("offline")
+    register(LLMProvider(name="watched", complete=complete, prepare=offline.prepare, reads_messages=True))
+"""
+
+
+def test_the_children_of_a_round_are_written_at_once_and_tokens_are_counted_per_role(
+    tmp_path, plugin_site, monkeypatch
+):
+    from pragma_core.run_summary import run_summary
+
+    plugin_site.add("watched_model", WATCHED_MODEL, entry_point="watched")
+    calls = tmp_path / "calls.jsonl"
+    monkeypatch.setenv("WATCHED_CALLS", str(calls))
+    task = load_task(EXAMPLES / "level1" / "2_LeakyReLU.py", sizes={"batch_size": 64})
+    result = optimize(task, attrs.evolve(_tree_settings(tmp_path / "runs", 3), provider="watched"))
+    assert [a.parent for a in result.attempts] == [None, 1, 1]
+    coder = [json.loads(line) for line in calls.read_text().splitlines()]
+    first, second = [call for call in coder if call["role"] == "coder" and call["instruction"]]
+    assert second["start"] < first["end"] and first["start"] < second["end"]  # the two replies overlapped
+    summary = run_summary(result, run_dir=tmp_path / "runs" / result.run_id, model=None, provider="watched")
+    assert set(summary["tokens_by_role"]) == {"coder", "conductor", "planner"}

@@ -49,6 +49,7 @@ __all__ = [
     "coder_messages",
     "conductor_messages",
     "planner_messages",
+    "debugger_messages",
 ]
 
 CODE_CHARS = 24_000
@@ -245,6 +246,18 @@ def planner_messages(
         ],
         limit=limit,
     )
+    return _messages(parts)
+
+
+def debugger_messages(task: Task, guide: str, failed: Attempt) -> tuple[ChatMessage, ...]:
+    """System and user message asking the debugger to fix ``failed`` (an attempt that applied one
+    instruction and did not come out correct). Its context is the failure alone: the task, the
+    backend's guide, the failing code and the Verifier's evidence; no history, no best, no plan."""
+    source = failed.candidate.source if failed.candidate is not None else ""
+    (code,) = _share_code_budget([source])
+    view = _last_view(failed, code, False, False)
+    view["instruction"] = clip(" ".join((failed.instruction or "-").split()), GUIDANCE_CHARS)
+    parts = render_parts("debugger.j2", task=_task_view(task), guide=guide.strip(), failed=view)
     return _messages(parts)
 
 

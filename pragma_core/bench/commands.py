@@ -247,20 +247,11 @@ def register(
 def _check_agents_and_profilers(settings: BenchSettings) -> None:
     """Fail now, not in every task: no model where one is needed, a missing key or a dead server,
     an unknown profiler; profilers that cannot run here are said once."""
-    from ..optimizer import configured_model, provider_name, unavailable_profilers
+    from ..optimizer import check_agents, provider_name, unavailable_profilers
 
     loop = settings.optimize_settings(Path(), 1)
-    if provider_name(loop) == "litellm":
-        model = configured_model(loop)
-        if model is None:
-            raise PragmaError(
-                "no language model chosen: pass --model (e.g. openai/gpt-4o-mini or ollama/qwen2.5-coder) "
-                "or set PRAGMA_MODEL"
-            )
-        from ..providers.litellm_provider import check_model
-
-        check_model(model)
-    elif provider_name(loop) == "offline":
+    check_agents(loop)
+    if provider_name(loop) == "offline":
         click.echo(
             "pragma: no model configured (--model or PRAGMA_MODEL): the offline agents answer; tasks no recipe "
             "knows are rows that could not run",

@@ -12,16 +12,18 @@ a parent and one instruction of its plan: that move, applied to the parent's kno
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Mapping
+from typing import Any
 
 from ..backends import DEFAULT_BACKEND
 from ..records import Attempt, CompletionRequest, Task
 from ..tasks import task_program
 from .graph import NotRecognized, OpGraph, trace_reference
 from .knobs import defaults, knobs_of, parse_moves, starting
-from .recipe import GenerationContext, Match, Recipe
+from .recipe import GenerationContext, Knob, Match, Recipe
 from .recipes import recognize
 
-__all__ = ["recognized", "write_module_reply", "check_backend", "OFFLINE_BACKENDS"]
+__all__ = ["recognized", "write_module_reply", "check_backend", "backend_knobs", "generate_module", "OFFLINE_BACKENDS"]
 
 OFFLINE_BACKENDS = (DEFAULT_BACKEND, "triton")
 """The backends the recipe Coder writes for: C++ for the CPU, Triton for a GPU (or its interpreter)."""
@@ -71,14 +73,8 @@ def write_module_reply(request: CompletionRequest) -> str:
     if task is None:
         raise NotRecognized("the offline Coder needs the task in the request")
     backend = request.backend or DEFAULT_BACKEND
-    check_backend(task, backend)
-    recipe, match, graph = recognized(task)
-    if backend == "triton":
-        from .triton import TRITON_KNOBS, generate_triton
-
-        family_knobs = TRITON_KNOBS[recipe.family]
-    else:
-        family_knobs = recipe.knobs
+    recipe, match, _graph = recognized(task)
+    family_knobs = backend_knobs(task, backend)
     if request.instruction is not None:  # tree or beam search: one planned change to the parent
         last = request.parent
         changes, _ = parse_moves((request.instruction,), family_knobs)
@@ -90,11 +86,7 @@ def write_module_reply(request: CompletionRequest) -> str:
     first = starting(family_knobs) if not request.history else defaults(family_knobs)
     base_knobs = knobs_of(base, recipe.family, family_knobs) or first
     knobs = {**base_knobs, **changes}
-    context = GenerationContext(graph=graph, task_source=task.source, task_key=task.key)
-    if backend == "triton":
-        source = generate_triton(recipe, match, knobs, context)
-    else:
-        source = recipe.generate(match, knobs, context)
+    source = generate_module(task, backend, knobs)
     setting = ", ".join(f"{name}={value}" for name, value in knobs.items())
     if last is None:
         opening = (
@@ -108,6 +100,29 @@ def write_module_reply(request: CompletionRequest) -> str:
     else:
         opening = f"The Conductor named no knob to change; the best version again: {setting}."
     return f"{opening}\n\n```python\n{source.rstrip()}\n```\n"
+
+
+def backend_knobs(task: Task, backend: str) -> Mapping[str, Knob]:
+    """The knobs the task's recipe has for ``backend``; raises :class:`NotRecognized` when the
+    recipe Coder cannot write the task for it."""
+    check_backend(task, backend)
+    recipe, _match, _graph = recognized(task)
+    if backend == "triton":
+        from .triton import TRITON_KNOBS
+
+        return TRITON_KNOBS[recipe.family]
+    return recipe.knobs
+
+
+def generate_module(task: Task, backend: str, knobs: Mapping[str, Any]) -> str:
+    """The module the task's recipe writes for ``backend`` with these knob values."""
+    recipe, match, graph = recognized(task)
+    context = GenerationContext(graph=graph, task_source=task.source, task_key=task.key)
+    if backend == "triton":
+        from .triton import generate_triton
+
+        return generate_triton(recipe, match, knobs, context)
+    return recipe.generate(match, knobs, context)
 
 
 def _attempt(history: tuple[Attempt, ...], number: int | None) -> Attempt | None:

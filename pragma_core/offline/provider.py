@@ -1,5 +1,5 @@
-"""The ``offline`` LLM provider (built in): the recipe Coder, the rule-based Conductor and the
-offline planner answer the loop's requests with no model and no network. It is the default when no model is configured."""
+"""The ``offline`` LLM provider (built in): the recipe Coder, the rule-based Conductor, the
+offline planner and the offline debugger answer the loop's requests with no model and no network. It is the default when no model is configured."""
 
 from __future__ import annotations
 
@@ -19,15 +19,21 @@ OFFLINE_MODEL = "pragma-offline"
 def complete(request: CompletionRequest) -> Completion:
     from .coder import write_module_reply
     from .conductor import advise
+    from .debugger import write_fix
     from .planner import plan
 
     if request.role is AgentRole.SUMMARIZER:
         raise PragmaError(
-            "the offline provider answers only the Coder, the Conductor and the planner; summarize "
+            "the offline provider answers the loop's agents only; summarize "
             "documentation with a language model, or build with no model at all"
         )
     started = time.monotonic()
-    answer = {AgentRole.CODER: write_module_reply, AgentRole.CONDUCTOR: advise, AgentRole.PLANNER: plan}
+    answer = {
+        AgentRole.CODER: write_module_reply,
+        AgentRole.CONDUCTOR: advise,
+        AgentRole.PLANNER: plan,
+        AgentRole.DEBUGGER: write_fix,
+    }
     text = answer[request.role](request)
     return Completion(text=text, model=OFFLINE_MODEL, cost_usd=0.0, latency_s=time.monotonic() - started)
 

@@ -1,0 +1,149 @@
+"""Linear against tree against beam search at the same attempt budget: success, geometric-mean
+speedup (the bench's confirmation timing against eager PyTorch) and attempts to reach 90% of each
+task's final best.
+
+    python benchmarks/search.py [TREE] [--levels 1] [--only NAME ...] [--fit-ms T]
+                                [--budgets 6,15] [--strategies linear,tree,beam] [--branching 2]
+                                [--profilers valgrind] [--workers 1] [--out DIR]
+
+TREE defaults to the bundled examples; give ``../shared/kernelbench --levels 1 --fit-ms 5`` for a
+KernelBench level at fitted sizes. Each strategy and budget is one ``pragma bench`` in
+``OUT/<strategy>-<budget>`` (patience set to the budget, so every task may use all of it), with the
+agents the bench would use (the offline ones when no model is configured). Running the script again
+continues where it stopped: finished tasks are not run again. Prints a table, writes
+``OUT/search.json`` and ``OUT/search.png``. Run it on a quiet machine: nothing else running.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLES = ROOT / "examples" / "tasks"
+
+
+def _bench(strategy: str, budget: int, args: argparse.Namespace) -> Path:
+    out = args.out / f"{strategy}-{budget}"
+    command = [sys.executable, "-m", "pragma_core", "bench", str(args.tree), "--out", str(out)]
+    command += ["--search", strategy, "--branching", str(args.branching)]
+    command += ["--max-attempts", str(budget), "--patience", str(budget), "--reps", str(args.reps)]
+    command += ["--profilers", args.profilers, "--workers", str(args.workers)]
+    if args.levels:
+        command += ["--levels", args.levels]
+    if args.fit_ms:
+        command += ["--fit-ms", str(args.fit_ms)]
+    for name in args.only:
+        command += ["--only", name]
+    subprocess.run(command, check=True, stdout=subprocess.DEVNULL)
+    return out
+
+
+def attempts_to_90(curve: list[float | None]) -> int | None:
+    """The first attempt whose best so far is at least 90% of the final best (None: never correct)."""
+    final = next((value for value in reversed(curve) if value is not None), None)
+    if final is None:
+        return None
+    return next(i + 1 for i, value in enumerate(curve) if value is not None and value >= 0.9 * final)
+
+
+def _summary(out: Path) -> dict[str, Any]:
+    document = json.loads((out / "bench.json").read_text())
+    (variant,) = document["variants"]
+    rows = document["variants"][variant]["tasks"]
+    overall = document["metrics"][variant]["eager"]["all"]
+    reach = [attempts_to_90(row.get("best_by_attempt") or []) for row in rows.values() if row.get("correct")]
+    reach = [value for value in reach if value is not None]
+    return {
+        "tasks": overall["tasks"],
+        "success_rate": overall["success_rate"],
+        "geomean": overall["geomean_speedup"],
+        "fast_1": overall["fast_p"]["1"],
+        "attempts_to_90": statistics.median(reach) if reach else None,
+        "per_task": {key: row.get("speedup", {}).get("eager", {}).get("value") for key, row in rows.items()},
+    }
+
+
+def _plot(results: dict[str, dict[str, Any]], budgets: list[int], strategies: list[str], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    figure, (left, right) = plt.subplots(1, 2, figsize=(10, 4))
+    width = 0.8 / len(strategies)
+    for index, strategy in enumerate(strategies):
+        xs = [b + (index - (len(strategies) - 1) / 2) * width for b in range(len(budgets))]
+        geo = [results[f"{strategy}-{budget}"]["geomean"] for budget in budgets]
+        values = [g["value"] if g else 0.0 for g in geo]
+        errors = [
+            [g["value"] - g["low"] if g else 0.0 for g in geo],
+            [g["high"] - g["value"] if g else 0.0 for g in geo],
+        ]
+        left.bar(xs, values, width, yerr=errors, capsize=3, label=strategy)
+        reach = [results[f"{strategy}-{budget}"]["attempts_to_90"] or 0 for budget in budgets]
+        right.bar(xs, reach, width, label=strategy)
+    for axes, label in ((left, "geomean speedup vs eager (95% CI)"), (right, "median attempts to 90% of final best")):
+        axes.set_xticks(range(len(budgets)), [f"{budget} attempts" for budget in budgets])
+        axes.set_ylabel(label)
+        axes.legend()
+    left.axhline(1.0, color="0.3", ls="--", lw=0.8)
+    figure.tight_layout()
+    figure.savefig(path, dpi=110)
+    plt.close(figure)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("tree", nargs="?", type=Path, default=EXAMPLES)
+    parser.add_argument("--levels", default=None)
+    parser.add_argument("--only", action="append", default=[])
+    parser.add_argument("--fit-ms", type=float, default=None)
+    parser.add_argument("--budgets", default="6,15")
+    parser.add_argument("--strategies", default="linear,tree,beam")
+    parser.add_argument("--branching", type=int, default=2)
+    parser.add_argument("--profilers", default="valgrind")
+    parser.add_argument("--reps", type=int, default=100)
+    parser.add_argument("--workers", type=int, default=1)
+    parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "search")
+    args = parser.parse_args()
+    budgets = [int(b) for b in args.budgets.split(",")]
+    strategies = args.strategies.split(",")
+    console = Console()
+    results = {}
+    for budget in budgets:
+        for strategy in strategies:
+            console.print(f"[bold]{strategy}[/], {budget} attempts per task ...")
+            results[f"{strategy}-{budget}"] = _summary(_bench(strategy, budget, args))
+    table = Table(title=f"search strategies on {args.tree} (branching {args.branching})")
+    for column in ("budget", "strategy", "tasks", "success", "geomean vs eager", "fast_1", "attempts to 90%"):
+        table.add_column(column, justify="right" if column not in ("strategy",) else "left")
+    for budget in budgets:
+        for strategy in strategies:
+            r = results[f"{strategy}-{budget}"]
+            geo = r["geomean"]
+            table.add_row(
+                str(budget),
+                strategy,
+                str(r["tasks"]),
+                f"{r['success_rate']:.0%}",
+                f"{geo['value']:.2f}x [{geo['low']:.2f}-{geo['high']:.2f}]" if geo else "-",
+                f"{r['fast_1']:.0%}",
+                "-" if r["attempts_to_90"] is None else f"{r['attempts_to_90']:g}",
+            )
+    console.print(table)
+    (args.out / "search.json").write_text(json.dumps(results, indent=2) + "\n")
+    _plot(results, budgets, strategies, args.out / "search.png")
+    console.print(f"written: {args.out / 'search.json'}, {args.out / 'search.png'}")
+
+
+if __name__ == "__main__":
+    main()
