@@ -94,7 +94,7 @@ def _plot(results: dict[str, dict[str, Any]], budgets: list[int], strategies: li
     for axes, label in ((left, "geomean speedup vs eager (95% CI)"), (right, "median attempts to 90% of final best")):
         axes.set_xticks(range(len(budgets)), [f"{budget} attempts" for budget in budgets])
         axes.set_ylabel(label)
-        axes.legend()
+        axes.legend(loc="lower right", framealpha=0.9)
     left.axhline(1.0, color="0.3", ls="--", lw=0.8)
     figure.tight_layout()
     figure.savefig(path, dpi=110)
