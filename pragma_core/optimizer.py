@@ -433,9 +433,9 @@ class _Loop:
                 if parent.number not in plans:
                     plans[parent.number] = self.plan(parent, attempts)
                     asked = True
+                    tree = attrs.evolve(tree, plans={**tree.plans, parent.number: plans[parent.number].instructions})
                 taken = {step.instruction for step in queue if step.parent is parent}
-                untried = SearchTree(attempts=attempts, plans={parent.number: plans[parent.number].instructions})
-                options = [i for i in untried.untried(parent.number) or () if i not in taken]
+                options = [i for i in tree.untried(parent.number) or () if i not in taken]
                 if options:
                     queue.append(Step(parent=parent, instruction=options[0]))
             if queue or not asked:  # a new plan may leave the picked node with nothing: pick again

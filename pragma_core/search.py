@@ -27,7 +27,7 @@ from typing import Protocol
 import attrs
 
 from .errors import PragmaError
-from .records import AgentRole, Attempt, VerdictStatus, frozen_tuple
+from .records import AgentRole, Attempt, frozen_tuple
 
 __all__ = ["SEARCHES", "EPSILON", "Step", "SearchTree", "SearchStrategy", "strategy_named", "round_seed"]
 
@@ -46,9 +46,6 @@ class Step:
     parent: Attempt | None = None
     instruction: str | None = None
     writer: AgentRole = AgentRole.CODER
-
-
-_FIXABLE = frozenset(VerdictStatus) - {VerdictStatus.CORRECT}
 
 
 @attrs.frozen(kw_only=True)
@@ -84,7 +81,7 @@ class SearchTree:
             if a.writer is AgentRole.CODER
             and a.instruction is not None
             and a.verdict is not None
-            and a.verdict.status in _FIXABLE
+            and not a.verdict.ok
             and not self.children(a.number)
         ]
         return sorted(failed, key=lambda a: -a.number)

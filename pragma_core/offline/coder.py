@@ -23,7 +23,15 @@ from .knobs import defaults, knobs_of, parse_moves, starting
 from .recipe import GenerationContext, Knob, Match, Recipe
 from .recipes import recognize
 
-__all__ = ["recognized", "write_module_reply", "check_backend", "backend_knobs", "generate_module", "OFFLINE_BACKENDS"]
+__all__ = [
+    "recognized",
+    "write_module_reply",
+    "check_backend",
+    "backend_knobs",
+    "generate_module",
+    "attempt_numbered",
+    "OFFLINE_BACKENDS",
+]
 
 OFFLINE_BACKENDS = (DEFAULT_BACKEND, "triton")
 """The backends the recipe Coder writes for: C++ for the CPU, Triton for a GPU (or its interpreter)."""
@@ -82,7 +90,7 @@ def write_module_reply(request: CompletionRequest) -> str:
     else:
         last = request.history[-1] if request.history else None
         changes, base_number = parse_moves(last.guidance.actions if last and last.guidance else (), family_knobs)
-        base = _attempt(request.history, base_number) or request.best
+        base = attempt_numbered(request.history, base_number) or request.best
     first = starting(family_knobs) if not request.history else defaults(family_knobs)
     base_knobs = knobs_of(base, recipe.family, family_knobs) or first
     knobs = {**base_knobs, **changes}
@@ -125,7 +133,8 @@ def generate_module(task: Task, backend: str, knobs: Mapping[str, Any]) -> str:
     return recipe.generate(match, knobs, context)
 
 
-def _attempt(history: tuple[Attempt, ...], number: int | None) -> Attempt | None:
+def attempt_numbered(history: tuple[Attempt, ...], number: int | None) -> Attempt | None:
+    """The attempt of ``history`` with that number; None when there is none (or no number)."""
     if number is None:
         return None
     return next((attempt for attempt in history if attempt.number == number), None)

@@ -5,8 +5,8 @@ when the move changed one knob, that knob is the fault and the parent's version 
 from __future__ import annotations
 
 from ..backends import DEFAULT_BACKEND
-from ..records import Attempt, CompletionRequest, VerdictStatus
-from .coder import backend_knobs, generate_module, recognized
+from ..records import CompletionRequest, VerdictStatus
+from .coder import attempt_numbered, backend_knobs, generate_module, recognized
 from .graph import NotRecognized
 from .knobs import defaults, knobs_of
 
@@ -26,7 +26,7 @@ def write_fix(request: CompletionRequest) -> str:
     recipe, _match, _graph = recognized(task)
     knobs = backend_knobs(task, backend)
     broken = knobs_of(failed, recipe.family, knobs) or defaults(knobs)
-    parent = _attempt(request.history, failed.parent)
+    parent = attempt_numbered(request.history, failed.parent)
     before = knobs_of(parent, recipe.family, knobs) or defaults(knobs)
     changed = [name for name in broken if broken[name] != before.get(name)]
     order = [name for name in RISK_ORDER if name in changed] + [name for name in changed if name not in RISK_ORDER]
@@ -44,7 +44,3 @@ def write_fix(request: CompletionRequest) -> str:
     source = generate_module(task, backend, fixed)
     setting = ", ".join(f"{name}={value}" for name, value in fixed.items())
     return f"Attempt {failed.number} is {status.value}: {why}. Knobs: {setting}.\n\n```python\n{source.rstrip()}\n```\n"
-
-
-def _attempt(history: tuple[Attempt, ...], number: int | None) -> Attempt | None:
-    return next((attempt for attempt in history if attempt.number == number), None) if number else None
