@@ -153,7 +153,7 @@ def test_a_recording_the_verifier_kept_is_profiled_without_another_child(tmp_pat
 
     task = load_task(EXAMPLES / "level1" / "1_GELUTanh.py", {"batch_size": 8, "dim": 1024})
     fast = Candidate(source=(EXAMPLES.parent / "candidates" / "1_GELUTanh_fast.py").read_text(), backend="cpu-cpp")
-    settings = VerifySettings(reps=5, warmup=1, threads=1)
+    settings = VerifySettings(reps=20, warmup=1, threads=1)
     verdict = verify(task, fast, settings, keep_recordings={tmp_path / "kept": task})
     assert verdict.ok, verdict.message
     kept = CallRecording.load(tmp_path / "kept")
@@ -176,7 +176,7 @@ def test_the_verifier_records_at_each_profilers_size_and_refuses_a_candidate_fix
     task = load_task(EXAMPLES / "level1" / "1_GELUTanh.py", {"batch_size": 64, "dim": 1024})
     small = load_task(EXAMPLES / "level1" / "1_GELUTanh.py", {"batch_size": 8, "dim": 1024})
     fast = Candidate(source=(EXAMPLES.parent / "candidates" / "1_GELUTanh_fast.py").read_text(), backend="cpu-cpp")
-    settings = VerifySettings(reps=5, warmup=1, threads=1)
+    settings = VerifySettings(reps=20, warmup=1, threads=1)
     kept = {tmp_path / "own": task, tmp_path / "small": small}
     assert verify(task, fast, settings, keep_recordings=kept).ok
     own, reduced = CallRecording.load(tmp_path / "own"), CallRecording.load(tmp_path / "small")

@@ -21,7 +21,7 @@ from .conftest import EXAMPLES, REPO
 CANDIDATES = Path(__file__).parent / "candidates"
 GELU = EXAMPLES / "level1" / "1_GELUTanh.py"
 SMALL = {"batch_size": 32, "dim": 1024}
-QUICK = VerifySettings(reps=5, warmup=1, timeout_s=120, threads=2)
+QUICK = VerifySettings(reps=20, warmup=1, timeout_s=120, threads=2)
 
 
 FAST_GELU = EXAMPLES.parent / "candidates" / "1_GELUTanh_fast.py"
