@@ -164,6 +164,23 @@ def test_editing_the_task_file_is_a_sandbox_escape_and_the_file_stays(tmp_path):
     assert task_file.read_text() == GELU.read_text()
 
 
+def test_a_child_clock_that_reads_less_than_the_parents_is_forged_timing(monkeypatch):
+    """The backstop behind the harness-patched check: readings a tenth of what the parent's clock
+    saw around each call are rejected, and only after more calls confirmed it (scheduling delay on
+    a busy machine comes and goes; a forged clock disagrees on every call)."""
+    read = verification._number
+
+    def forged(message, key):
+        value = read(message, key)
+        return value * 0.1 if message.event == "called" else value
+
+    monkeypatch.setattr(verification, "_number", forged)
+    verdict = check("gelu_correct_fast", sizes={"batch_size": 256, "dim": 16384})  # calls of milliseconds
+    assert verdict.failed_check == "forged-timing", verdict.message
+    assert "never less than" in verdict.message
+    assert any("more were timed before judging" in note for note in verdict.notes)
+
+
 @pytest.mark.serial  # the timing's own clock checks come first, and a neighbour's load can trip them
 def test_a_time_below_the_roofline_floor_is_rejected(monkeypatch):
     monkeypatch.setattr(verification, "_floor_ms", lambda task, settings, backend: 1e6)

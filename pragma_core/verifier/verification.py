@@ -83,6 +83,10 @@ _FORGERY_SLACK_MS = 1.0
 call's own time, before the child's reading is called forged: an honest candidate call measured
 up to about 0.55 ms more than an idle one on the CI machine (the recorder's session has events to
 keep), and a busy machine adds scheduling delay."""
+_CONFIRMING_REPS = 10
+"""Repetitions timed beyond the last before a suspected forged clock is judged: on a busy machine
+every one of a few calls can wait for a CPU past the forgery allowance, while a forged clock
+disagrees on every call however many there are."""
 _CALIBRATION_ROUNDS = 12  # round trips measured to know the cost of asking, with and without the recorder
 _CALIBRATION_KERNELS = 9  # runs of the calibration kernel before and after the timing (median of them)
 _CALIBRATION_WARMUP = 5  # unmeasured runs of it before the first
@@ -470,7 +474,9 @@ class _Verification:
         machine_before = snapshot(child)
         started = time.perf_counter()
         enough = min(_MIN_REPS, settings.reps)
-        for rep in range(settings.reps):
+
+        def repetition(rep: int) -> None:
+            nonlocal uncalled
             seed, slot = seeds.randrange(2**31), rep % slots
             order = contenders if rep % 2 == 0 else contenders[::-1]
             for who in order:
@@ -482,14 +488,27 @@ class _Verification:
             self._sample_timed_call(rep)
             if rep == forced or self.rng.random() < CHECK_PROBABILITY:
                 self._check_timed_call(rep, seed)
-            if rep + 1 >= enough and time.perf_counter() - started > settings.timing_budget_s:
+
+        reps = 0
+        for rep in range(settings.reps):
+            repetition(rep)
+            reps = rep + 1
+            if reps >= enough and time.perf_counter() - started > settings.timing_budget_s:
                 break
-            if _precise_enough(samples, rep + 1, settings.precision):
+            if _precise_enough(samples, reps, settings.precision):
                 break
-            outrun = _outrun(samples, rep + 1, self.to_beat)
+            outrun = _outrun(samples, reps, self.to_beat)
             if outrun:
-                self.notes.append(f"timing stopped after {rep + 1} repetitions: {outrun}")
+                self.notes.append(f"timing stopped after {reps} repetitions: {outrun}")
                 break
+        if _forged_timing(samples, parent_samples, calibration):
+            # A forged clock disagrees on every call; a busy machine's scheduling delay comes and goes.
+            for rep in range(reps, reps + _CONFIRMING_REPS):
+                repetition(rep)
+            self.notes.append(
+                f"the child's clock disagreed with the parent's on all of {reps} repetitions; "
+                f"{_CONFIRMING_REPS} more were timed before judging"
+            )
         machine_after = snapshot(child)
         self.machine = (machine_before, machine_after, calibrated_before, self._calibrate())
         self.uncalled = uncalled
