@@ -23,6 +23,7 @@ import functools
 import importlib
 import importlib.metadata as metadata
 import os
+import threading
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, TypeVar
 
@@ -135,7 +136,9 @@ class PluginRegistry:
         self._builtins = tuple(builtins)
         self._entry_points = entry_points
         self._environ = os.environ if environ is None else environ
-        self._loaded = False
+        self._loaded = False  # loading has begun (a plugin that queries the registry while loading sees it partly)
+        self._ready = False  # loading has ended
+        self._loading = threading.RLock()  # another thread's first query waits for the loading to end
         self._pm = pluggy.PluginManager(hookspecs.PROJECT_NAME)
         self._pm.add_hookspecs(hookspecs)
         self._origins: list[_Origin] = []
@@ -188,9 +191,15 @@ class PluginRegistry:
     # -- loading ------------------------------------------------------------------------------
 
     def _ensure_loaded(self) -> None:
-        if self._loaded:
+        if self._ready:
             return
-        self._loaded = True
+        with self._loading:
+            if not self._loaded:
+                self._loaded = True
+                self._load()
+                self._ready = True
+
+    def _load(self) -> None:
         self._strict = self._environ.get("PRAGMA_STRICT_PLUGINS", "") not in ("", "0", "false")
         disabled = _names(self._environ, "PRAGMA_DISABLE_PLUGINS") or set()
         allowed = _names(self._environ, "PRAGMA_LOAD_PLUGINS")
@@ -337,14 +346,16 @@ def _one_line(error: BaseException) -> str:
 
 
 _registry: PluginRegistry | None = None
+_creating = threading.Lock()
 
 
 def get_registry() -> PluginRegistry:
     """The process-wide registry, created on first call; plugins load on its first query."""
     global _registry
-    if _registry is None:
-        _registry = PluginRegistry()
-    return _registry
+    with _creating:
+        if _registry is None:
+            _registry = PluginRegistry()
+        return _registry
 
 
 def reset_registry() -> None:
