@@ -16,6 +16,7 @@ happens; ``resume`` continues a run after its last complete attempt.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import platform
@@ -67,6 +68,7 @@ from .run_directory import RunDirectory
 from .search import SEARCHES, SearchStrategy, SearchTree, Step, round_seed, strategy_named
 from .statistics import bar_to_beat, best_of, improves_on
 from .verifier import VerifySettings, WarmChild, verify
+from .verifier.build_ahead import BuildsAhead
 
 __all__ = [
     "MODEL_VARIABLE",
@@ -269,6 +271,7 @@ def optimize(
         bound=baseline.bound if baseline is not None else None,
         progress=progress,
         warm=_NextChild(task=task, settings=settings.verify),
+        builds=BuildsAhead(task, settings.verify, backend=settings.backend, workers=max(2, settings.branching)),
         recording_tasks=_recording_tasks(task, profilers),
     )
     best = best_of(attempts)
@@ -276,7 +279,7 @@ def optimize(
     strategy = strategy_named(settings.search)
     plans = run.plans()
     queue: list[Step] = []
-    ahead: list[Future] = []
+    ahead: list[_Ahead] = []
     if len(attempts) < settings.max_attempts:
         loop.warm.start()  # after the baseline's timing: the first attempt's child imports torch meanwhile
     try:
@@ -312,6 +315,7 @@ def optimize(
         run.append_event("interrupted", completed=len(attempts))
     finally:
         loop.warm.close()
+        loop.builds.close()
     result = RunResult(
         run_id=run.root.name,
         task=task,
@@ -393,6 +397,19 @@ class _NextChild:
 
 
 @attrs.frozen(kw_only=True)
+class _Ahead:
+    """A child of a round written in a thread (its prompt and reply) and built in another."""
+
+    written: Future[tuple[tuple[ChatMessage, ...], Completion]]
+    built: Future[tuple[float, float] | None]
+
+
+def _source(written: Future[tuple[tuple[ChatMessage, ...], Completion]]) -> str | None:
+    """The module a writer's reply holds, once it has replied."""
+    return extract_code(written.result()[1].text)
+
+
+@attrs.frozen(kw_only=True)
 class _Loop:
     """What stays the same from one attempt of a run to the next."""
 
@@ -405,6 +422,7 @@ class _Loop:
     bound: BoundClass | None
     progress: _Reporter
     warm: _NextChild
+    builds: BuildsAhead
     recording_tasks: tuple[Task, ...] = ()
     """The task at each size the run's profilers profile at (one entry per distinct size)."""
 
@@ -489,22 +507,26 @@ class _Loop:
         )  # fmt: skip
         return messages, reply
 
-    def write_ahead(self, queue: Sequence[Step], history: Sequence[Attempt], best: Attempt | None) -> list[Future]:
-        """The candidates of a round written at once, each in a thread of its own, when the agents
-        are a language model (whose replies take seconds; the offline agents answer at once): the
-        round's model calls overlap, and its attempts are verified one after another as they come."""
-        if len(queue) < 2 or not self.agents.provider.reads_messages:
+    def write_ahead(self, queue: Sequence[Step], history: Sequence[Attempt], best: Attempt | None) -> list[_Ahead]:
+        """The candidates of a round of several written at once, each in a thread of its own (a
+        language model's replies take seconds; they overlap), and each built as soon as it is
+        written (:class:`~pragma_core.verifier.build_ahead.BuildsAhead`: the compilers overlap too).
+        The round's attempts are then verified one after another as they come."""
+        if len(queue) < 2:
             return []
         pool = ThreadPoolExecutor(max_workers=len(queue), thread_name_prefix="pragma-writer")
-        futures = [pool.submit(self.write, step, tuple(history), best) for step in queue]
+        ahead = []
+        for step in queue:
+            written = pool.submit(self.write, step, tuple(history), best)
+            ahead.append(_Ahead(written=written, built=self.builds.submit(functools.partial(_source, written))))
         pool.shutdown(wait=False)
-        return futures
+        return ahead
 
     def attempt(
-        self, number: int, history: list[Attempt], best: Attempt | None, step: Step, written: Future | None = None
+        self, number: int, history: list[Attempt], best: Attempt | None, step: Step, ahead: _Ahead | None = None
     ) -> Attempt:
-        """Write (or take the reply ``written`` ahead), verify, profile, diagnose and advise once;
-        the attempt is on disk when this returns."""
+        """Write (or take the reply written ``ahead``, and wait for its build), verify, profile,
+        diagnose and advise once; the attempt is on disk when this returns."""
         task, settings, run = self.task, self.settings, self.run
         parent, instruction = step.parent, step.instruction
         started = time.monotonic()
@@ -519,7 +541,7 @@ class _Loop:
             self.progress(number, name, detail)
 
         phase("writing")
-        messages, reply = written.result() if written is not None else self.write(step, history, best)
+        messages, reply = ahead.written.result() if ahead is not None else self.write(step, history, best)
         files.update({f"{step.writer.value}_prompt": _transcript(messages), f"{step.writer.value}_reply": reply.text})
         usage, cost = reply.usage, reply.cost_usd
         source = extract_code(reply.text)
@@ -533,6 +555,10 @@ class _Loop:
             candidate = Candidate(source=source, backend=settings.backend, attempt=number)
             files["candidate.py"] = source
             phase("building")
+            if ahead is not None:
+                built = ahead.built.result()  # its kernels, built beside the round's other children
+                if built is not None:
+                    run.append_event("built_ahead", attempt=number, seconds=round(built[1] - built[0], 3))
             verdict = self._verify(number, candidate, phase, staging, best)
 
         profiles: list[Profile] = []

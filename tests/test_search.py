@@ -4,7 +4,13 @@ tree search run by the offline agents end to end, resumed with no instruction tr
 from __future__ import annotations
 
 import json
+import os
 import random
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
 
 import attrs
 import pytest
@@ -34,7 +40,7 @@ from pragma_core.run_directory import RunDirectory
 from pragma_core.search import SearchTree, strategy_named
 from pragma_core.verifier import VerifySettings
 
-from .conftest import EXAMPLES
+from .conftest import EXAMPLES, REPO
 
 
 def node(number: int, speedup: float | None, *, parent: int | None = None, instruction: str | None = None) -> Attempt:
@@ -181,34 +187,63 @@ def _tree_settings(runs, attempts: int) -> OptimizeSettings:
     )
 
 
-def test_a_tree_search_with_the_offline_agents_branches_and_resumes_without_repeating(tmp_path, capsys):
-    task = load_task(EXAMPLES / "level1" / "2_LeakyReLU.py", sizes={"batch_size": 64})
-    first = optimize(task, _tree_settings(tmp_path, 3))
-    run = RunDirectory(tmp_path / first.run_id)
-    one, *children = first.attempts
-    assert one.parent is None and one.instruction is None
-    assert [c.parent for c in children] == [1, 1]  # two children of attempt 1 in the first round
-    assert len({c.instruction for c in children}) == 2  # each applied a different instruction
-    plan = run.plans()[1]
-    assert [c.instruction for c in children] == list(plan.instructions[:2])
-    assert all("pragma-recipe" in c.instruction and "(from attempt 1)" in c.instruction for c in children)
+LEAKY_RELU = EXAMPLES / "level1" / "2_LeakyReLU.py"
 
-    resumed = optimize(None, _tree_settings(tmp_path, 6), resume=run.root)
+
+def tree_run(runs: str) -> None:
+    """The tree search the test below kills: run in a process of its own (``python -c``)."""
+    optimize(load_task(LEAKY_RELU, sizes={"batch_size": 64}), _tree_settings(Path(runs), 6))
+
+
+def test_a_tree_search_killed_mid_round_resumes_without_losing_or_repeating(tmp_path, capsys):
+    """SIGKILL while the second child of the first round is verified, then resume: the finished
+    attempts are kept byte for byte, the plan is not asked for again, no instruction is applied
+    twice to one parent, and the round's children were built ahead of their verifications."""
+    runs = tmp_path / "runs"
+    first = subprocess.Popen(
+        [sys.executable, "-c", f"from tests.test_search import tree_run; tree_run({str(runs)!r})"],
+        cwd=REPO,
+        start_new_session=True,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    deadline = time.monotonic() + 600
+    while not list(runs.glob("*/.attempt-03.partial")):
+        assert first.poll() is None, f"the run ended early: {first.communicate()[1][-2000:]!r}"
+        assert time.monotonic() < deadline, "attempt 3 never started"
+        time.sleep(0.2)
+    os.killpg(first.pid, signal.SIGKILL)
+    first.wait()
+    (root,) = runs.iterdir()
+    run = RunDirectory(root)
+    one, two = run.completed_attempts()
+    assert one.parent is None and one.instruction is None
+    assert two.parent == 1 and two.instruction == run.plans()[1].instructions[0]
+    assert "pragma-recipe" in two.instruction and "(from attempt 1)" in two.instruction
+    kept = {n: (root / f"attempt-0{n}" / "attempt.json").read_bytes() for n in (1, 2)}
+
+    resumed = optimize(None, _tree_settings(runs, 6), resume=root)
     attempts = resumed.attempts
     assert [a.number for a in attempts] == [1, 2, 3, 4, 5, 6]
+    assert {n: (root / f"attempt-0{n}" / "attempt.json").read_bytes() for n in (1, 2)} == kept
+    assert not list(root.glob(".*partial"))
     pairs = [(a.parent, a.instruction) for a in attempts if a.instruction]
     assert len(pairs) == len(set(pairs))  # no instruction applied twice to the same parent
     assert all(a.parent is not None and a.parent < a.number for a in attempts[1:])
-    planned = [e["parent"] for e in run.events() if e["event"] == "planned"]
-    assert len(planned) == len(set(planned))  # a plan is asked for once per node, resumed or not
+    events = run.events()
+    planned = [e["parent"] for e in events if e["event"] == "planned"]
+    assert len(planned) == len(set(planned))  # a plan is asked for once per node, killed or not
+    assert [e["event"] for e in events].count("resumed") == 1
+    assert 2 in {e["attempt"] for e in events if e["event"] == "built_ahead"}
     assert resumed.best is not None and resumed.best.verdict.ok
 
     capsys.readouterr()
-    main(["trace", str(run.root), "--tree"])  # returns when it succeeds (exits only on an error)
+    main(["trace", str(root), "--tree"])  # returns when it succeeds (exits only on an error)
     shown = capsys.readouterr().out
     assert "search tree of level1/2_LeakyReLU (tree): 6 attempts" in shown
-    assert "#1 correct" in shown and "├── #2" in shown and "[best]" in shown
-    assert (run.root / "tree.png").read_bytes()[:4] == b"\x89PNG"
+    assert "#1 correct" in shown and "── #2 correct" in shown and "[best]" in shown
+    assert all(f"── #{n} " in shown for n in range(3, 7))  # each attempt under its parent
+    assert (root / "tree.png").read_bytes()[:4] == b"\x89PNG"
 
 
 BREAKING_MODEL = '''
