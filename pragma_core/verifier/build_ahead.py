@@ -74,8 +74,8 @@ class BuildsAhead:
                 return None
         if source is None or not self._worth_building(source):
             return None
-        started = time.monotonic()
         with busy_slot():
+            started = time.monotonic()
             with self._lock:
                 if self._closed:
                     return None

@@ -506,7 +506,7 @@ class _Verification:
             for rep in range(reps, reps + _CONFIRMING_REPS):
                 repetition(rep)
             self.notes.append(
-                f"the child's clock disagreed with the parent's on all of {reps} repetitions; "
+                f"the child's clock disagreed with the parent's over {reps} repetitions; "
                 f"{_CONFIRMING_REPS} more were timed before judging"
             )
         machine_after = snapshot(child)
