@@ -26,6 +26,7 @@ from .errors import CandidateError, PragmaError, TaskError
 from .plugins import PluginRegistry, get_registry
 from .progress import progress_bar
 from .records import Candidate, Task
+from .search import SEARCHES
 from .serialization import to_dict
 from .tasks import find_task_files, load_task, parse_size_assignments, sizes_per_file
 
@@ -151,7 +152,7 @@ def _search_options(command: Any) -> Any:
     )(command)
     return click.option(
         "--search",
-        type=click.Choice(["linear", "tree", "beam"]),
+        type=click.Choice(SEARCHES),
         default="linear",
         show_default=True,
         help="How attempts build on each other: one chain (linear), epsilon-greedy over the tree of attempts "
