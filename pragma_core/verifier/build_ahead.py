@@ -31,6 +31,7 @@ from ..records import Candidate, Task
 from ..timing_slot import busy_slot
 from .settings import VerifySettings
 from .static_checks import read_candidate
+from .verification import refused_before_running
 from .warm_child import WarmChild
 
 __all__ = ["BuildsAhead"]
@@ -93,11 +94,8 @@ class BuildsAhead:
         return started, time.monotonic()
 
     def _worth_building(self, source: str) -> bool:
-        """Whether the verification would run the candidate at all: it parses, defines ModelNew, no
-        static rule refuses it, and its backend can run here."""
-        findings = read_candidate(source)
-        if findings.syntax_error or findings.missing_model_new or findings.reference_reuse:
-            return False
-        if findings.rejection(float32_task=False) is not None:  # rules for float32 tasks aside: built for nothing
+        """Whether the verification would run the candidate at all: its source does not decide
+        its verdict, and its backend can run here."""
+        if refused_before_running(self.task, read_candidate(source)) is not None:
             return False
         return get_registry().backend(self.backend).probe().available

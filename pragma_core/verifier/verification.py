@@ -52,7 +52,7 @@ from .machine_load import (
 )
 from .reference import References, compute_references, preflight, preflight_path, reference_error
 from .settings import FORWARD_LIMIT_FACTOR, FORWARD_LIMIT_FLOOR_S, VerifySettings, all_cpus
-from .static_checks import read_candidate
+from .static_checks import StaticFindings, read_candidate
 from .warm_child import WarmChild
 
 __all__ = ["verify"]
@@ -152,15 +152,9 @@ def verify(
     if untimed:
         settings = attrs.evolve(settings, time=False)
     findings = read_candidate(candidate.source)
-    if findings.syntax_error:
-        return Verdict(status=VerdictStatus.COMPILE_ERROR, message=findings.syntax_error)
-    if findings.missing_model_new:
-        return Verdict(status=VerdictStatus.RUNTIME_ERROR, message="the candidate defines no class ModelNew(nn.Module)")
-    if findings.reference_reuse:
-        return _rejected("reference-reuse", findings.reference_reuse)
-    rejection = findings.rejection(float32_task=_float32_task(task))
-    if rejection is not None:
-        return _rejected(*rejection)
+    refusal = refused_before_running(task, findings)
+    if refusal is not None:
+        return refusal
     notes = [f"flagged PyTorch calls in forward: {', '.join(findings.flagged_calls)}"] if findings.flagged_calls else []
     notes += list(findings.notes)
     if untimed:
@@ -234,6 +228,20 @@ def verify(
             notes=verdict.notes,
         )
     return attrs.evolve(verdict, seed=references.seed)
+
+
+def refused_before_running(task: Task, findings: StaticFindings) -> Verdict | None:
+    """The verdict of a candidate whose source alone decides it (:func:`read_candidate`'s
+    ``findings``): it does not parse, defines no ``ModelNew``, reuses the reference, or a static
+    rule rejects it. None when it must be run to be judged."""
+    if findings.syntax_error:
+        return Verdict(status=VerdictStatus.COMPILE_ERROR, message=findings.syntax_error)
+    if findings.missing_model_new:
+        return Verdict(status=VerdictStatus.RUNTIME_ERROR, message="the candidate defines no class ModelNew(nn.Module)")
+    if findings.reference_reuse:
+        return _rejected("reference-reuse", findings.reference_reuse)
+    rejection = findings.rejection(float32_task=_float32_task(task))
+    return _rejected(*rejection) if rejection is not None else None
 
 
 class _Verification:
