@@ -28,6 +28,7 @@ from typing import Any
 
 from .categories import infer_category
 from .errors import SizeOverrideError, TaskError, describe_exception
+from .python_source import parse
 from .records import Task
 
 __all__ = [
@@ -150,7 +151,7 @@ def size_constants(source: str) -> dict[str, Any]:
     constants; ``rows = batch_size * 2`` names another constant, so it is derived and follows that
     one when it changes.
     """
-    return {name: value for name, (value, _node) in _constant_nodes(ast.parse(source)).items()}
+    return {name: value for name, (value, _node) in _constant_nodes(parse(source)).items()}
 
 
 def parse_size_assignments(assignments: Iterable[str]) -> dict[str, str]:
@@ -170,7 +171,7 @@ def apply_sizes(source: str, sizes: Mapping[str, Any], *, path: Path | None = No
     and comments are kept. A list given for a tuple constant (as JSON stores it) is written as a tuple."""
     if not sizes:
         return source
-    nodes = _constant_nodes(ast.parse(source), every=True)
+    nodes = _constant_nodes(parse(source), every=True)
     lines = source.splitlines(keepends=True)
     edits = []
     for name, value in sizes.items():
@@ -284,7 +285,7 @@ def _convert(path: Path, name: str, raw: Any, original: Any) -> Any:
     value = raw
     if isinstance(raw, str) and not isinstance(original, str):
         try:
-            value = constant_value(ast.parse(raw.strip(), mode="eval").body)
+            value = constant_value(parse(raw.strip(), mode="eval").body)
         except (SyntaxError, ValueError):
             raise SizeOverrideError(
                 f"{where}: {name} is {kind} constant; give {_what(original)} such as {example}"

@@ -18,12 +18,13 @@ having no code and tells the Coder so.
 
 from __future__ import annotations
 
-import ast
 import re
 import textwrap
 import warnings
 
 import attrs
+
+from ..python_source import parse
 
 __all__ = ["extract_code", "fenced_blocks", "FencedBlock"]
 
@@ -139,7 +140,7 @@ def _parses(code: str) -> bool:
     with warnings.catch_warnings():  # invalid escapes in the model's strings are not our concern
         warnings.simplefilter("ignore")
         try:
-            ast.parse(code)
+            parse(code)
         except (SyntaxError, ValueError):  # ValueError: null bytes
             return False
     return True

@@ -14,6 +14,7 @@ from typing import Any
 
 import attrs
 
+from ..python_source import parse
 from .graph import NotRecognized
 from .recipe import RECIPE_MARKER, GenerationContext, Match
 
@@ -28,7 +29,7 @@ def param_expr(path: str) -> str:
 def forward_argument(context: GenerationContext, index: int) -> str:
     """The name ``Model.forward`` gives its argument ``index``: fx renames some (``input`` becomes
     ``input_1``), and ``ModelNew.forward`` keeps the task's own names."""
-    tree = ast.parse(context.task_source)
+    tree = parse(context.task_source)
     model = next((node for node in tree.body if isinstance(node, ast.ClassDef) and node.name == "Model"), None)
     forward = _method(model, "forward") if model is not None else None
     if forward is None or index + 1 >= len(forward.args.args):
@@ -65,7 +66,7 @@ def module_frame(
 ) -> ModuleFrame:
     """The task's parts of a generated module (:class:`ModuleFrame`); ``standard`` are the imports
     the module writes itself."""
-    tree = ast.parse(context.task_source)
+    tree = parse(context.task_source)
     model = next((node for node in tree.body if isinstance(node, ast.ClassDef) and node.name == "Model"), None)
     if model is None:
         raise NotRecognized(f"{context.task_key}: no class Model in the task")

@@ -75,6 +75,7 @@ from collections.abc import Iterable, Iterator
 
 import attrs
 
+from ..python_source import parse
 from .static_rules import (
     _C_COMMENTS,
     _C_PRECISION,
@@ -202,7 +203,7 @@ class StaticFindings:
 
 def read_candidate(source: str) -> StaticFindings:
     try:
-        module = ast.parse(source, filename="candidate.py")
+        module = parse(source, filename="candidate.py")
     except SyntaxError as error:
         return StaticFindings(syntax_error=f"candidate.py:{error.lineno}: syntax error: {error.msg}")
     model_new = next((node for node in module.body if isinstance(node, ast.ClassDef) and node.name == "ModelNew"), None)

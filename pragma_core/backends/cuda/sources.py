@@ -29,6 +29,7 @@ from collections.abc import Iterator
 import attrs
 from attrs import validators as v
 
+from ...python_source import parse
 from ...records import frozen_tuple
 
 __all__ = ["KernelSource", "extract_sources"]
@@ -82,7 +83,7 @@ def extract_sources(candidate_source: str) -> list[KernelSource]:
     Calls without ``cuda_sources`` (C++ only) are not listed. Nothing of the candidate runs.
     Raises SyntaxError when the candidate is not valid Python.
     """
-    tree = ast.parse(candidate_source)
+    tree = parse(candidate_source)
     reader = _Reader(tree, candidate_source)
     return [reader.kernel_source(call, scopes) for call, scopes in reader.load_inline_calls()]
 
