@@ -26,12 +26,17 @@ os.environ.setdefault("PRAGMA_KNOWLEDGE_DIR", str(REPO / "build" / "test-knowled
 
 @pytest.fixture(scope="session", autouse=True)
 def _one_cache_per_run(tmp_path_factory):
-    """One pragma cache folder for the whole run, child processes included, never the user's: a
-    kernel built by one test is reused by every later one, and the machine's peaks are measured
-    once per thread count (on first need, by ``machine_peaks``), not once per test or module.
-    Tests about the cache itself give themselves a folder of their own."""
+    """One pragma cache folder for the whole run, child processes and both xdist workers included,
+    never the user's: a kernel built by one test is reused by every later one, and the machine's
+    peaks are measured once per thread count (on first need, by ``machine_peaks``), not once per
+    test, module or worker. The workers share it as two pragma processes share a user's cache (its
+    writers lock and rename). Tests about the cache itself give themselves a folder of their own."""
     patch = pytest.MonkeyPatch()
-    cache = tmp_path_factory.mktemp("pragma-cache")
+    run_folder = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        run_folder = run_folder.parent  # each worker's base folder sits in the run's own folder
+    cache = run_folder / "pragma-cache"
+    cache.mkdir(exist_ok=True)
     patch.setenv("PRAGMA_CACHE_DIR", str(cache))
     yield cache
     patch.undo()
