@@ -71,12 +71,10 @@ demo: $(STAMP)
 	$(BIN)/pragma optimize $(DEMO_TASK) --set batch_size=256 --max-attempts 6 --reps 30 --runs-dir $(DEMO_RUNS)
 	$(BIN)/pragma trace $$(ls -td $(DEMO_RUNS)/*/ | head -1)
 
-# Lint and the plugin and builder tests side by side, as each keeps one core busy (mypy alone takes
-# 80 s on a clean clone), their outputs printed one after the other; then the core tests, which use
-# both cores. The environments are made first, one at a time.
-test: $(STAMP) $(PLUGIN_STAMPS)
-	$(MAKE) --no-print-directory -j 2 --output-sync=target lint test-plugins test-builder
-	$(MAKE) --no-print-directory test-core
+# One after the other. Not lint beside the plugin tests, though mypy keeps one core busy for 80 s:
+# under that load `perf stat` in the sandbox sometimes exits 0 for a program that failed (perf
+# 6.1; 5 of 120 runs beside two busy loops, never on a quiet machine), and a perf plugin test fails.
+test: lint test-plugins test-builder test-core
 
 # The quick loop: lint, types, and the core tests not marked slow (no plugin environments).
 check: lint
