@@ -13,7 +13,7 @@ BIN     := $(VENV)/bin
 # holds for this repository's own packages (the verifier's worker is imported by children only).
 PIP     := -m pip install --quiet --disable-pip-version-check --no-compile -c constraints.txt
 # Exit status ignored: a few packages ship files that are not Python on purpose (pip skips them too).
-compile = -$(1)/bin/python -m compileall -qq -j 0 "$$($(1)/bin/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')"
+compile = $(1)/bin/python -m compileall -qq -j 0 "$$($(1)/bin/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')" || true
 # Every pip package of the repository: core with its test, lint, docs, bench and Ray tools, each
 # profiler plugin, the knowledge builder.
 PLUGINS := $(patsubst plugins/%/pyproject.toml,%,$(wildcard plugins/*/pyproject.toml))
@@ -46,7 +46,7 @@ $(STAMP): pyproject.toml constraints.txt Makefile $(wildcard plugins/*/pyproject
 	$(call sees_core,$(VENV),pragma-core-base.pth)
 	$(BIN)/python $(PIP) -e ".[test,lint,docs,bench,ray]" $(foreach p,$(PLUGINS),-e plugins/$(p)) -e knowledge_builder
 	$(call compile,$(VENV))
-	-$(BIN)/python -m compileall -qq -j 0 $(LINTED)
+	$(BIN)/python -m compileall -qq -j 0 $(LINTED) || true
 	touch $@
 
 $(CORE_STAMP): pyproject.toml constraints.txt Makefile
