@@ -22,7 +22,7 @@ STAMP   := $(VENV)/.installed
 # .venvs/<plugin> is an empty environment that sees .venvs/core's packages through a .pth file and
 # installs just its plugin, so the check costs seconds, not a reinstall of torch per plugin. .venv
 # sees .venvs/core the same way and adds the plugins, the builder and the lint, docs and bench
-# tools: torch and the other heavy packages are installed once (`make install`: 3 minutes 8 on 2 cores).
+# tools: torch and the other heavy packages are installed once (`make install`: 3 minutes 27 on 2 cores, byte-compiling included).
 CORE_STAMP    := .venvs/core/.installed
 PLUGIN_STAMPS := $(foreach p,$(PLUGINS),.venvs/$(p)/.installed)
 LINTED  := pragma_core $(foreach p,$(PLUGINS),plugins/$(p)/pragma_$(p)) knowledge_builder/knowledge_builder
