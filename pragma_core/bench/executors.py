@@ -5,9 +5,12 @@ every finished row to the driver, which alone writes ``bench.json``. On one mach
 slot (:mod:`pragma_core.timing_slot`) lets one verification time at a time while the other tasks'
 model calls, builds and profiling go on; on a Ray cluster each node has its own slot.
 
-``local`` runs each task in its own spawned process (never in the driver: a parent timing its
-child must not share an interpreter lock with other work), at most ``workers`` at once; a worker
-dies with the driver. ``ray`` submits each task as a Ray task with its resource request; a task
+``local`` runs each task in a process of its own (never in the driver: a parent timing its child
+must not share an interpreter lock with other work), at most ``workers`` at once; a worker dies
+with the driver. The workers are forked from a server process that imported pragma and torch (and
+litellm, when a model answers) once, for the whole bench: importing them is seconds of a core for
+each task otherwise (litellm alone about 6 s), and that work would run beside another task's
+timing, which the timing slot cannot see. ``ray`` submits each task as a Ray task with its resource request; a task
 whose node sees the bench directory (one machine, or a shared filesystem) writes its run folder
 there, as a local worker does; elsewhere it works in a folder of its node and ships the run folder
 back with its row, for the driver to unpack.
@@ -23,6 +26,7 @@ import secrets
 import shutil
 import tarfile
 import tempfile
+import threading
 import time
 import traceback
 from collections.abc import Callable, Sequence
@@ -32,7 +36,6 @@ from typing import Any
 import attrs
 
 from ..errors import PragmaError
-from ..sandbox import die_with_parent
 from .task_run import Reporter, TaskJob, run_task
 
 __all__ = ["RowHandler", "LocalExecutor", "RayExecutor", "RAY_INSTALL_HINT"]
@@ -52,7 +55,7 @@ class LocalExecutor:
     workers: int = attrs.field(default=1, validator=attrs.validators.ge(1))
 
     def run(self, jobs: Sequence[TaskJob], on_event: Reporter, on_row: RowHandler) -> None:
-        context = multiprocessing.get_context("spawn")
+        context = _worker_context(jobs)
         messages = context.Queue()
         waiting = list(jobs)
         running: dict[str, Any] = {}
@@ -61,7 +64,9 @@ class LocalExecutor:
                 while waiting and len(running) < self.workers:
                     job = waiting.pop(0)
                     process = context.Process(
-                        target=_local_worker, args=(job, messages, os.getpid()), name=f"pragma-bench {job.key}"
+                        target=_local_worker,
+                        args=(job, messages, dict(os.environ), os.getcwd()),
+                        name=f"pragma-bench {job.key}",
                     )
                     process.start()
                     running[job.key] = process
@@ -80,11 +85,34 @@ class LocalExecutor:
             messages.close()
 
 
-def _local_worker(job: TaskJob, messages: Any, driver: int) -> None:
-    """A worker process: one task, its events and row sent to the driver."""
-    die_with_parent()
-    if os.getppid() != driver:  # the driver died before the line above
-        os._exit(1)
+_PRELOADED = ["pragma_core.bench.task_run"]
+"""What the worker server imports once: everything a task's run imports (pragma, torch, plugins)."""
+
+
+def _worker_context(jobs: Sequence[TaskJob]) -> Any:
+    """Workers forked from a server that imported :data:`_PRELOADED` (and litellm when a job names
+    a model: its provider set litellm's offline switches in this process's environment); spawned
+    where there is no fork server."""
+    if "forkserver" not in multiprocessing.get_all_start_methods():
+        return multiprocessing.get_context("spawn")
+    context = multiprocessing.get_context("forkserver")
+    preload = list(_PRELOADED)
+    if any(job.settings.model for job in jobs):
+        from ..providers.litellm_provider import set_offline_switches
+
+        set_offline_switches()  # in the environment the server starts with, before it imports litellm
+        preload.append("litellm")
+    context.set_forkserver_preload(preload)  # once per process: a running server keeps its imports
+    return context
+
+
+def _local_worker(job: TaskJob, messages: Any, environment: dict[str, str], folder: str) -> None:
+    """A worker process: one task, its events and row sent to the driver. Its environment and
+    working folder are the driver's as the task starts (the fork server kept those it started with)."""
+    _die_with_driver()
+    os.environ.clear()
+    os.environ.update(environment)
+    os.chdir(folder)
 
     def report(event: dict[str, Any]) -> None:
         messages.put(("event", event))
@@ -97,6 +125,21 @@ def _local_worker(job: TaskJob, messages: Any, driver: int) -> None:
         messages.put(("row", job.key, _crashed(traceback.format_exc(limit=8))))
         return
     messages.put(("row", job.key, row))
+
+
+def _die_with_driver() -> None:
+    """End this worker at once when the driver ends, killed or not (its sandboxed children die with
+    it). The driver started it, but through the fork server, which outlives the driver while any
+    worker lives: a parent-death signal would not come."""
+    driver = multiprocessing.parent_process()
+    if driver is None:
+        return
+
+    def watch() -> None:
+        driver.join()  # returns when the driver's end of the worker's sentinel pipe closes
+        os._exit(1)
+
+    threading.Thread(target=watch, name="pragma-driver-watch", daemon=True).start()
 
 
 def _drain(messages: Any, on_event: Reporter, on_row: RowHandler, running: dict[str, Any], wait_s: float = _POLL_S):

@@ -53,6 +53,7 @@ __all__ = [
     "check_model",
     "complete",
     "redact",
+    "set_offline_switches",
 ]
 
 log = logging.getLogger(__name__)
@@ -222,9 +223,15 @@ _TOO_LONG = object()
 
 
 @functools.cache
-def _litellm() -> Any:
+def set_offline_switches() -> None:
+    """Set litellm's switches that keep its import and its token counting off the network, unless
+    the environment already chose (a process that imports litellm later inherits them)."""
     for variable, value in _OFFLINE_ENVIRONMENT.items():
         os.environ.setdefault(variable, value)
+
+
+def _litellm() -> Any:
+    set_offline_switches()
     try:
         import litellm
     except ImportError:
