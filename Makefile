@@ -92,7 +92,7 @@ lint: $(STAMP)
 # Two at a time (pytest-xdist), then alone the tests marked serial: those that time something or
 # load the machine on purpose, which a neighbouring test would disturb.
 test-core: $(STAMP)
-	$(BIN)/python -m pytest -n 2 --dist loadgroup -m "not serial" --durations=20
+	$(BIN)/python -m pytest -n 2 -m "not serial" --durations=20
 	$(BIN)/python -m pytest -m serial --durations=5
 
 # On a machine with an NVIDIA or AMD GPU: only the tests marked gpu (they skip elsewhere).

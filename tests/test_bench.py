@@ -22,10 +22,9 @@ from pragma_core.errors import PragmaError
 
 from .conftest import EXAMPLES
 
-# Each test runs whole benches in worker processes. None checks a timing's figure, only verdicts,
-# rows and files, so they run beside the other tests that check none (not serial); all on one
-# pytest-xdist worker (`--dist loadgroup`), so the module's bench is run once.
-pytestmark = pytest.mark.xdist_group("bench")
+# Each test runs whole benches in worker processes that load both cores: run alone (serial), since
+# a neighbouring test that times something would see a busy machine.
+pytestmark = pytest.mark.serial
 
 TASKS = ("2_LeakyReLU", "3_Softmax")
 FAST = ("--max-attempts", "2", "--reps", "10", "--no-profile")
