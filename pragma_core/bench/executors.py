@@ -10,10 +10,12 @@ must not share an interpreter lock with other work), at most ``workers`` at once
 with the driver. The workers are forked from a server process that imported pragma and torch (and
 litellm, when a model answers) once, for the whole bench: importing them is seconds of a core for
 each task otherwise (litellm alone about 6 s), and that work would run beside another task's
-timing, which the timing slot cannot see. ``ray`` submits each task as a Ray task with its resource request; a task
-whose node sees the bench directory (one machine, or a shared filesystem) writes its run folder
-there, as a local worker does; elsewhere it works in a folder of its node and ships the run folder
-back with its row, for the driver to unpack.
+timing, which the timing slot cannot see.
+
+``ray`` submits each task as a Ray task with its resource request; a task whose node sees the bench
+directory (one machine, or a shared filesystem) writes its run folder there, as a local worker
+does; elsewhere it works in a folder of its node and ships the run folder back with its row, for
+the driver to unpack.
 """
 
 from __future__ import annotations

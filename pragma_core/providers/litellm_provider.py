@@ -222,7 +222,6 @@ _TOO_LONG = object()
 # -- litellm, imported on first use ------------------------------------------------------------
 
 
-@functools.cache
 def set_offline_switches() -> None:
     """Set litellm's switches that keep its import and its token counting off the network, unless
     the environment already chose (a process that imports litellm later inherits them)."""
@@ -230,6 +229,7 @@ def set_offline_switches() -> None:
         os.environ.setdefault(variable, value)
 
 
+@functools.cache
 def _litellm() -> Any:
     set_offline_switches()
     try:
