@@ -171,6 +171,16 @@ _FIT_OPTION = click.option(
 )
 
 
+_TARGET_OPTION = click.option(
+    "--target-attainment",
+    type=click.FloatRange(min=0, min_open=True),
+    default=0.9,
+    show_default=True,
+    help="Stop once the best reaches this share of the task's roofline floor here; above 2 never stops a run "
+    "(a time under half the floor is rejected), for a fixed attempt budget.",
+)
+
+
 def _size_options(command: Any) -> Any:
     """``--set NAME=VALUE`` (any Python literal) and ``--fit-ms T``."""
     command = _FIT_OPTION(command)
@@ -585,6 +595,7 @@ def profile_command(
 @_size_options
 @click.option("--max-attempts", default=15, show_default=True, help="Attempts at most.")
 @click.option("--patience", default=6, show_default=True, help="Stop after this many attempts without a better one.")
+@_TARGET_OPTION
 @_search_options
 @click.option("--no-profile", is_flag=True, help="Timing only, no profiler (the paper's N-PRAGMA ablation).")
 @click.option(
@@ -636,6 +647,7 @@ def optimize_command(
     fit_ms: float | None,
     max_attempts: int,
     patience: int,
+    target_attainment: float,
     search: str,
     branching: int,
     no_profile: bool,
@@ -689,6 +701,7 @@ def optimize_command(
         provider=provider,
         max_attempts=max_attempts,
         patience=patience,
+        target_attainment=target_attainment,
         search=search,
         branching=branching,
         profile=not no_profile,
@@ -1008,7 +1021,9 @@ def _si(value: float, unit: str) -> str:
 
 from .bench.commands import register as _register_bench_commands  # noqa: E402 - the commands need the group
 
-_register_bench_commands(cli, fit_option=_FIT_OPTION, search_options=_search_options, stdout=_stdout)
+_register_bench_commands(
+    cli, fit_option=_FIT_OPTION, search_options=_search_options, target_option=_TARGET_OPTION, stdout=_stdout
+)
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -36,6 +36,7 @@ def register(
     *,
     fit_option: Callable[[Any], Any],
     search_options: Callable[[Any], Any],
+    target_option: Callable[[Any], Any],
     stdout: Callable[[], Console],
 ) -> None:
     """Add the commands to ``cli``."""
@@ -55,6 +56,7 @@ def register(
     @click.option(
         "--patience", default=6, show_default=True, help="Stop a task after this many attempts without a better one."
     )
+    @target_option
     @search_options
     @click.option(
         "--model", default=None, help="A litellm model string [default: $PRAGMA_MODEL, else the offline agents]."
@@ -125,6 +127,7 @@ def register(
         only: tuple[str, ...],
         max_attempts: int,
         patience: int,
+        target_attainment: float,
         search: str,
         branching: int,
         model: str | None,
@@ -178,6 +181,7 @@ def register(
             profilers=_csv(profilers),
             max_attempts=max_attempts,
             patience=patience,
+            target_attainment=target_attainment,
             search=search,
             branching=branching,
             baselines=_csv(baselines),

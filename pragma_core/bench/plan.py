@@ -64,6 +64,7 @@ class BenchSettings:
     profilers: tuple[str, ...] = attrs.field(default=("valgrind", "perf"), converter=frozen_tuple)
     max_attempts: int = attrs.field(default=15, validator=v.ge(1))
     patience: int = attrs.field(default=6, validator=v.ge(1))
+    target_attainment: float = attrs.field(default=0.9, validator=v.gt(0))
     search: str = attrs.field(default="linear", validator=v.in_(SEARCHES))
     branching: int = attrs.field(default=2, validator=v.ge(1))
     baselines: tuple[str, ...] = attrs.field(default=("eager",), converter=_baselines)
@@ -86,6 +87,7 @@ class BenchSettings:
             "profilers": list(self.profilers),
             "max_attempts": self.max_attempts,
             "patience": self.patience,
+            "target_attainment": self.target_attainment,
             "search": self.search,
             "branching": self.branching,
             "baselines": list(self.baselines),
@@ -105,6 +107,7 @@ class BenchSettings:
             profile=self.profile,
             max_attempts=self.max_attempts,
             patience=self.patience,
+            target_attainment=self.target_attainment,
             search=self.search,
             branching=self.branching,
             runs_dir=runs_dir,

@@ -74,7 +74,7 @@ class BenchStore:
         return self.root / "runs" / variant / key.replace("/", "__")
 
 
-_RECORDED_LATER = {"search": "linear", "branching": 2}
+_RECORDED_LATER = {"search": "linear", "branching": 2, "target_attainment": 0.9}
 """Settings a bench record from before they existed lacks, with the value its tasks ran with."""
 
 
