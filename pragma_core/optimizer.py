@@ -207,6 +207,7 @@ def optimize(
     resume: Path | None = None,
     on_attempt: AttemptListener | None = None,
     on_progress: ProgressListener | None = None,
+    on_leftover_child: Callable[[WarmChild], None] | None = None,
 ) -> RunResult:
     """Run the loop on ``task``; returns the run with every attempt and the best.
 
@@ -215,7 +216,11 @@ def optimize(
     completed attempt (``best`` is the best so far, or None), ``on_progress(progress)`` of each
     phase as it starts (:class:`Progress`); both are called in the caller's thread, between steps
     of the loop. Ctrl-C (KeyboardInterrupt) ends the run after writing what is complete, then
-    propagates.
+    propagates. ``on_leftover_child(child)`` is for a caller that verifies the task again after the
+    run (the bench's confirmation): the loop then also starts a child after its last attempt's
+    timing, and hands over the child started for an attempt that did not come
+    (:class:`~pragma_core.verifier.WarmChild`, torch imported while the loop finished); without
+    it, such a child is closed.
 
     Named profilers no plugin registers raise :class:`~pragma_core.errors.PluginError` before
     anything is written; profilers that cannot run on this machine are left out of the run and
@@ -273,6 +278,7 @@ def optimize(
         warm=_NextChild(task=task, settings=settings.verify),
         builds=BuildsAhead(task, settings.verify, backend=settings.backend, workers=max(2, settings.branching)),
         recording_tasks=_recording_tasks(task, profilers),
+        verified_after=on_leftover_child is not None,
     )
     best = best_of(attempts)
     stop_reason = "max attempts"
@@ -314,7 +320,11 @@ def optimize(
         stop_reason = "interrupted"
         run.append_event("interrupted", completed=len(attempts))
     finally:
-        loop.warm.close()
+        leftover = loop.warm.take()
+        if leftover is not None and on_leftover_child is not None and stop_reason != "interrupted":
+            on_leftover_child(leftover)
+        elif leftover is not None:
+            leftover.close()
         loop.builds.close()
     result = RunResult(
         run_id=run.root.name,
@@ -424,6 +434,7 @@ class _Loop:
     warm: _NextChild
     builds: BuildsAhead
     recording_tasks: tuple[Task, ...] = ()
+    verified_after: bool = False  # the caller verifies again after the last attempt, in the child left over
     """The task at each size the run's profilers profile at (one entry per distinct size)."""
 
     def next_round(
@@ -651,7 +662,7 @@ class _Loop:
 
         def on_phase(name: str) -> None:
             phase(name)
-            if name == "finishing" and number < self.settings.max_attempts:
+            if name == "finishing" and (number < self.settings.max_attempts or self.verified_after):
                 self.warm.start()  # nothing is timed from here on: the next child imports torch meanwhile
 
         child = self.warm.take()

@@ -374,3 +374,23 @@ def test_a_timing_on_a_busy_machine_is_measured_again_and_said_noisy(scripted, t
     assert result.best_attempt == 1  # the only correct version is kept, marked noisy
     assert "noisy" in trace_text(task, list(result.attempts))
     assert run_summary(result, run_dir=run_dir, model=None, provider="scripted")["noisy"] is True
+
+
+def test_the_child_started_for_an_attempt_that_did_not_come_is_handed_over_and_verifies(tmp_path):
+    """A caller that verifies again after the run (the bench's confirmation) gets a child started
+    after the last attempt's timing, torch imported while the loop finished, and verifies in it."""
+    from pragma_core.records import VerdictStatus
+    from pragma_core.verifier import verify
+
+    task = load_task(GELU, sizes={"batch_size": 16, "dim": 256})
+    verify_settings = VerifySettings(reps=5, threads=1)
+    settings = OptimizeSettings(max_attempts=1, profile=False, runs_dir=tmp_path / "runs", verify=verify_settings)
+    children: list = []
+    result = optimize(task, settings, on_leftover_child=children.append)
+    (child,) = children
+    assert not child.closed and child.session.process.running() and not child.session.begun
+    confirming = VerifySettings(reps=5, threads=1, baseline="eager")
+    assert child.fits(task, confirming)
+    verdict = verify(task, result.best.candidate, confirming, warm=child)
+    assert verdict.status is VerdictStatus.CORRECT, verdict.message
+    assert child.closed and not child.folder.root.exists()  # used, then closed by verify

@@ -26,6 +26,7 @@ from ..records import Attempt, RunResult, Speedup, Task, Verdict
 from ..run_directory import RunDirectory
 from ..run_summary import run_summary
 from ..serialization import read_record, write_record
+from ..verifier import WarmChild
 from .plan import BenchSettings
 
 __all__ = ["TaskJob", "Reporter", "run_task", "machine_threads"]
@@ -76,6 +77,7 @@ def run_task(job: TaskJob, report: Reporter) -> dict[str, Any]:
             task = _taken(job, threads, report)
     except PragmaError as refused:
         return ended("failed", refused)
+    leftover: list[WarmChild] = []  # the loop's child for an attempt that did not come: it confirms
     try:
         if existing is not None and (existing / "summary.json").is_file() and not _interrupted(existing):
             result = read_record(existing / "summary.json", RunResult)
@@ -84,15 +86,23 @@ def run_task(job: TaskJob, report: Reporter) -> dict[str, Any]:
             listener = _progress_listener(job.key, report)
             if existing is not None:
                 report({"key": job.key, "phase": "resuming", "attempt": 0, "detail": ""})
-                result = optimize(None, None, resume=existing, on_progress=listener)
+                result = optimize(None, None, resume=existing, on_progress=listener, on_leftover_child=leftover.append)
                 run_dir = existing
             else:
-                result = optimize(task, settings.optimize_settings(job.runs_dir, threads), on_progress=listener)
+                result = optimize(
+                    task,
+                    settings.optimize_settings(job.runs_dir, threads),
+                    on_progress=listener,
+                    on_leftover_child=leftover.append,
+                )
                 run_dir = job.runs_dir / result.run_id
         report({"key": job.key, "phase": "confirming", "attempt": len(result.attempts), "detail": ""})
-        confirmation = _confirmation(result, run_dir, settings, threads)
+        confirmation = _confirmation(result, run_dir, settings, threads, leftover[0] if leftover else None)
     except PragmaError as error:
         return ended("error", error)
+    finally:
+        for child in leftover:
+            child.close()  # closing a child verify used (and closed) is a no-op
     run = RunDirectory.open(run_dir)
     return (
         row
@@ -144,10 +154,12 @@ def _progress_listener(key: str, report: Reporter) -> Callable[[Progress], None]
     return listener
 
 
-def _confirmation(result: RunResult, run_dir: Path, settings: BenchSettings, threads: int) -> Verdict | None:
+def _confirmation(
+    result: RunResult, run_dir: Path, settings: BenchSettings, threads: int, warm: WarmChild | None
+) -> Verdict | None:
     """The best candidate verified once more against every baseline (an unbiased speedup: the
-    loop's best is the largest of several noisy figures); kept in the run folder, so a resumed
-    bench does not time it again. None when no attempt was correct."""
+    loop's best is the largest of several noisy figures), in ``warm`` when it fits; kept in the run
+    folder, so a resumed bench does not time it again. None when no attempt was correct."""
     best = result.best
     if best is None or best.candidate is None:
         return None
@@ -158,7 +170,10 @@ def _confirmation(result: RunResult, run_dir: Path, settings: BenchSettings, thr
 
     baseline = "compile" if "compile" in settings.baselines else "eager"
     verdict = verify(
-        result.task, best.candidate, VerifySettings(reps=settings.reps, threads=threads, baseline=baseline)
+        result.task,
+        best.candidate,
+        VerifySettings(reps=settings.reps, threads=threads, baseline=baseline),
+        warm=warm,
     )
     write_record(path, verdict)
     return verdict
