@@ -12,6 +12,9 @@ file; ``off`` turns the slot off), so it spans processes and dies with its holde
 a turnstile: once a timing waits, new busy work queues behind it, so timings are not starved.
 Within one thread the slot nests: busy work inside a timing is part of it, and a timing inside busy
 work (a verification's timed calls after its build) gives up the shared hold while it times.
+
+Beside the slot, :func:`start_turn` lets one bench task at a time start on the machine, so tasks
+do not stay in step.
 """
 
 from __future__ import annotations
@@ -21,11 +24,11 @@ import fcntl
 import os
 import tempfile
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-__all__ = ["SLOT_VARIABLE", "slot_path", "timing_slot", "busy_slot"]
+__all__ = ["SLOT_VARIABLE", "slot_path", "timing_slot", "busy_slot", "start_turn"]
 
 SLOT_VARIABLE = "PRAGMA_TIMING_SLOT"
 """The environment variable naming the slot's lock file; ``off`` turns the slot off."""
@@ -101,3 +104,32 @@ def _release() -> None:
     os.close(_held.fd)  # closing drops the flock
     _held.fd = None
     _held.mode = None
+
+
+@contextmanager
+def start_turn() -> Iterator[Callable[[], None]]:
+    """Hold the machine's start turn while a task starts; the block gets a function that gives it up.
+
+    A task of a bench starts (fits its sizes, measures the machine, times and profiles its
+    reference, writes its first candidate) while no other task on this machine does: it holds the
+    turn until it first waits for its model, then gives it up. Tasks started together whose
+    attempts are alike would otherwise stay in step, building and timing at the same moments and
+    waiting for their models at the same moments; one start after another, each builds and times
+    while the other waits (4 examples, 5 s model replies: two workers 1.44x faster than one, then
+    1.70x). The turn is an ``flock`` beside the timing slot's file (off with the slot), so it
+    orders the tasks of one machine whatever started them: local workers, Ray tasks on one node,
+    two benches."""
+    path = slot_path()
+    descriptor: list[int] = []
+    if path is not None:
+        descriptor.append(_open(path.with_name(path.name + ".start")))
+        fcntl.flock(descriptor[0], fcntl.LOCK_EX)
+
+    def give_up() -> None:
+        if descriptor:
+            os.close(descriptor.pop())  # closing drops the flock
+
+    try:
+        yield give_up
+    finally:
+        give_up()

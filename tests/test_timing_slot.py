@@ -83,3 +83,27 @@ def test_off_turns_the_slot_off(monkeypatch):
     assert slot_path() is None
     with timing_slot(), busy_slot():
         pass
+
+
+def test_one_task_starts_at_a_time_and_the_next_once_the_first_gives_its_turn_up():
+    import threading
+
+    from pragma_core.timing_slot import start_turn
+
+    taken: list[float] = []
+
+    def second() -> None:
+        with start_turn():
+            taken.append(time.monotonic())
+
+    with start_turn() as give_up:
+        other = threading.Thread(target=second)
+        other.start()
+        time.sleep(0.5)
+        assert not taken  # waits while the first task starts
+        gave_up = time.monotonic()
+        give_up()
+        other.join(10)
+    assert taken and taken[0] >= gave_up
+    with start_turn():  # given up early or not, the turn is free after the block
+        pass

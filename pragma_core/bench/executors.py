@@ -3,7 +3,8 @@
 Both run :func:`~pragma_core.bench.task_run.run_task` for each job and hand every progress event and
 every finished row to the driver, which alone writes ``bench.json``. On one machine the timing
 slot (:mod:`pragma_core.timing_slot`) lets one verification time at a time while the other tasks'
-model calls, builds and profiling go on; on a Ray cluster each node has its own slot.
+model calls, builds and profiling go on, and one task start at a time; on a Ray cluster each node
+has its own slot and turn.
 
 ``local`` runs each task in a process of its own (never in the driver: a parent timing its child
 must not share an interpreter lock with other work), at most ``workers`` at once; a worker dies
@@ -52,8 +53,8 @@ _POLL_S = 0.25
 
 @attrs.define
 class LocalExecutor:
-    """Up to ``workers`` tasks at once, each in a process of its own; a task starts once the one
-    started before it waits for its model (:data:`_WAITING_FOR_MODEL`) or has ended."""
+    """Up to ``workers`` tasks at once, each in a process of its own (one starting at a time:
+    :func:`~pragma_core.timing_slot.start_turn`)."""
 
     workers: int = attrs.field(default=1, validator=attrs.validators.ge(1))
 
@@ -62,19 +63,10 @@ class LocalExecutor:
         messages = context.Queue()
         waiting = list(jobs)
         running: dict[str, Any] = {}
-        starting: set[str] = set()
-
-        def heard(event: dict[str, Any]) -> None:
-            if event.get("phase") in _WAITING_FOR_MODEL:
-                starting.discard(event.get("key", ""))
-            on_event(event)
-
         try:
             while waiting or running:
-                starting.intersection_update(running)
-                while waiting and len(running) < self.workers and not starting:
+                while waiting and len(running) < self.workers:
                     job = waiting.pop(0)
-                    starting.add(job.key)
                     process = context.Process(
                         target=_local_worker,
                         args=(job, messages, dict(os.environ), os.getcwd()),
@@ -83,10 +75,10 @@ class LocalExecutor:
                     process.start()
                     running[job.key] = process
                     on_event({"key": job.key, "phase": "starting", "attempt": 0, "detail": ""})
-                _drain(messages, heard, on_row, running)
+                _drain(messages, on_event, on_row, running)
                 for key, process in list(running.items()):
                     if not process.is_alive():
-                        _drain(messages, heard, on_row, running, wait_s=0.5)  # its last row may be in flight
+                        _drain(messages, on_event, on_row, running, wait_s=0.5)  # its last row may be in flight
                         if key in running:
                             running.pop(key)
                             on_row(key, _crashed(f"its worker process ended with exit code {process.exitcode}"))
@@ -96,13 +88,6 @@ class LocalExecutor:
         finally:
             messages.close()
 
-
-_WAITING_FOR_MODEL = frozenset({"writing", "planning"})
-"""The phases in which a task first waits for its model: the next task starts once the last one
-started is in one of them (or ended), so no two tasks fit their sizes, measure the machine and
-time their baselines at once, and tasks whose attempts are alike do not stay in step, each
-building and timing while the other waits for its model (with tasks started together, two
-workers were 1.44x faster than one; see docs/bench.md)."""
 
 _PRELOADED = ["pragma_core.bench.task_run"]
 """What the worker server imports once: everything a task's run imports (pragma, torch, plugins)."""

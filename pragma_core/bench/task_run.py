@@ -26,6 +26,7 @@ from ..records import Attempt, RunResult, Speedup, Task, Verdict
 from ..run_directory import RunDirectory
 from ..run_summary import run_summary
 from ..serialization import read_record, write_record
+from ..timing_slot import start_turn
 from ..verifier import WarmChild
 from .plan import BenchSettings
 
@@ -55,14 +56,36 @@ def machine_threads() -> int:
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 
 
+_STARTED = frozenset({"writing", "planning"})
+"""The phases in which a task first waits for its model: it has started, and gives up its turn."""
+
+
 def run_task(job: TaskJob, report: Reporter) -> dict[str, Any]:
     """The task's row, after running (or resuming) its optimization and confirming its best.
+
+    The task starts in its turn (:func:`~pragma_core.timing_slot.start_turn`): it waits while
+    another task on this machine starts, and gives its turn up once it waits for its model.
 
     A task the loop cannot take (its provider refuses it, as the offline agents do a task no
     recipe knows; its sizes cannot be fitted) gets a row with ``status: failed`` and the reason: a
     result, counted as a task without a correct kernel. Anything else that stops it (a model
     that stopped answering, a backend or profiler that cannot run) gives ``status: error``, which
     is not a result: a resumed bench runs the task again."""
+    with start_turn() as give_up:
+        if job.settings.model:  # part of starting: a Ray worker would import it at the first model call
+            from ..providers.litellm_provider import preload
+
+            preload()
+
+        def reporting(event: dict[str, Any]) -> None:
+            if event.get("phase") in _STARTED:
+                give_up()
+            report(event)
+
+        return _run_task(job, reporting)
+
+
+def _run_task(job: TaskJob, report: Reporter) -> dict[str, Any]:
     started = time.monotonic()
     settings = job.settings
     threads = settings.threads or machine_threads()

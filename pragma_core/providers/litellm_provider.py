@@ -52,6 +52,7 @@ __all__ = [
     "LiteLLMProvider",
     "check_model",
     "complete",
+    "preload",
     "redact",
     "set_offline_switches",
 ]
@@ -227,6 +228,12 @@ def set_offline_switches() -> None:
     the environment already chose (a process that imports litellm later inherits them)."""
     for variable, value in _OFFLINE_ENVIRONMENT.items():
         os.environ.setdefault(variable, value)
+
+
+def preload() -> None:
+    """Import litellm now, as the provider does (seconds of a core), rather than at the first
+    model call: a bench task does it while it starts (:func:`~pragma_core.timing_slot.start_turn`)."""
+    _litellm()
 
 
 @functools.cache
