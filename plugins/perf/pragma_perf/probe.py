@@ -175,9 +175,11 @@ def read_classification(perf: str, name: str, run: Runner) -> tuple[str, str]:
     code, metric_text = run([perf, "stat", "-x,", "-M", name, "true"])
     if code == 0 and not _metric_failed(metric_text):
         return "metric", ""
-    if "event syntax error" in event_text and "Cannot find metric or group" in metric_text:
+    if "event syntax error" in event_text and (
+        "Cannot find metric or group" in metric_text or _counted_defaults_only(metric_text)
+    ):
         return "", f"perf knows no event or metric named {name!r} (`perf list` shows what it knows)"
-    detail = _first_error(metric_text if _metric_failed(metric_text) else event_text)
+    detail = _metric_error(metric_text) if _metric_failed(metric_text) else _first_error(event_text)
     return "", f"perf cannot count {name!r} here: {detail}"
 
 
@@ -203,7 +205,41 @@ def _rows(text: str) -> list[Reading]:
 
 
 def _metric_failed(text: str) -> bool:
-    return any(marker in text for marker in ("Cannot find metric or group", "event syntax error", "Cannot find PMU"))
+    return any(
+        marker in text for marker in ("Cannot find metric or group", "event syntax error", "Cannot find PMU")
+    ) or _counted_defaults_only(text)
+
+
+_DEFAULT_EVENTS = frozenset(
+    {
+        "task-clock",
+        "context-switches",
+        "cpu-migrations",
+        "page-faults",
+        "cycles",
+        "instructions",
+        "branches",
+        "branch-misses",
+        "stalled-cycles-frontend",
+        "stalled-cycles-backend",
+    }
+)
+"""The events of perf stat's default set (perf 6.1, one program)."""
+
+
+def _counted_defaults_only(text: str) -> bool:
+    """Whether ``perf stat -M NAME`` ignored the name and counted only its default events: perf 6.1
+    does so on a CPU it has no metric table for (a virtual machine naming its CPU "AMD EPYC")
+    without saying "Cannot find metric or group", and exits 0. A metric group counts events of
+    its own (``slots``, ``topdown-*``, ...)."""
+    names = {base_name(reading.name) for reading in _rows(text)}
+    return bool(names) and names <= _DEFAULT_EVENTS
+
+
+def _metric_error(text: str) -> str:
+    if _counted_defaults_only(text) and "Cannot find" not in text:
+        return "perf ignored the name and counted its default events (no metric table for this CPU)"
+    return _first_error(text)
 
 
 def _first_error(text: str) -> str:
@@ -240,7 +276,7 @@ def _topdown(perf: str, run: Runner) -> tuple[tuple[str, ...], str]:
         return flag, ""
     return (), (
         "perf has no top-down level 1 for one program on this CPU: `-M TopdownL1` says "
-        f"{_first_error(metric_text)!r} and `--topdown` says {_first_error(flag_text)!r}"
+        f"{_metric_error(metric_text)!r} and `--topdown` says {_first_error(flag_text)!r}"
     )
 
 

@@ -147,6 +147,13 @@ def test_names_perf_does_not_know_and_names_it_cannot_count():
         "",
         "perf knows no event or metric named 'bogus-event' (`perf list` shows what it knows)",
     )
+    silent = runner(
+        {
+            "-e bogus-event": (129, read("probe-perf6.1-unknown-event.txt")),
+            "-M bogus-event": (0, read("probe-perf6.1.187-unknown-metric-silent.txt")),
+        }
+    )
+    assert read_classification(PERF, "bogus-event", silent)[1].startswith("perf knows no event or metric")
     known = runner({"-e L1-icache-loads": (0, read("probe-perf6.1-kvm-amd-known-event-L1-icache-loads.txt"))})
     assert read_classification(PERF, "L1-icache-loads", known) == ("event", "")
     metric = runner(
