@@ -320,11 +320,9 @@ def optimize(
         stop_reason = "interrupted"
         run.append_event("interrupted", completed=len(attempts))
     finally:
-        leftover = loop.warm.take()
-        if leftover is not None and on_leftover_child is not None and stop_reason != "interrupted":
-            on_leftover_child(leftover)
-        elif leftover is not None:
-            leftover.close()
+        if on_leftover_child is not None and stop_reason != "interrupted" and (child := loop.warm.take()) is not None:
+            on_leftover_child(child)
+        loop.warm.close()
         loop.builds.close()
     result = RunResult(
         run_id=run.root.name,
@@ -434,8 +432,8 @@ class _Loop:
     warm: _NextChild
     builds: BuildsAhead
     recording_tasks: tuple[Task, ...] = ()
-    verified_after: bool = False  # the caller verifies again after the last attempt, in the child left over
     """The task at each size the run's profilers profile at (one entry per distinct size)."""
+    verified_after: bool = False  # the caller verifies again after the last attempt, in the child left over
 
     def next_round(
         self, strategy: SearchStrategy, attempts: list[Attempt], best: Attempt | None, plans: dict[int, Plan]
