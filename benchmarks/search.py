@@ -1,6 +1,7 @@
 """Linear against tree against beam search at the same attempt budget: success, geometric-mean
-speedup (the bench's confirmation timing against eager PyTorch) and attempts to reach 90% of each
-task's final best.
+speedup (the bench's confirmation timing against eager PyTorch) and attempts to reach 90% of the
+best: of each run's own final best, and of the best any strategy reached on the task at that budget
+(the shared mark; a run that never reaches it counts as budget + 1).
 
     python benchmarks/search.py [TREE] [--levels 1] [--only NAME ...] [--fit-ms T]
                                 [--budgets 6,15] [--strategies linear,tree,beam] [--branching 2]
@@ -47,12 +48,34 @@ def _bench(strategy: str, budget: int, args: argparse.Namespace) -> Path:
     return out
 
 
-def attempts_to_90(curve: list[float | None]) -> int | None:
-    """The first attempt whose best so far is at least 90% of the final best (None: never correct)."""
-    final = next((value for value in reversed(curve) if value is not None), None)
-    if final is None:
+def final_best(curve: list[float | None]) -> float | None:
+    """The last best so far of a run's curve (None: never correct)."""
+    return next((value for value in reversed(curve) if value is not None), None)
+
+
+def attempts_to_90(curve: list[float | None], mark: float | None = None) -> int | None:
+    """The first attempt whose best so far is at least 90% of ``mark`` (the run's own final best
+    when None); None when the run never gets there."""
+    mark = final_best(curve) if mark is None else mark
+    if mark is None:
         return None
-    return next(i + 1 for i, value in enumerate(curve) if value is not None and value >= 0.9 * final)
+    return next((i + 1 for i, value in enumerate(curve) if value is not None and value >= 0.9 * mark), None)
+
+
+def add_shared_marks(results: dict[str, dict[str, Any]], budget: int, strategies: list[str]) -> None:
+    """Attempts to 90% of the best any strategy reached on each task at ``budget`` (budget + 1 for
+    a run that never reaches it), the median over tasks in ``attempts_to_90_shared``."""
+    runs = [results[f"{strategy}-{budget}"] for strategy in strategies]
+    tasks = sorted({task for run in runs for task in run["curves"]})
+    for run in runs:
+        reach = []
+        for task in tasks:
+            finals = [final_best(other["curves"].get(task) or []) for other in runs]
+            finals = [value for value in finals if value is not None]
+            if finals:
+                found = attempts_to_90(run["curves"].get(task) or [], max(finals))
+                reach.append(budget + 1 if found is None else found)
+        run["attempts_to_90_shared"] = statistics.median(reach) if reach else None
 
 
 def _summary(out: Path) -> dict[str, Any]:
@@ -69,6 +92,7 @@ def _summary(out: Path) -> dict[str, Any]:
         "fast_1": overall["fast_p"]["1"],
         "attempts_to_90": statistics.median(reach) if reach else None,
         "per_task": {key: row.get("speedup", {}).get("eager", {}).get("value") for key, row in rows.items()},
+        "curves": {key: row.get("best_by_attempt") or [] for key, row in rows.items()},
     }
 
 
@@ -123,8 +147,10 @@ def main() -> None:
         for strategy in strategies:
             console.print(f"[bold]{strategy}[/], {budget} attempts per task ...")
             results[f"{strategy}-{budget}"] = _summary(_bench(strategy, budget, args))
+        add_shared_marks(results, budget, strategies)
     table = Table(title=f"search strategies on {args.tree} (branching {args.branching})")
-    for column in ("budget", "strategy", "tasks", "success", "geomean vs eager", "fast_1", "attempts to 90%"):
+    columns = ("budget", "strategy", "tasks", "success", "geomean vs eager", "fast_1", "to 90% own", "to 90% shared")
+    for column in columns:
         table.add_column(column, justify="right" if column not in ("strategy",) else "left")
     for budget in budgets:
         for strategy in strategies:
@@ -138,6 +164,7 @@ def main() -> None:
                 f"{geo['value']:.2f}x [{geo['low']:.2f}-{geo['high']:.2f}]" if geo else "-",
                 f"{r['fast_1']:.0%}",
                 "-" if r["attempts_to_90"] is None else f"{r['attempts_to_90']:g}",
+                "-" if r["attempts_to_90_shared"] is None else f"{r['attempts_to_90_shared']:g}",
             )
     console.print(table)
     (args.out / "search.json").write_text(json.dumps(results, indent=2) + "\n")

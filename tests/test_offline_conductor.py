@@ -112,6 +112,18 @@ def test_a_tried_setting_is_never_proposed_again():
     assert rank_moves(ELEMENTWISE, base, tried, Evidence(), attainment=0.3, profiled=False) == []
 
 
+def test_a_numeric_knob_at_its_start_may_step_back_after_the_forward_moves_and_a_switch_never_does():
+    base = {"parallel": True, "simd": True, "accumulators": 4, "block": 64}  # block at its last value
+    moves = [
+        changes for changes, _ in rank_moves(MATMUL_KNOBS, base, [base], Evidence(), attainment=0.3, profiled=False)
+    ]
+    assert moves == [{"accumulators": 8}, {"accumulators": 1}, {"block": 0}]
+    tried = [base, {**base, "block": 0}]
+    assert {"block": 0} not in [
+        c for c, _ in rank_moves(MATMUL_KNOBS, base, tried, Evidence(), attainment=0.3, profiled=False)
+    ]
+
+
 @pytest.mark.parametrize("name", ["gelu_knobs0.valgrind.json", "matmul_naive.valgrind.json"])
 def test_recorded_profiles_are_real_cachegrind_output(name):
     profile = recorded(name)

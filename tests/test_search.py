@@ -166,6 +166,38 @@ def test_the_offline_debugger_sets_back_the_riskiest_knob_of_the_failing_move():
     assert fix(alone) == parent_knobs  # the only change is the fault: the parent's version again
 
 
+def test_the_offline_planner_puts_first_what_helped_elsewhere_in_the_tree_and_last_what_hurt():
+    task = load_task(EXAMPLES / "level1" / "1_GELUTanh.py", sizes={"batch_size": 16})
+    root = {**starting(backend_knobs(task, "cpu-cpp")), "fast_math": False, "unroll": 1, "vector_width": 256}
+
+    def written(number: int, changes: dict, speedup: float | None, parent: int | None = None) -> Attempt:
+        source = generate_module(task, "cpu-cpp", {**root, **changes})
+        made = node(number, speedup, parent=parent, instruction=None if parent is None else str(changes))
+        return attrs.evolve(made, candidate=Candidate(source=source, backend="cpu-cpp", attempt=number))
+
+    tree = [
+        written(1, {}, 1.0),
+        written(2, {"fast_math": True}, 1.5, parent=1),
+        written(3, {"unroll": 2}, 1.2, parent=1),
+        written(4, {"vector_width": 512}, 0.8, parent=1),
+    ]
+
+    def planned(parent: Attempt, history: list[Attempt]) -> list[str]:
+        request = CompletionRequest(
+            role=AgentRole.PLANNER, messages=(ChatMessage(role="user", content="plan"),), task=task,
+            backend="cpu-cpp", parent=parent, history=tuple(history),
+        )  # fmt: skip
+        return list(parse_plan(offline(request).text))
+
+    first, *_, last = planned(tree[1], tree)
+    assert "set unroll=2 (from attempt 2)" in first and "made attempt 3 20% faster than attempt 1" in first
+    assert "set vector_width=512 (from attempt 2)" in last and "made attempt 4 20% slower than attempt 1" in last
+    failed = [*tree[:3], written(4, {"vector_width": 512}, None, parent=1)]
+    assert "failed when attempt 4 made it on attempt 1" in planned(tree[1], failed)[-1]
+    alone = planned(tree[1], tree[:2])  # no sibling yet: the Conductor's evidence alone orders the plan
+    assert not any("faster than attempt" in i or "slower than attempt" in i for i in alone)
+
+
 def test_a_plan_reply_is_read_whatever_its_shape():
     assert parse_plan('```json\n{"instructions": ["a", "b", "a"]}\n```') == ("a", "b")
     shaped = {"plan": [{"anchor": "loop i", "change": "unroll by 4", "why": "IPC 0.8"}]}

@@ -10,7 +10,10 @@ reorders them: instructions per element spent outside the kernel (scalar libm ca
 math with vectorization together; many kernel instructions per element ask for vectorization; a
 high D1 miss rate asks for blocking; mispredicted branches for selects. A move the evidence speaks
 against (blocking with a D1 miss rate under 1%, branchless code with no mispredicts, fast math with no
-library calls and a vectorized loop) goes last.
+library calls and a vectorized loop) goes last. A numeric knob may also step back one value (a
+smaller tile, fewer accumulators): the family's starting shape is a guess for a multicore CPU at
+large sizes, and a move only forward could never question it; step-backs rank after the forward
+moves nothing speaks against.
 """
 
 from __future__ import annotations
@@ -39,6 +42,7 @@ _SCALAR = 3.0  # kernel instructions per element of a loop that is not vectorize
 _VECTORIZED = 1.0
 _D1_HIGH, _D1_LOW = 5.0, 1.0  # %
 _MISPREDICT_HIGH, _MISPREDICT_LOW = 2.0, 0.5  # %
+_STEP_BACK = 6  # priority of a numeric knob's step back: after every neutral forward move, before those the evidence speaks against
 _PROMISING = 1.5  # median speedup over the best's that is worth building on while the intervals still overlap
 
 
@@ -161,22 +165,33 @@ def rank_moves(
 ) -> list[tuple[dict[str, Any], str]]:
     """Untried moves from ``base``, best first, each with its reason."""
     moves: list[tuple[int, int, dict[str, Any], str]] = []
+    seen = [dict(t) for t in tried]
     for order, name in enumerate(LADDER):
         knob = knobs.get(name)
         if knob is None:
             continue
         value = knob.after(base[name])
-        if value is None:
-            continue
-        priority, reason = _judge(name, value, base, evidence, attainment, profiled)
-        options = [{name: value}]
-        if name == "fast_math" and priority == 1 and "simd" in knobs and not base["simd"]:
-            options.insert(0, {"fast_math": value, "simd": True})  # library calls vectorize only with both
-        untried = [changes for changes in options if {**base, **changes} not in [dict(t) for t in tried]]
-        if untried:
-            moves.append((priority, order, untried[0], reason))
+        if value is not None:
+            priority, reason = _judge(name, value, base, evidence, attainment, profiled)
+            options = [{name: value}]
+            if name == "fast_math" and priority == 1 and "simd" in knobs and not base["simd"]:
+                options.insert(0, {"fast_math": value, "simd": True})  # library calls vectorize only with both
+            untried = [changes for changes in options if {**base, **changes} not in seen]
+            if untried:
+                moves.append((priority, order, untried[0], reason))
+        back = knob.before(base[name])
+        if back is not None and not isinstance(back, bool) and {**base, name: back} not in seen:
+            moves.append((_STEP_BACK, order, {name: back}, _step_back_reason(name, back, base[name])))
     moves.sort(key=lambda move: (move[0], move[1]))
     return [(changes, reason) for _, _, changes, reason in moves]
+
+
+def _step_back_reason(name: str, value: Any, current: Any) -> str:
+    meaning = KNOB_MEANINGS.get(name, name)
+    return (
+        f"{name}={value}: {meaning}; one step back from {current}, since the starting shape is a guess "
+        "for this machine and size"
+    )
 
 
 def _judge(

@@ -74,6 +74,11 @@ class Knob:
         position = self.values.index(value) if value in self.values else -1
         return self.values[position + 1] if position + 1 < len(self.values) else None
 
+    def before(self, value: Any) -> Any | None:
+        """The value one step back from ``value``; None at the start or for a value not listed."""
+        position = self.values.index(value) if value in self.values else 0
+        return self.values[position - 1] if position > 0 else None
+
 
 @attrs.frozen(kw_only=True)
 class Match:
