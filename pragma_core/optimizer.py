@@ -483,6 +483,8 @@ class _Loop:
         except PlanParseError as error:
             instructions = node.guidance.actions if node.guidance else ()
             note = f"the planner's reply did not parse ({error}); the Conductor's actions stand in"
+        if not instructions:
+            note = note or "the planner proposed no change: nothing is left to try from this attempt"
         plan = Plan(
             parent=node.number, instructions=instructions, usage=reply.usage, cost_usd=reply.cost_usd, note=note
         )

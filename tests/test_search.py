@@ -197,11 +197,19 @@ def test_the_offline_planner_puts_first_what_helped_elsewhere_in_the_tree_and_la
     alone = planned(tree[1], tree[:2])  # no sibling yet: the Conductor's evidence alone orders the plan
     assert not any("faster than attempt" in i or "slower than attempt" in i for i in alone)
 
+    top = {"fast_math": True, "vector_width": 512, "unroll": 4}  # every knob at its end: only steps back
+    ends = [written(5, top, 1.6, parent=2), written(6, {**top, "unroll": 2}, 1.5, parent=5)]
+    (left,) = planned(ends[0], [*tree, *ends])
+    assert "set vector_width=256 (from attempt 5)" in left and "one step back from 512" in left
+    ends.append(written(7, {**top, "vector_width": 256}, 1.5, parent=5))
+    assert planned(ends[0], [*tree, *ends]) == []  # nothing left from it: an empty plan, read as one
+
 
 def test_a_plan_reply_is_read_whatever_its_shape():
     assert parse_plan('```json\n{"instructions": ["a", "b", "a"]}\n```') == ("a", "b")
     shaped = {"plan": [{"anchor": "loop i", "change": "unroll by 4", "why": "IPC 0.8"}]}
     assert parse_plan("Here you go:\n" + json.dumps(shaped)) == ("anchor: loop i; change: unroll by 4; why: IPC 0.8",)
+    assert parse_plan('{"instructions": []}') == ()  # nothing left to try from this candidate: an answer
     with pytest.raises(PlanParseError, match="no list of instructions"):
         parse_plan('{"analysis": "memory bound"}')
 
@@ -261,6 +269,9 @@ def test_a_tree_search_killed_mid_round_resumes_without_losing_or_repeating(tmp_
     assert not list(root.glob(".*partial"))
     pairs = [(a.parent, a.instruction) for a in attempts if a.instruction]
     assert len(pairs) == len(set(pairs))  # no instruction applied twice to the same parent
+    versions = [json.dumps(read_marker(a.candidate.source)["knobs"], sort_keys=True) for a in attempts]
+    assert len(versions) == len(set(versions))  # no version built twice, from any parent
+    assert not any("did not parse" in plan.note for plan in run.plans().values())
     assert all(a.parent is not None and a.parent < a.number for a in attempts[1:])
     events = run.events()
     planned = [e["parent"] for e in events if e["event"] == "planned"]

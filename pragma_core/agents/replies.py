@@ -80,12 +80,14 @@ class PlanParseError(PragmaError):
 def parse_plan(reply: str) -> tuple[str, ...]:
     """The planner's instructions in ``reply``, most promising first (at most eight): the list
     under ``instructions`` of the JSON object; an instruction given as an object (``anchor``,
-    ``change``, ``why``) becomes one line. Raises :class:`PlanParseError` when there is none."""
+    ``change``, ``why``) becomes one line. An empty list is an answer (nothing is left to try from
+    this candidate). Raises :class:`PlanParseError` when there is no list."""
     text, reasons = _reply_text(reply), _Reasons()
     for candidate, value in _json_objects(text, reasons):
         by_key = _by_key(value) if isinstance(value, dict) else {}
-        instructions = _items(next((by_key[key] for key in _PLAN_KEYS if key in by_key), None), split=r"\n")
-        if instructions:
+        given = next((by_key[key] for key in _PLAN_KEYS if key in by_key), None)
+        instructions = _items(given, split=r"\n")
+        if instructions or given == []:
             return tuple(dict.fromkeys(instructions))[:_MAX_INSTRUCTIONS]
         reasons.add(candidate, "the JSON object has no list of instructions")
     raise PlanParseError(_no_object(text, reasons))
