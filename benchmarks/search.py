@@ -1,18 +1,21 @@
 """Linear against tree against beam search at the same attempt budget: success, geometric-mean
 speedup (the bench's confirmation timing against eager PyTorch) and attempts to reach 90% of the
 best: of each run's own final best, and of the best any strategy reached on the task at that budget
-(the shared mark; a run that never reaches it counts as budget + 1).
+(the shared mark; a run that never reaches it counts as budget + 1); and each strategy against the
+first, task by task (the geometric mean of the per-task ratios of their speedups).
 
     python benchmarks/search.py [TREE] [--levels 1] [--only NAME ...] [--fit-ms T]
                                 [--budgets 6,15] [--strategies linear,tree,beam] [--branching 2]
-                                [--profilers valgrind] [--workers 1] [--out DIR]
+                                [--profilers valgrind] [--workers 1] [--retime R] [--out DIR]
 
 TREE defaults to the bundled examples; give ``../shared/kernelbench --levels 1 --fit-ms 5`` for a
 KernelBench level at fitted sizes. Each strategy and budget is one ``pragma bench`` in
 ``OUT/<strategy>-<budget>`` (patience set to the budget and no stop at the roofline, so every task
 may use all of it), with the agents the bench would use (the offline ones when no model is
 configured). Running the script again continues where it stopped: finished tasks are not run
-again. Prints a table, writes ``OUT/search.json`` and ``OUT/search.png``. Run it on a quiet
+again. ``--retime R`` then times each task's best kernels of all strategies again side by side
+(R rounds, ``pragma verify``), since confirmations minutes apart differ by more than the
+strategies do. Prints tables, writes ``OUT/search.json`` and ``OUT/search.png``. Run it on a quiet
 machine: nothing else running.
 """
 
@@ -20,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import statistics
 import subprocess
 import sys
@@ -80,6 +84,54 @@ def add_shared_marks(results: dict[str, dict[str, Any]], budget: int, strategies
         run["attempts_to_90_shared"] = statistics.median(reach) if reach else None
 
 
+def add_paired_ratios(results: dict[str, dict[str, Any]], budget: int, strategies: list[str]) -> None:
+    """Each strategy against the first, task by task: the geometric mean over tasks of the ratio of
+    their speedups (``vs_first``), which leaves out how fast or slow the tasks are themselves."""
+    first = results[f"{strategies[0]}-{budget}"]["per_task"]
+    for strategy in strategies:
+        run = results[f"{strategy}-{budget}"]
+        ratios = [run["per_task"][t] / first[t] for t in first if first[t] and run["per_task"].get(t)]
+        run["vs_first"] = math.exp(statistics.fmean(math.log(r) for r in ratios)) if ratios else None
+
+
+def retime(results: dict[str, dict[str, Any]], budget: int, strategies: list[str], args: argparse.Namespace) -> None:
+    """Time each task's best kernels of the strategies again side by side: ``args.retime`` rounds,
+    one verification of each distinct kernel per round (the same code is timed once for every
+    strategy that kept it), each kernel's median over the rounds in ``retimed``. Confirmations
+    run minutes apart, and the same kernel's speedup moved by up to 20% between them."""
+    runs = {strategy: results[f"{strategy}-{budget}"] for strategy in strategies}
+    for run in runs.values():
+        run["retimed"] = {}
+    for task in sorted({t for run in runs.values() for t in run["bests"]}):
+        kernels: dict[str, tuple[Path, Path, dict[str, Any]]] = {}
+        for run in runs.values():
+            if task in run["bests"]:
+                source, task_file, sizes = run["bests"][task]
+                kernels.setdefault(source.read_text(), (source, task_file, sizes))
+        timed: dict[str, list[float]] = {code: [] for code in kernels}
+        for _ in range(args.retime):
+            for code, (source, task_file, sizes) in kernels.items():
+                command = [sys.executable, "-m", "pragma_core", "verify", str(task_file), str(source), "--json"]
+                command += ["--reps", str(args.reps)]
+                for name, value in sizes.items():
+                    command += ["--set", f"{name}={value!r}"]
+                done = subprocess.run(command, capture_output=True, text=True)
+                verdict = json.loads(done.stdout) if done.stdout.strip().startswith("{") else {}
+                speedup = verdict.get("speedup") or {}
+                if speedup.get("value"):
+                    timed[code].append(speedup["value"])
+        for run in runs.values():
+            if task in run["bests"]:
+                values = timed[run["bests"][task][0].read_text()]
+                run["retimed"][task] = statistics.median(values) if values else None
+    first = runs[strategies[0]]["retimed"]
+    for run in runs.values():
+        values = [v for v in run["retimed"].values() if v]
+        run["retimed_geomean"] = math.exp(statistics.fmean(math.log(v) for v in values)) if values else None
+        ratios = [run["retimed"][t] / first[t] for t in first if first[t] and run["retimed"].get(t)]
+        run["retimed_vs_first"] = math.exp(statistics.fmean(math.log(r) for r in ratios)) if ratios else None
+
+
 def _summary(out: Path) -> dict[str, Any]:
     document = json.loads((out / "bench.json").read_text())
     (variant,) = document["variants"]
@@ -95,6 +147,15 @@ def _summary(out: Path) -> dict[str, Any]:
         "attempts_to_90": statistics.median(reach) if reach else None,
         "per_task": {key: row.get("speedup", {}).get("eager", {}).get("value") for key, row in rows.items()},
         "curves": {key: row.get("best_by_attempt") or [] for key, row in rows.items()},
+        "bests": {
+            key: (
+                Path(row["run_dir"]) / "best" / "candidate.py",
+                Path(row["run_dir"]) / "task.py",
+                row.get("sizes") or {},
+            )
+            for key, row in rows.items()
+            if row.get("correct") and row.get("run_dir") and (Path(row["run_dir"]) / "best" / "candidate.py").exists()
+        },
     }
 
 
@@ -141,6 +202,7 @@ def main() -> None:
     parser.add_argument("--reps", type=int, default=100)
     parser.add_argument("--workers", type=int, default=1)
     parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "search")
+    parser.add_argument("--retime", type=int, default=0, help="rounds of timing the bests again side by side")
     args = parser.parse_args()
     budgets = [int(b) for b in args.budgets.split(",")]
     strategies = args.strategies.split(",")
@@ -151,8 +213,13 @@ def main() -> None:
             console.print(f"[bold]{strategy}[/], {budget} attempts per task ...")
             results[f"{strategy}-{budget}"] = _summary(_bench(strategy, budget, args))
         add_shared_marks(results, budget, strategies)
+        add_paired_ratios(results, budget, strategies)
+        if args.retime:
+            console.print(f"timing the best kernels again side by side, {args.retime} rounds ...")
+            retime(results, budget, strategies, args)
     table = Table(title=f"search strategies on {args.tree} (branching {args.branching})")
-    columns = ("budget", "strategy", "tasks", "success", "geomean vs eager", "fast_1", "to 90% own", "to 90% shared")
+    columns = ("budget", "strategy", "tasks", "success", "geomean vs eager", f"vs {strategies[0]}", "fast_1")
+    columns += ("to 90% own", "to 90% shared")
     for column in columns:
         table.add_column(column, justify="right" if column not in ("strategy",) else "left")
     for budget in budgets:
@@ -165,14 +232,39 @@ def main() -> None:
                 str(r["tasks"]),
                 f"{r['success_rate']:.0%}",
                 f"{geo['value']:.2f}x [{geo['low']:.2f}-{geo['high']:.2f}]" if geo else "-",
+                "-" if r["vs_first"] is None else f"{r['vs_first']:.3f}",
                 f"{r['fast_1']:.0%}",
                 "-" if r["attempts_to_90"] is None else f"{r['attempts_to_90']:g}",
                 "-" if r["attempts_to_90_shared"] is None else f"{r['attempts_to_90_shared']:g}",
             )
     console.print(table)
-    (args.out / "search.json").write_text(json.dumps(results, indent=2) + "\n")
+    tasks = Table(title="speedup vs eager per task")
+    tasks.add_column("task")
+    runs = [f"{strategy}-{budget}" for budget in budgets for strategy in strategies]
+    for run in runs:
+        tasks.add_column(run, justify="right")
+    for task in sorted({t for run in runs for t in results[run]["per_task"]}):
+        values = [results[run]["per_task"].get(task) for run in runs]
+        tasks.add_row(task, *("-" if v is None else f"{v:.2f}x" for v in values))
+    console.print(tasks)
+    if args.retime:
+        again = Table(title=f"the best kernels timed again side by side ({args.retime} rounds, median)")
+        again.add_column("task")
+        for run in runs:
+            again.add_column(run, justify="right")
+        for task in sorted({t for run in runs for t in results[run].get("retimed", {})}):
+            values = [results[run].get("retimed", {}).get(task) for run in runs]
+            again.add_row(task, *("-" if v is None else f"{v:.2f}x" for v in values))
+        again.add_row("geomean", *(_times(results[run].get("retimed_geomean")) for run in runs))
+        again.add_row(f"vs {strategies[0]}", *(_times(results[run].get("retimed_vs_first")) for run in runs))
+        console.print(again)
+    (args.out / "search.json").write_text(json.dumps(results, indent=2, default=str) + "\n")
     _plot(results, budgets, strategies, args.out / "search.png")
     console.print(f"written: {args.out / 'search.json'}, {args.out / 'search.png'}")
+
+
+def _times(value: float | None) -> str:
+    return "-" if value is None else f"{value:.3f}x"
 
 
 if __name__ == "__main__":

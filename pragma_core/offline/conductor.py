@@ -42,7 +42,7 @@ _SCALAR = 3.0  # kernel instructions per element of a loop that is not vectorize
 _VECTORIZED = 1.0
 _D1_HIGH, _D1_LOW = 5.0, 1.0  # %
 _MISPREDICT_HIGH, _MISPREDICT_LOW = 2.0, 0.5  # %
-_STEP_BACK = 6  # priority of a numeric knob's step back: after every neutral forward move, before those the evidence speaks against
+_STEP_BACK = 6  # a numeric knob's step back: after the neutral forward moves, before those the evidence is against
 _PROMISING = 1.5  # median speedup over the best's that is worth building on while the intervals still overlap
 
 

@@ -33,7 +33,7 @@ def plan(request: CompletionRequest) -> str:
     recipe, _match, _graph = recognized(task)
     knobs = recipe.knobs
     base = knobs_of(node, recipe.family, knobs) or defaults(knobs)
-    attempts = [*request.history, node]
+    attempts = [a for a in request.history if a.number != node.number] + [node]
     tried = [k for k in (knobs_of(a, recipe.family, knobs) for a in attempts) if k is not None]
     moves = rank_moves(
         knobs,
