@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import statistics
 import subprocess
 import sys
@@ -76,8 +75,8 @@ def add_shared_marks(results: dict[str, dict[str, Any]], budget: int, strategies
     for run in runs:
         reach = []
         for task in tasks:
-            finals = [final_best(other["curves"].get(task) or []) for other in runs]
-            finals = [value for value in finals if value is not None]
+            bests = (final_best(other["curves"].get(task) or []) for other in runs)
+            finals = [value for value in bests if value is not None]
             if finals:
                 found = attempts_to_90(run["curves"].get(task) or [], max(finals))
                 reach.append(budget + 1 if found is None else found)
@@ -91,7 +90,7 @@ def add_paired_ratios(results: dict[str, dict[str, Any]], budget: int, strategie
     for strategy in strategies:
         run = results[f"{strategy}-{budget}"]
         ratios = [run["per_task"][t] / first[t] for t in first if first[t] and run["per_task"].get(t)]
-        run["vs_first"] = math.exp(statistics.fmean(math.log(r) for r in ratios)) if ratios else None
+        run["vs_first"] = statistics.geometric_mean(ratios) if ratios else None
 
 
 def retime(results: dict[str, dict[str, Any]], budget: int, strategies: list[str], args: argparse.Namespace) -> None:
@@ -120,6 +119,9 @@ def retime(results: dict[str, dict[str, Any]], budget: int, strategies: list[str
                 speedup = verdict.get("speedup") or {}
                 if speedup.get("value"):
                     timed[code].append(speedup["value"])
+                else:
+                    reason = verdict.get("message") or done.stderr.strip()[-300:]
+                    print(f"{task}: {source} was not timed again: {reason}", file=sys.stderr)
         for run in runs.values():
             if task in run["bests"]:
                 values = timed[run["bests"][task][0].read_text()]
@@ -127,9 +129,9 @@ def retime(results: dict[str, dict[str, Any]], budget: int, strategies: list[str
     first = runs[strategies[0]]["retimed"]
     for run in runs.values():
         values = [v for v in run["retimed"].values() if v]
-        run["retimed_geomean"] = math.exp(statistics.fmean(math.log(v) for v in values)) if values else None
+        run["retimed_geomean"] = statistics.geometric_mean(values) if values else None
         ratios = [run["retimed"][t] / first[t] for t in first if first[t] and run["retimed"].get(t)]
-        run["retimed_vs_first"] = math.exp(statistics.fmean(math.log(r) for r in ratios)) if ratios else None
+        run["retimed_vs_first"] = statistics.geometric_mean(ratios) if ratios else None
 
 
 def _summary(out: Path) -> dict[str, Any]:
@@ -137,8 +139,8 @@ def _summary(out: Path) -> dict[str, Any]:
     (variant,) = document["variants"]
     rows = document["variants"][variant]["tasks"]
     overall = document["metrics"][variant]["eager"]["all"]
-    reach = [attempts_to_90(row.get("best_by_attempt") or []) for row in rows.values() if row.get("correct")]
-    reach = [value for value in reach if value is not None]
+    found = (attempts_to_90(row.get("best_by_attempt") or []) for row in rows.values() if row.get("correct"))
+    reach = [value for value in found if value is not None]
     return {
         "tasks": overall["tasks"],
         "success_rate": overall["success_rate"],
@@ -218,7 +220,15 @@ def main() -> None:
             console.print(f"timing the best kernels again side by side, {args.retime} rounds ...")
             retime(results, budget, strategies, args)
     table = Table(title=f"search strategies on {args.tree} (branching {args.branching})")
-    columns = ("budget", "strategy", "tasks", "success", "geomean vs eager", f"vs {strategies[0]}", "fast_1")
+    columns: tuple[str, ...] = (
+        "budget",
+        "strategy",
+        "tasks",
+        "success",
+        "geomean vs eager",
+        f"vs {strategies[0]}",
+        "fast_1",
+    )
     columns += ("to 90% own", "to 90% shared")
     for column in columns:
         table.add_column(column, justify="right" if column not in ("strategy",) else "left")

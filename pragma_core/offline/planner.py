@@ -59,11 +59,12 @@ def move_outcomes(
     for child in attempts:
         parent = by_number.get(child.parent) if child.parent is not None else None
         before, after = knobs_of(parent, family, knobs), knobs_of(child, family, knobs)
-        if parent is None or before is None or after is None or _speed(parent) is None:
+        base_speed = _speed(parent) if parent is not None else None
+        if parent is None or before is None or after is None or base_speed is None:
             continue
         changes = frozenset((name, value) for name, value in after.items() if before.get(name) != value)
         if changes and child.verdict is not None:
-            ratio = (_speed(child) or 0.0) / _speed(parent) if child.verdict.ok else 0.0
+            ratio = (_speed(child) or 0.0) / base_speed if child.verdict.ok else 0.0
             outcomes.setdefault(changes, []).append((ratio, child.number, parent.number))
     return outcomes
 
