@@ -29,7 +29,16 @@ import attrs
 from .errors import PragmaError
 from .records import AgentRole, Attempt, frozen_tuple
 
-__all__ = ["SEARCHES", "EPSILON", "Step", "SearchTree", "SearchStrategy", "strategy_named", "round_seed"]
+__all__ = [
+    "SEARCHES",
+    "attempt_speed",
+    "EPSILON",
+    "Step",
+    "SearchTree",
+    "SearchStrategy",
+    "strategy_named",
+    "round_seed",
+]
 
 SEARCHES = ("linear", "tree", "beam")
 """The built-in strategies, by the name ``--search`` takes."""
@@ -70,7 +79,7 @@ class SearchTree:
     def open_nodes(self) -> list[Attempt]:
         """Correct attempts that may still have children, fastest first (untimed ones last)."""
         nodes = [a for a in self.attempts if a.verdict is not None and a.verdict.ok and self.untried(a.number) != ()]
-        return sorted(nodes, key=lambda a: (-_speed(a), a.number))
+        return sorted(nodes, key=lambda a: (-attempt_speed(a), a.number))
 
     def to_debug(self) -> list[Attempt]:
         """Children that applied a planned instruction and failed, with no child yet, newest first:
@@ -151,7 +160,8 @@ def _repair_step(tree: SearchTree) -> list[Attempt]:
     return list(tree.attempts[-1:])
 
 
-def _speed(attempt: Attempt) -> float:
+def attempt_speed(attempt: Attempt) -> float:
+    """The median speedup of an attempt's verdict; 0 when it has none (failed or untimed)."""
     verdict = attempt.verdict
     return verdict.speedup.value if verdict is not None and verdict.speedup is not None else 0.0
 

@@ -116,9 +116,9 @@ def start_turn() -> Iterator[Callable[[], None]]:
     attempts are alike would otherwise stay in step, building and timing at the same moments and
     waiting for their models at the same moments; one start after another, each builds and times
     while the other waits (4 examples, 5 s model replies: two workers 1.44x faster than one
-    started together, 1.73x one start after another; docs/bench.md). The turn is an ``flock`` beside the timing slot's file (off with the slot), so it
-    orders the tasks of one machine whatever started them: local workers, Ray tasks on one node,
-    two benches."""
+    started together, 1.73x one start after another; docs/bench.md). The turn is an ``flock``
+    beside the timing slot's file (off with the slot), so it orders the tasks of one machine
+    whatever started them: local workers, Ray tasks on one node, two benches."""
     path = slot_path()
     descriptor: list[int] = []
     if path is not None:

@@ -6,11 +6,12 @@ module's knobs."""
 from __future__ import annotations
 
 import json
-import math
+import statistics
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..records import Attempt, CompletionRequest
+from ..search import attempt_speed
 from .coder import recognized
 from .conductor import rank_moves, read_evidence
 from .knobs import defaults, format_move, knobs_of
@@ -58,13 +59,14 @@ def move_outcomes(
     outcomes: dict[frozenset, list[tuple[float, int, int]]] = {}
     for child in attempts:
         parent = by_number.get(child.parent) if child.parent is not None else None
+        if parent is None or not attempt_speed(parent) or child.verdict is None:
+            continue
         before, after = knobs_of(parent, family, knobs), knobs_of(child, family, knobs)
-        base_speed = _speed(parent) if parent is not None else None
-        if parent is None or before is None or after is None or base_speed is None:
+        if before is None or after is None:
             continue
         changes = frozenset((name, value) for name, value in after.items() if before.get(name) != value)
-        if changes and child.verdict is not None:
-            ratio = (_speed(child) or 0.0) / base_speed if child.verdict.ok else 0.0
+        if changes:
+            ratio = attempt_speed(child) / attempt_speed(parent) if child.verdict.ok else 0.0
             outcomes.setdefault(changes, []).append((ratio, child.number, parent.number))
     return outcomes
 
@@ -79,7 +81,8 @@ def _by_tree_evidence(
         if not seen:
             neutral.append((changes, reason))
             continue
-        ratio = 0.0 if any(r == 0.0 for r, _, _ in seen) else math.exp(sum(math.log(r) for r, _, _ in seen) / len(seen))
+        ratios = [r for r, _, _ in seen]
+        ratio = 0.0 if 0.0 in ratios else statistics.geometric_mean(ratios)
         _, child, parent = seen[-1]
         if ratio == 0.0:
             hurt.append((changes, f"{reason}; it failed when attempt {child} made it on attempt {parent}"))
@@ -90,10 +93,3 @@ def _by_tree_evidence(
         else:
             neutral.append((changes, reason))
     return helped + neutral + hurt
-
-
-def _speed(attempt: Attempt) -> float | None:
-    verdict = attempt.verdict
-    if verdict is None or not verdict.ok or verdict.speedup is None or verdict.speedup.value <= 0:
-        return None
-    return verdict.speedup.value
