@@ -42,9 +42,13 @@ __all__ = [
     "candidate_build_dir",
     "load_candidate",
     "load_task",
+    "IMPORTED_MARKER",
 ]
 
 _JOBS_ROOT_NAME = "pragma-jobs"
+
+IMPORTED_MARKER = "imported"
+"""The file, in a job's folder, a verifier child started ahead leaves once it has imported torch."""
 
 
 def jobs_root() -> Path:
@@ -110,6 +114,11 @@ class JobFolder:
     @property
     def logs(self) -> Path:
         return self.root / "logs"
+
+    @property
+    def imported_marker(self) -> Path:
+        """The file a verifier child leaves once its imports are done (it then waits for ``begin``)."""
+        return self.root / IMPORTED_MARKER
 
     def remove(self) -> None:
         if not self.keep:

@@ -69,6 +69,7 @@ from .search import SEARCHES, SearchStrategy, SearchTree, Step, round_seed, stra
 from .statistics import bar_to_beat, best_of, improves_on
 from .verifier import VerifySettings, WarmChild, verify
 from .verifier.build_ahead import BuildsAhead
+from .verifier.warm_child import ChildAhead
 
 __all__ = [
     "MODEL_VARIABLE",
@@ -373,19 +374,25 @@ class _NextChild:
     """The sandbox child of the next verification, started ahead so that it imports torch while the
     loop finishes a verification, profiles, diagnoses and writes
     (:class:`~pragma_core.verifier.WarmChild`): about two seconds off every attempt. Never started
-    while anything is timed: after the baseline, and when a verification's timing is over."""
+    while anything is timed: after the baseline, and when a verification's timing is over; and it
+    imports only while no other task's timing holds the machine
+    (:class:`~pragma_core.verifier.warm_child.ChildAhead`)."""
 
     task: Task
     settings: VerifySettings
-    child: WarmChild | None = None
+    ahead: ChildAhead | None = None
+    child: WarmChild | None = None  # one a verification left unused
 
     def start(self) -> None:
-        if self.child is None:
-            self.child = WarmChild(self.task, self.settings)
+        if self.ahead is None and self.child is None:
+            self.ahead = ChildAhead(self.task, self.settings)
 
     def take(self) -> WarmChild | None:
         """The child for a verification (None: it starts one); ``verify`` uses and closes it, or
         leaves it unused."""
+        if self.ahead is not None:
+            ahead, self.ahead = self.ahead, None
+            return ahead.take()
         child, self.child = self.child, None
         return child
 
@@ -393,12 +400,15 @@ class _NextChild:
         """After a verification: keep ``child`` if it was not used and none was started meanwhile."""
         if child is None or child.closed or child.session.begun:
             return
-        if self.child is None:
+        if self.ahead is None and self.child is None:
             self.child = child
         else:
             child.close()
 
     def close(self) -> None:
+        if self.ahead is not None:
+            self.ahead.close()
+            self.ahead = None
         if self.child is not None:
             self.child.close()
             self.child = None

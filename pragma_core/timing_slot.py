@@ -12,6 +12,8 @@ file; ``off`` turns the slot off), so it spans processes and dies with its holde
 a turnstile: once a timing waits, new busy work queues behind it, so timings are not starved.
 Within one thread the slot nests: busy work inside a timing is part of it, and a timing inside busy
 work (a verification's timed calls after its build) gives up the shared hold while it times.
+Work that may wait but need not (a child started ahead to import torch) takes the slot with
+:func:`busy_slot_when_free`, which never blocks: it gives up when its caller needs the work done.
 
 Beside the slot, :func:`start_turn` lets one bench task at a time start on the machine, so tasks
 do not stay in step.
@@ -28,7 +30,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-__all__ = ["SLOT_VARIABLE", "slot_path", "timing_slot", "busy_slot", "start_turn"]
+__all__ = ["SLOT_VARIABLE", "slot_path", "timing_slot", "busy_slot", "busy_slot_when_free", "start_turn"]
 
 SLOT_VARIABLE = "PRAGMA_TIMING_SLOT"
 """The environment variable naming the slot's lock file; ``off`` turns the slot off."""
@@ -79,6 +81,26 @@ def busy_slot() -> Iterator[None]:
         _release()
 
 
+@contextmanager
+def busy_slot_when_free(stop: threading.Event, poll_s: float = 0.02) -> Iterator[bool]:
+    """Share the slot for busy work that can wait, as soon as no timing holds it or waits for it.
+
+    Never blocks: tries every ``poll_s`` seconds, and stops trying once ``stop`` is set (the work
+    is wanted now). The block gets True while it shares the slot, False when it holds nothing
+    (``stop`` was set first). Held already in this thread, or with the slot off: True at once."""
+    if getattr(_held, "mode", None) is not None or slot_path() is None:
+        yield True
+        return
+    while not _acquire(fcntl.LOCK_SH, wait=False):
+        if stop.wait(poll_s):
+            yield False
+            return
+    try:
+        yield True
+    finally:
+        _release()
+
+
 def _open(path: Path) -> int:
     descriptor = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o666)
     with contextlib.suppress(OSError):  # another user's file keeps the mode its owner set
@@ -86,18 +108,27 @@ def _open(path: Path) -> int:
     return descriptor
 
 
-def _acquire(operation: int) -> None:
+def _acquire(operation: int, *, wait: bool = True) -> bool:
+    """Take the slot (``operation``: shared or exclusive) through the turnstile; without ``wait``,
+    only if that needs no waiting (False when it would)."""
     path = slot_path()
     assert path is not None
+    now = 0 if wait else fcntl.LOCK_NB
     gate = _open(path.with_name(path.name + ".gate"))
+    descriptor = None
     try:
-        fcntl.flock(gate, fcntl.LOCK_EX)  # the turnstile: behind a waiting timing, nobody passes
+        fcntl.flock(gate, fcntl.LOCK_EX | now)  # the turnstile: behind a waiting timing, nobody passes
         descriptor = _open(path)
-        fcntl.flock(descriptor, operation)
+        fcntl.flock(descriptor, operation | now)
+    except BlockingIOError:
+        if descriptor is not None:
+            os.close(descriptor)
+        return False
     finally:
         os.close(gate)
     _held.fd = descriptor
     _held.mode = "exclusive" if operation == fcntl.LOCK_EX else "shared"
+    return True
 
 
 def _release() -> None:

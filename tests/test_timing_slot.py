@@ -107,3 +107,65 @@ def test_one_task_starts_at_a_time_and_the_next_once_the_first_gives_its_turn_up
     assert taken and taken[0] >= gave_up
     with start_turn():  # given up early or not, the turn is free after the block
         pass
+
+
+def test_work_that_can_wait_takes_the_slot_only_when_no_timing_holds_it_and_gives_up_when_wanted():
+    import threading
+
+    from pragma_core.timing_slot import busy_slot_when_free
+
+    wanted = threading.Event()
+    with busy_slot_when_free(wanted) as shared:  # free: shared at once
+        assert shared
+        process, log = _in_other_process("busy", 0.0)  # busy work of another process runs beside it
+        log.get(timeout=30)
+        process.join(30)
+
+    process, log = _in_other_process("timing", 1.0)
+    with busy_slot_when_free(wanted) as shared:  # waits for the timing, without blocking on it
+        began = time.monotonic()
+        assert shared
+    _, _, other_ended = log.get(timeout=30)
+    process.join(30)
+    assert began >= other_ended - 0.01
+
+    process, log = _in_other_process("timing", 3.0)
+    threading.Timer(0.5, wanted.set).start()
+    asked = time.monotonic()
+    with busy_slot_when_free(wanted) as shared:  # wanted before the timing ends: holds nothing
+        assert not shared
+        assert time.monotonic() - asked < 2.0
+    log.get(timeout=30)
+    process.join(30)
+
+
+def test_a_child_started_ahead_imports_only_once_another_process_has_timed():
+    """The loop's next child imports torch while nobody times; taken while a timing still runs,
+    it was never started, and the verification starts its own under its own hold of the slot."""
+    from pragma_core.tasks import load_task
+    from pragma_core.verifier import VerifySettings
+    from pragma_core.verifier.warm_child import ChildAhead
+
+    from .conftest import EXAMPLES
+
+    task = load_task(EXAMPLES / "level1" / "1_GELUTanh.py", {"batch_size": 32, "dim": 1024})
+    settings = VerifySettings(threads=2)
+
+    process, log = _in_other_process("timing", 1.5)
+    ahead = ChildAhead(task, settings)
+    time.sleep(0.5)
+    assert ahead.take() is None  # wanted while the timing ran: never started
+    log.get(timeout=30)
+    process.join(30)
+
+    process, log = _in_other_process("timing", 1.5)
+    ahead = ChildAhead(task, settings)
+    _, _, other_ended = log.get(timeout=30)
+    ended_on_the_wall_clock = time.time() - (time.monotonic() - other_ended)  # as files are dated
+    process.join(30)
+    time.sleep(0.5)
+    child = ahead.take()
+    assert child is not None
+    with child:
+        assert child.folder.task_file.stat().st_mtime >= ended_on_the_wall_clock - 0.05  # began after the timing
+        assert child.folder.imported_marker.exists() and child.fits(task, settings)

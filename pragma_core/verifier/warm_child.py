@@ -15,22 +15,38 @@ other threads or limits), or that ended, is closed and a cold one started instea
     with WarmChild(task, settings) as child:
         ...                                    # anything else: write the candidate, profile
         verdict = verify(task, source, settings, warm=child)
+
+A child's import keeps a core busy for a couple of seconds, which would disturb another task's
+timing on the same machine. :class:`ChildAhead` starts a warm child in the background only when
+no timing holds or waits for the machine's timing slot
+(:func:`~pragma_core.timing_slot.busy_slot_when_free`), and shares the slot until the child has
+imported; the loop starts the next attempt's child this way.
 """
 
 from __future__ import annotations
 
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from ..child_run import ChildSession, JobFolder
 from ..records import Task
 from ..sandbox import SandboxLimits
 from ..tasks import task_program
+from ..timing_slot import busy_slot_when_free
 from .settings import VerifySettings
 
-__all__ = ["WarmChild"]
+__all__ = ["WarmChild", "ChildAhead"]
 
 WORKER_MODULE = "pragma_core.verifier.worker"
 _MESSAGE_MARGIN = 64 << 20
+IMPORT_LIMIT_S = 120.0
+"""The longest a child started ahead holds the timing slot waiting for its imports."""
+
+_STARTERS = ThreadPoolExecutor(max_workers=4, thread_name_prefix="pragma-child-ahead")
+"""The threads that start children ahead. They live as long as the process: a sandboxed child is
+killed when the thread that started it ends (:func:`~pragma_core.sandbox.die_with_parent`)."""
 
 
 class WarmChild:
@@ -77,6 +93,16 @@ class WarmChild:
             and limits_of(settings) == limits_of(self.settings)
         )
 
+    def wait_imported(self, limit_s: float = IMPORT_LIMIT_S, poll_s: float = 0.02) -> bool:
+        """Wait until the child has imported what it needs (it then waits for its candidate);
+        False when it ended or ``limit_s`` passed first."""
+        deadline = time.monotonic() + limit_s
+        while not self.folder.imported_marker.exists():
+            if self.closed or not self.session.process.running() or time.monotonic() >= deadline:
+                return False
+            time.sleep(poll_s)
+        return True
+
     def close(self) -> None:
         if not self.closed:
             self.closed = True
@@ -88,6 +114,43 @@ class WarmChild:
 
     def __exit__(self, *exc_info: object) -> None:
         self.close()
+
+
+class ChildAhead:
+    """A :class:`WarmChild` for ``task`` and ``settings``, started in the background as soon as no
+    timing holds or waits for the machine's timing slot, which it then shares until the child has
+    imported torch: a child started ahead never disturbs a timing, this run's or another's.
+
+    :meth:`take` gives the child when it is needed: at once if it is ready, after the rest of its
+    imports if they are under way, None if the slot never came free (a verification then starts
+    its own child while it holds the slot). Close what is not taken."""
+
+    def __init__(self, task: Task, settings: VerifySettings) -> None:
+        self._wanted = threading.Event()
+        self._started = _STARTERS.submit(self._start, task, settings)
+
+    def _start(self, task: Task, settings: VerifySettings) -> WarmChild | None:
+        with busy_slot_when_free(self._wanted) as shared:
+            if not shared:
+                return None
+            child = WarmChild(task, settings)
+            child.wait_imported()
+            return child
+
+    def take(self) -> WarmChild | None:
+        """The child, ready or importing; None when it was not started (or could not be)."""
+        self._wanted.set()
+        if self._started.cancel():
+            return None
+        try:
+            return self._started.result()
+        except Exception:  # noqa: BLE001 - the verification starts its own child and reports why it cannot
+            return None
+
+    def close(self) -> None:
+        child = self.take()
+        if child is not None:
+            child.close()
 
 
 def limits_of(settings: VerifySettings) -> SandboxLimits:

@@ -39,6 +39,7 @@ poisoning dispatch mode, and the parent checks timed calls by their outputs, cho
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import sys
@@ -87,6 +88,7 @@ def _serve(root: Path, writer: Any) -> int:
 
     # Everything above may run before the candidate exists (a child started ahead of its work);
     # nothing below runs before the parent says which candidate and the world is read-only.
+    _say_imported(root)
     refused = _begin()
     if refused:
         return _send_error(writer, "sandbox", refused)
@@ -358,6 +360,15 @@ def _serve(root: Path, writer: Any) -> int:
 
         else:
             return _send_error(writer, "runtime", f"unknown request {op!r}")
+
+
+def _say_imported(root: Path) -> None:
+    """Leave the marker that tells the parent the imports are done (it holds the machine's timing
+    slot for a child started ahead until then)."""
+    from ..child_run import IMPORTED_MARKER
+
+    with contextlib.suppress(OSError):
+        (root / IMPORTED_MARKER).touch()
 
 
 def _begin() -> str:
