@@ -4,11 +4,11 @@
     [node.op for node in graph.nodes]      # ['input', 'gelu', 'output'] for 1_GELUTanh
 
 The task's ``Model`` is built with its init inputs and traced with ``torch.fx``; shapes and dtypes
-come from running the traced graph once on the task's inputs. Operator spellings are made one:
-``torch.relu(x)``, ``F.relu(x)``, ``x.relu()`` and ``nn.ReLU()`` are all op ``relu``; ``a + b`` is
-``add``, ``a / b`` is ``div``. Modules become their functional op with their parameters as ``param``
-nodes (``nn.LayerNorm`` -> ``layer_norm`` with ``weight`` and ``bias``). A reference fx cannot trace
-(data-dependent control flow) raises :class:`NotRecognized`. An input the task passes as a plain
+come from running the traced graph once on the task's inputs, on the meta device where it can.
+Operator spellings are made one: ``torch.relu(x)``, ``F.relu(x)``, ``x.relu()`` and ``nn.ReLU()``
+are all op ``relu``; ``a + b`` is ``add``, ``a / b`` is ``div``. Modules become their functional op
+with their parameters as ``param`` nodes (``nn.LayerNorm`` -> ``layer_norm`` with ``weight`` and
+``bias``). A reference fx cannot trace (data-dependent control flow) raises :class:`NotRecognized`. An input the task passes as a plain
 value (``s = 3.14``) is an ``input`` node without a shape whose ``kwargs["value"]`` is that value.
 """
 
@@ -24,6 +24,7 @@ import torch
 from ..errors import PragmaError
 from ..records import Task
 from ..tasks import task_namespace
+from ..timing_slot import busy_slot
 from ..verifier.inputs import construct, make_inputs
 
 __all__ = ["NotRecognized", "Ref", "Node", "OpGraph", "trace_reference"]
@@ -220,11 +221,30 @@ _MODULES: dict[type, tuple[str, tuple[str, ...], tuple[str, ...]]] = {
 
 
 def trace_reference(task: Task, *, seed: int = 0) -> OpGraph:
-    """The task's forward as an :class:`OpGraph`, shapes taken from one run on its inputs."""
+    """The task's forward as an :class:`OpGraph`, shapes taken from one run on its inputs: on the
+    meta device (no data, no time: a KernelBench task at its own sizes may take gigabytes and
+    seconds), else on the CPU, sharing the machine's timing slot as other busy work does."""
+    namespace = task_namespace(task)
+    try:
+        with torch.device("meta"):
+            return _graph(namespace, seed)
+    except NotRecognized as error:
+        if not isinstance(error, _DidNotRun):
+            raise  # untraceable, or an unknown module, on any device
+    except Exception:  # noqa: BLE001 - what the meta device cannot build or draw, the CPU may
+        pass
+    with busy_slot():
+        return _graph(namespace, seed)
+
+
+class _DidNotRun(NotRecognized):
+    """The traced forward failed on its inputs (on the meta device, data-dependent code may)."""
+
+
+def _graph(namespace: dict[str, Any], seed: int) -> OpGraph:
     import torch.fx
     from torch.fx.passes.shape_prop import ShapeProp
 
-    namespace = task_namespace(task)
     with torch.no_grad():
         model = construct(namespace, namespace["Model"])
         try:
@@ -238,7 +258,7 @@ def trace_reference(task: Task, *, seed: int = 0) -> OpGraph:
         try:
             ShapeProp(traced).propagate(*inputs)
         except Exception as error:
-            raise NotRecognized(f"the traced forward did not run: {type(error).__name__}") from None
+            raise _DidNotRun(f"the traced forward did not run: {type(error).__name__}") from None
     modules = dict(traced.named_modules())
     nodes, params = [], {}
     inputs_: list[str] = []
