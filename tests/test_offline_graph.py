@@ -6,7 +6,7 @@ from __future__ import annotations
 from pragma_core import load_task
 from pragma_core.offline.graph import trace_reference
 
-_TASK = '''import torch
+_TASK = """import torch
 import torch.nn as nn
 
 
@@ -28,7 +28,7 @@ def get_inputs():
 
 def get_init_inputs():
     return []
-'''
+"""
 
 
 def _task(tmp_path, name: str, forward: str, rows: int, cols: int):
