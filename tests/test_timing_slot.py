@@ -169,3 +169,27 @@ def test_a_child_started_ahead_imports_only_once_another_process_has_timed():
     with child:
         assert child.folder.task_file.stat().st_mtime >= ended_on_the_wall_clock - 0.05  # began after the timing
         assert child.folder.imported_marker.exists() and child.fits(task, settings)
+
+
+def test_a_program_ends_while_its_work_that_can_wait_still_waits_for_a_timing(tmp_path):
+    """A child started ahead that nobody took, waiting for another process's timing, must not keep
+    its program from exiting."""
+    import subprocess
+    import sys
+
+    from .conftest import EXAMPLES
+
+    process, log = _in_other_process("timing", 30.0)
+    script = tmp_path / "ends.py"
+    script.write_text(
+        "from pragma_core.tasks import load_task\n"
+        "from pragma_core.verifier import VerifySettings\n"
+        "from pragma_core.verifier.warm_child import ChildAhead\n"
+        f"task = load_task({str(EXAMPLES / 'level1' / '1_GELUTanh.py')!r})\n"
+        "ahead = ChildAhead(task, VerifySettings(threads=2))\n"
+    )
+    began = time.monotonic()
+    subprocess.run([sys.executable, str(script)], check=True, timeout=60)
+    assert time.monotonic() - began < 15  # the timing holds the slot for 30 s
+    process.kill()
+    process.join(30)

@@ -25,10 +25,13 @@ imported; the loop starts the next attempt's child this way.
 
 from __future__ import annotations
 
+import queue
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable
+from concurrent.futures import Future
 from pathlib import Path
+from typing import Any
 
 from ..child_run import ChildSession, JobFolder
 from ..records import Task
@@ -44,9 +47,41 @@ _MESSAGE_MARGIN = 64 << 20
 IMPORT_LIMIT_S = 120.0
 """The longest a child started ahead holds the timing slot waiting for its imports."""
 
-_STARTERS = ThreadPoolExecutor(max_workers=4, thread_name_prefix="pragma-child-ahead")
-"""The threads that start children ahead. They live as long as the process: a sandboxed child is
-killed when the thread that started it ends (:func:`~pragma_core.sandbox.die_with_parent`)."""
+
+class _Starters:
+    """Daemon threads that start children ahead, one job at a time each. They live as long as the
+    process, since a sandboxed child is killed when the thread that started it ends
+    (:func:`~pragma_core.sandbox.die_with_parent`), and do not keep it from exiting while a start
+    still waits for the timing slot (a thread pool's threads would: it joins them at exit)."""
+
+    def __init__(self, count: int) -> None:
+        self._count = count
+        self._jobs: queue.SimpleQueue[tuple[Future, Callable[[], Any]]] = queue.SimpleQueue()
+        self._threads: list[threading.Thread] = []
+        self._lock = threading.Lock()
+
+    def submit(self, job: Callable[[], Any]) -> Future:
+        future: Future = Future()
+        with self._lock:
+            if len(self._threads) < self._count:
+                thread = threading.Thread(target=self._serve, name="pragma-child-ahead", daemon=True)
+                thread.start()
+                self._threads.append(thread)
+        self._jobs.put((future, job))
+        return future
+
+    def _serve(self) -> None:
+        while True:
+            future, job = self._jobs.get()
+            if not future.set_running_or_notify_cancel():
+                continue
+            try:
+                future.set_result(job())
+            except BaseException as error:  # noqa: BLE001 - the taker decides what a failed start means
+                future.set_exception(error)
+
+
+_STARTERS = _Starters(4)
 
 
 class WarmChild:
@@ -127,7 +162,7 @@ class ChildAhead:
 
     def __init__(self, task: Task, settings: VerifySettings) -> None:
         self._wanted = threading.Event()
-        self._started = _STARTERS.submit(self._start, task, settings)
+        self._started = _STARTERS.submit(lambda: self._start(task, settings))
 
     def _start(self, task: Task, settings: VerifySettings) -> WarmChild | None:
         with busy_slot_when_free(self._wanted) as shared:
