@@ -8,8 +8,9 @@ come from running the traced graph once on the task's inputs, on the meta device
 Operator spellings are made one: ``torch.relu(x)``, ``F.relu(x)``, ``x.relu()`` and ``nn.ReLU()``
 are all op ``relu``; ``a + b`` is ``add``, ``a / b`` is ``div``. Modules become their functional op
 with their parameters as ``param`` nodes (``nn.LayerNorm`` -> ``layer_norm`` with ``weight`` and
-``bias``). A reference fx cannot trace (data-dependent control flow) raises :class:`NotRecognized`. An input the task passes as a plain
-value (``s = 3.14``) is an ``input`` node without a shape whose ``kwargs["value"]`` is that value.
+``bias``). A reference fx cannot trace (data-dependent control flow) raises :class:`NotRecognized`.
+An input the task passes as a plain value (``s = 3.14``) is an ``input`` node without a shape whose
+``kwargs["value"]`` is that value.
 """
 
 from __future__ import annotations

@@ -173,7 +173,8 @@ class ChildAhead:
             return child
 
     def take(self) -> WarmChild | None:
-        """The child, ready or importing; None when it was not started (or could not be)."""
+        """The child, once imported (waiting for the rest of its imports if they are under way);
+        None when it was not started (or could not be)."""
         self._wanted.set()
         if self._started.cancel():
             return None
