@@ -89,8 +89,13 @@ def add_paired_ratios(results: dict[str, dict[str, Any]], budget: int, strategie
     first = results[f"{strategies[0]}-{budget}"]["per_task"]
     for strategy in strategies:
         run = results[f"{strategy}-{budget}"]
-        ratios = [run["per_task"][t] / first[t] for t in first if first[t] and run["per_task"].get(t)]
-        run["vs_first"] = statistics.geometric_mean(ratios) if ratios else None
+        run["vs_first"] = paired_ratio(run["per_task"], first)
+
+
+def paired_ratio(speedups: dict[str, float | None], first: dict[str, float | None]) -> float | None:
+    """The geometric mean over the tasks both have of ``speedups`` over ``first``."""
+    ratios = [value / base for t, value in speedups.items() if value and (base := first.get(t))]
+    return statistics.geometric_mean(ratios) if ratios else None
 
 
 def retime(results: dict[str, dict[str, Any]], budget: int, strategies: list[str], args: argparse.Namespace) -> None:
@@ -130,8 +135,7 @@ def retime(results: dict[str, dict[str, Any]], budget: int, strategies: list[str
     for run in runs.values():
         values = [v for v in run["retimed"].values() if v]
         run["retimed_geomean"] = statistics.geometric_mean(values) if values else None
-        ratios = [run["retimed"][t] / first[t] for t in first if first[t] and run["retimed"].get(t)]
-        run["retimed_vs_first"] = statistics.geometric_mean(ratios) if ratios else None
+        run["retimed_vs_first"] = paired_ratio(run["retimed"], first)
 
 
 def _summary(out: Path) -> dict[str, Any]:
@@ -220,16 +224,8 @@ def main() -> None:
             console.print(f"timing the best kernels again side by side, {args.retime} rounds ...")
             retime(results, budget, strategies, args)
     table = Table(title=f"search strategies on {args.tree} (branching {args.branching})")
-    columns: tuple[str, ...] = (
-        "budget",
-        "strategy",
-        "tasks",
-        "success",
-        "geomean vs eager",
-        f"vs {strategies[0]}",
-        "fast_1",
-    )
-    columns += ("to 90% own", "to 90% shared")
+    columns = ["budget", "strategy", "tasks", "success", "geomean vs eager", f"vs {strategies[0]}", "fast_1"]
+    columns += ["to 90% own", "to 90% shared"]
     for column in columns:
         table.add_column(column, justify="right" if column not in ("strategy",) else "left")
     for budget in budgets:
@@ -248,29 +244,28 @@ def main() -> None:
                 "-" if r["attempts_to_90_shared"] is None else f"{r['attempts_to_90_shared']:g}",
             )
     console.print(table)
-    tasks = Table(title="speedup vs eager per task")
-    tasks.add_column("task")
     runs = [f"{strategy}-{budget}" for budget in budgets for strategy in strategies]
-    for run in runs:
-        tasks.add_column(run, justify="right")
-    for task in sorted({t for run in runs for t in results[run]["per_task"]}):
-        values = [results[run]["per_task"].get(task) for run in runs]
-        tasks.add_row(task, *("-" if v is None else f"{v:.2f}x" for v in values))
-    console.print(tasks)
+    console.print(_per_task_table("speedup vs eager per task", [results[run]["per_task"] for run in runs], runs))
     if args.retime:
-        again = Table(title=f"the best kernels timed again side by side ({args.retime} rounds, median)")
-        again.add_column("task")
-        for run in runs:
-            again.add_column(run, justify="right")
-        for task in sorted({t for run in runs for t in results[run].get("retimed", {})}):
-            values = [results[run].get("retimed", {}).get(task) for run in runs]
-            again.add_row(task, *("-" if v is None else f"{v:.2f}x" for v in values))
+        title = f"the best kernels timed again side by side ({args.retime} rounds, median)"
+        again = _per_task_table(title, [results[run]["retimed"] for run in runs], runs)
         again.add_row("geomean", *(_times(results[run].get("retimed_geomean")) for run in runs))
         again.add_row(f"vs {strategies[0]}", *(_times(results[run].get("retimed_vs_first")) for run in runs))
         console.print(again)
     (args.out / "search.json").write_text(json.dumps(results, indent=2, default=str) + "\n")
     _plot(results, budgets, strategies, args.out / "search.png")
     console.print(f"written: {args.out / 'search.json'}, {args.out / 'search.png'}")
+
+
+def _per_task_table(title: str, columns: list[dict[str, float | None]], names: list[str]) -> Table:
+    """One row per task, one column per run: each run's speedup of the task."""
+    table = Table(title=title)
+    table.add_column("task")
+    for name in names:
+        table.add_column(name, justify="right")
+    for task in sorted({t for column in columns for t in column}):
+        table.add_row(task, *("-" if (v := column.get(task)) is None else f"{v:.2f}x" for column in columns))
+    return table
 
 
 def _times(value: float | None) -> str:
