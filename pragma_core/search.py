@@ -8,9 +8,10 @@ planner's ranked changes), so siblings try different changes of the same code.
 - ``linear``: the loop as the PRAGMA paper runs it, one chain: every attempt changes the last one,
   following the Conductor's whole advice. The default.
 - ``tree``: adaptive epsilon-greedy. Mostly the fastest open node gets ``branching`` children;
-  with probability epsilon another open node does (a promising non-best one). Epsilon starts at
-  :data:`EPSILON` and shrinks as rounds pass without a better best, so a search that stopped
-  finding better code spends its remaining budget on the best.
+  with probability epsilon another open node does, a promising one (its timing's interval reaches
+  :data:`PROMISING` of the fastest attempt's speedup: the timing cannot rule out that it is about
+  as fast). Epsilon starts at :data:`EPSILON` and shrinks as rounds pass without a better best, so
+  a search that stopped finding better code spends its remaining budget on the best.
 - ``beam``: each round one child for each of the ``branching`` fastest open nodes.
 
 A node is open while it is correct and its plan (once asked for) still has an instruction none of
@@ -33,6 +34,7 @@ __all__ = [
     "SEARCHES",
     "attempt_speed",
     "EPSILON",
+    "PROMISING",
     "Step",
     "SearchTree",
     "SearchStrategy",
@@ -45,6 +47,12 @@ SEARCHES = ("linear", "tree", "beam")
 
 EPSILON = 0.3
 """The tree search's chance, in its first round, of expanding a node other than the fastest."""
+
+PROMISING = 0.9
+"""A non-best node the tree search may explore: the high end of its speedup's interval reaches this
+share of the fastest attempt's median (the mark the search benchmark counts attempts to). A node
+far slower than the best is a branch the search has already left behind: a knob move or a local
+edit from it rarely closes the gap, and each such child costs a whole attempt."""
 
 
 @attrs.frozen(kw_only=True)
@@ -124,7 +132,7 @@ class LinearSearch:
 @attrs.frozen
 class TreeSearch:
     """Adaptive epsilon-greedy: ``branching`` children of the fastest open node, or, with a chance
-    that shrinks as the best stops improving, of another open node."""
+    that shrinks as the best stops improving, of another open node that is promising."""
 
     name: str = "tree"
     epsilon: float = EPSILON
@@ -134,7 +142,8 @@ class TreeSearch:
         if not nodes:
             return _repair_step(tree)
         chance = self.epsilon / (1 + tree.stale_attempts() / branching)  # per round without a better best
-        chosen = rng.choice(nodes[1:]) if len(nodes) > 1 and rng.random() < chance else nodes[0]
+        others = _promising(nodes[1:], tree)
+        chosen = rng.choice(others) if others and rng.random() < chance else nodes[0]
         return [chosen] * branching
 
 
@@ -150,6 +159,21 @@ class BeamSearch:
             return _repair_step(tree)
         beam = nodes[:branching]
         return [beam[index % len(beam)] for index in range(branching)]
+
+
+def _promising(nodes: Sequence[Attempt], tree: SearchTree) -> list[Attempt]:
+    """The nodes whose speedup's interval reaches :data:`PROMISING` of the fastest attempt's median
+    (all of them when no attempt was timed: nothing tells them apart)."""
+    fastest = max((attempt_speed(a) for a in tree.attempts), default=0.0)
+    if not fastest:
+        return list(nodes)
+    return [a for a in nodes if _high(a) >= PROMISING * fastest]
+
+
+def _high(attempt: Attempt) -> float:
+    """The high end of an attempt's speedup interval; 0 when it was not timed."""
+    verdict = attempt.verdict
+    return verdict.speedup.high if verdict is not None and verdict.speedup is not None else 0.0
 
 
 def _repair_step(tree: SearchTree) -> list[Attempt]:

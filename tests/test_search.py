@@ -76,7 +76,7 @@ def test_beam_expands_the_fastest_open_nodes_once_each():
 
 
 def test_tree_mostly_expands_the_best_and_explores_less_as_the_best_goes_stale():
-    attempts = [node(1, 1.0), node(2, 3.0, parent=1, instruction="a"), node(3, 2.0, parent=1, instruction="b")]
+    attempts = [node(1, 1.0), node(2, 3.0, parent=1, instruction="a"), node(3, 2.8, parent=1, instruction="b")]
     tree = SearchTree(attempts=attempts, best=attempts[1])
     picks = [strategy_named("tree").parents(tree, 2, random.Random(seed)) for seed in range(400)]
     assert all(len(set(map(id, pick))) == 1 and len(pick) == 2 for pick in picks)  # branching children of one node
@@ -86,6 +86,24 @@ def test_tree_mostly_expands_the_best_and_explores_less_as_the_best_goes_stale()
     tree = SearchTree(attempts=stale, best=attempts[1])
     explored = sum(strategy_named("tree").parents(tree, 2, random.Random(s))[0].number != 2 for s in range(400))
     assert explored / 400 < fresh / 2
+
+
+def test_tree_explores_only_nodes_whose_interval_reaches_90_percent_of_the_fastest():
+    # 2.6x with its interval up to 2.73x could be within 90% of the fastest 3.0x; 2.4x (up to 2.52x),
+    # the slow root and the children of the best cannot.
+    attempts = [
+        node(1, 0.5),
+        node(2, 3.0, parent=1, instruction="a"),
+        node(3, 2.6, parent=1, instruction="b"),
+        node(4, 2.4, parent=1, instruction="c"),
+        node(5, 1.0, parent=2, instruction="d"),
+    ]
+    tree = SearchTree(attempts=attempts, best=attempts[1])
+    picked = {strategy_named("tree").parents(tree, 2, random.Random(seed))[0].number for seed in range(400)}
+    assert picked == {2, 3}
+    # Nothing but slow branches beside the best: every round expands the best.
+    slow = SearchTree(attempts=[attempts[0], attempts[1], attempts[4]], best=attempts[1])
+    assert {strategy_named("tree").parents(slow, 2, random.Random(seed))[0].number for seed in range(400)} == {2}
 
 
 def test_with_no_correct_attempt_tree_and_beam_repair_the_last_and_stop_when_all_plans_are_tried():
