@@ -295,7 +295,7 @@ def optimize(
                 queue = loop.next_round(strategy, attempts, best, plans)
                 ahead = loop.write_ahead(queue, attempts, best)
             if not queue:
-                stop_reason = "every instruction of every correct attempt's plan was tried"
+                stop_reason = "every instruction of the plans worth following was tried"
                 break
             step = queue.pop(0)
             attempt = loop.attempt(number, attempts, best, step, ahead.pop(0) if ahead else None)

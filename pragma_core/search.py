@@ -11,7 +11,8 @@ planner's ranked changes), so siblings try different changes of the same code.
   with probability epsilon another open node does, a promising one (its timing's interval reaches
   :data:`PROMISING` of the fastest attempt's speedup: the timing cannot rule out that it is about
   as fast). Epsilon starts at :data:`EPSILON` and shrinks as rounds pass without a better best, so
-  a search that stopped finding better code spends its remaining budget on the best.
+  a search that stopped finding better code spends its remaining budget on the best. The search
+  ends when no promising node is open, as the linear loop ends when no move from its best is left.
 - ``beam``: each round one child for each of the ``branching`` fastest open nodes.
 
 A node is open while it is correct and its plan (once asked for) still has an instruction none of
@@ -132,7 +133,8 @@ class LinearSearch:
 @attrs.frozen
 class TreeSearch:
     """Adaptive epsilon-greedy: ``branching`` children of the fastest open node, or, with a chance
-    that shrinks as the best stops improving, of another open node that is promising."""
+    that shrinks as the best stops improving, of another open node that is promising; nothing
+    when no open node is promising."""
 
     name: str = "tree"
     epsilon: float = EPSILON
@@ -141,6 +143,8 @@ class TreeSearch:
         nodes = tree.open_nodes()
         if not nodes:
             return _repair_step(tree)
+        if not _promising(nodes[:1], tree):
+            return []  # every plan of a promising node is used up: only branches left far behind remain
         chance = self.epsilon / (1 + tree.stale_attempts() / branching)  # per round without a better best
         others = _promising(nodes[1:], tree)
         chosen = rng.choice(others) if others and rng.random() < chance else nodes[0]

@@ -104,6 +104,11 @@ def test_tree_explores_only_nodes_whose_interval_reaches_90_percent_of_the_faste
     # Nothing but slow branches beside the best: every round expands the best.
     slow = SearchTree(attempts=[attempts[0], attempts[1], attempts[4]], best=attempts[1])
     assert {strategy_named("tree").parents(slow, 2, random.Random(seed))[0].number for seed in range(400)} == {2}
+    # The best's plan used up, only far slower branches are open: the tree search ends there, as the
+    # linear loop ends when no move from its best is left; beam still expands them.
+    used_up = SearchTree(attempts=[attempts[0], attempts[1], attempts[4]], plans={2: ("d",)}, best=attempts[1])
+    assert strategy_named("tree").parents(used_up, 2, random.Random(0)) == []
+    assert [a.number for a in strategy_named("beam").parents(used_up, 2, random.Random(0))] == [5, 1]
 
 
 def test_with_no_correct_attempt_tree_and_beam_repair_the_last_and_stop_when_all_plans_are_tried():
