@@ -224,7 +224,7 @@ def _plot(results: dict[str, dict[str, Any]], budgets: list[int], strategies: li
     timed_again = all("attempts_to_90_side_by_side" in run for run in results.values())
     labels = (
         "geomean speedup vs eager (95% CI)",
-        "median attempts to 90% of the task's best" + (" (side by side)" if timed_again else ""),
+        "median attempts to 90% of the best" + (", side by side" if timed_again else ""),
     )
     for axes, label in zip((left, right), labels, strict=True):
         axes.set_xticks(range(len(budgets)), [f"{budget} attempts" for budget in budgets])
