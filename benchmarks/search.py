@@ -281,8 +281,8 @@ def main() -> None:
                 f"{geo['value']:.2f}x [{geo['low']:.2f}-{geo['high']:.2f}]" if geo else "-",
                 "-" if r["vs_first"] is None else f"{r['vs_first']:.3f}",
                 f"{r['fast_1']:.0%}",
-                "-" if r["attempts_to_90"] is None else f"{r['attempts_to_90']:g}",
-                "-" if r["attempts_to_90_shared"] is None else f"{r['attempts_to_90_shared']:g}",
+                _count(r["attempts_to_90"]),
+                _count(r["attempts_to_90_shared"]),
                 *([_count(r.get("attempts_to_90_side_by_side"))] if args.retime else []),
             )
     console.print(table)

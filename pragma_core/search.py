@@ -143,10 +143,11 @@ class TreeSearch:
         nodes = tree.open_nodes()
         if not nodes:
             return _repair_step(tree)
-        if not _promising(nodes[:1], tree):
+        fastest = max(attempt_speed(a) for a in tree.attempts)
+        if not _promising(nodes[0], fastest):
             return []  # every plan of a promising node is used up: only branches left far behind remain
         chance = self.epsilon / (1 + tree.stale_attempts() / branching)  # per round without a better best
-        others = _promising(nodes[1:], tree)
+        others = [node for node in nodes[1:] if _promising(node, fastest)]
         chosen = rng.choice(others) if others and rng.random() < chance else nodes[0]
         return [chosen] * branching
 
@@ -165,19 +166,12 @@ class BeamSearch:
         return [beam[index % len(beam)] for index in range(branching)]
 
 
-def _promising(nodes: Sequence[Attempt], tree: SearchTree) -> list[Attempt]:
-    """The nodes whose speedup's interval reaches :data:`PROMISING` of the fastest attempt's median
-    (all of them when no attempt was timed: nothing tells them apart)."""
-    fastest = max((attempt_speed(a) for a in tree.attempts), default=0.0)
-    if not fastest:
-        return list(nodes)
-    return [a for a in nodes if _high(a) >= PROMISING * fastest]
-
-
-def _high(attempt: Attempt) -> float:
-    """The high end of an attempt's speedup interval; 0 when it was not timed."""
-    verdict = attempt.verdict
-    return verdict.speedup.high if verdict is not None and verdict.speedup is not None else 0.0
+def _promising(node: Attempt, fastest: float) -> bool:
+    """Whether the high end of ``node``'s speedup interval reaches :data:`PROMISING` of the fastest
+    attempt's median (every node is when no attempt was timed: nothing tells them apart)."""
+    verdict = node.verdict
+    high = verdict.speedup.high if verdict is not None and verdict.speedup is not None else 0.0
+    return not fastest or high >= PROMISING * fastest
 
 
 def _repair_step(tree: SearchTree) -> list[Attempt]:
