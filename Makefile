@@ -84,9 +84,11 @@ test: $(STAMP)
 check: lint
 	$(BIN)/python -m pytest -q -m "not slow"
 
+# lint-imports checks the layers written down in pyproject.toml ([tool.importlinter]).
 lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/lint-imports --no-cache
 	$(BIN)/mypy $(LINTED)
 
 # Two at a time (pytest-xdist), then alone the tests marked serial: those that time something or

@@ -37,9 +37,9 @@ from rich.table import Table
 from pragma_core import PragmaError, load_task
 from pragma_core.offline.coder import recognized
 from pragma_core.records import BoundClass
-from pragma_core.size_fit import fit_task
-from pragma_core.size_scaling import shrink_task
-from pragma_core.tasks import find_task_files
+from pragma_core.sizes.fitting import fit_task
+from pragma_core.sizes.shrinking import shrink_task
+from pragma_core.tasks.loading import find_task_files
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from offline_examples import _run  # noqa: E402 - the same optimize-then-verify step as the examples' benchmark

@@ -36,10 +36,10 @@ from rich.table import Table
 
 import pragma_core
 from pragma_core import VerifySettings, load_task, parse_size_assignments
-from pragma_core.optimizer import OptimizeSettings, optimize
+from pragma_core.loop.optimizer import OptimizeSettings, optimize
+from pragma_core.loop.run_directory import RunDirectory
 from pragma_core.records import Attempt
-from pragma_core.run_directory import RunDirectory
-from pragma_core.tasks import sizes_per_file
+from pragma_core.tasks.loading import sizes_per_file
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "examples" / "tasks" / "level1"
@@ -146,7 +146,7 @@ def _draw_seconds(task: Any, threads: int) -> float:
     and checked call pays for fresh values."""
     import torch
 
-    from pragma_core.tasks import task_namespace
+    from pragma_core.tasks.loading import task_namespace
     from pragma_core.verifier.inputs import make_inputs
 
     namespace = task_namespace(task)

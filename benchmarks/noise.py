@@ -27,7 +27,7 @@ from rich.console import Console
 from rich.table import Table
 
 from pragma_core import Candidate, VerifySettings, load_task, verify
-from pragma_core.verifier.machine_load import synthetic_load
+from pragma_core.machine.load import synthetic_load
 
 ROOT = Path(__file__).resolve().parents[1]
 TASK = ROOT / "examples" / "tasks" / "level1" / "1_GELUTanh.py"

@@ -19,7 +19,7 @@ from rich.console import Console
 from rich.table import Table
 
 from pragma_core import load_tasks, parse_size_assignments, task_namespace
-from pragma_core.task_analysis import SEED
+from pragma_core.tasks.analysis import SEED
 
 WARMUP, REPEATS, LOW_MS, HIGH_MS = 3, 20, 1.0, 100.0
 

@@ -8,15 +8,14 @@ The pieces, each importable alone:
 - verification: :func:`verify` checks a candidate against a task in a sandbox and times it;
 - plugins: :func:`get_registry` gives the backends, profilers, LLM providers and metric selectors
   that built-in and installed plugins registered; a plugin implements the hooks of
-  :mod:`pragma_core.hookspecs` with :data:`hookimpl`.
+  :mod:`pragma_core.plugin_api.hookspecs` with :data:`hookimpl`.
 """
 
 from __future__ import annotations
 
-__version__ = "0.1.0"
-
-from .categories import infer_category
-from .components import (
+from ._version import __version__
+from .errors import CandidateError, PluginError, PragmaError, RecordError, SizeOverrideError, TaskError
+from .plugin_api.components import (
     Availability,
     Backend,
     LLMProvider,
@@ -24,9 +23,8 @@ from .components import (
     Profiler,
     ProfileTarget,
 )
-from .errors import CandidateError, PluginError, PragmaError, RecordError, SizeOverrideError, TaskError
-from .hookspecs import hookimpl
-from .plugins import PluginRegistry, get_registry, reset_registry
+from .plugin_api.hookspecs import hookimpl
+from .plugin_api.registry import PluginRegistry, get_registry, reset_registry
 from .records import (
     AgentRole,
     Attempt,
@@ -53,7 +51,8 @@ from .records import (
     VerdictStatus,
 )
 from .serialization import from_dict, read_record, to_dict, write_record
-from .tasks import load_task, load_tasks, parse_size_assignments, task_namespace, task_program
+from .tasks.categories import infer_category
+from .tasks.loading import load_task, load_tasks, parse_size_assignments, task_namespace, task_program
 
 __all__ = [
     "__version__",
@@ -124,7 +123,7 @@ def __getattr__(name: str):  # noqa: ANN202 - PEP 562 lazy attributes
 
         return getattr(verifier, name)
     if name in ("optimize", "OptimizeSettings"):
-        from . import optimizer
+        from .loop import optimizer
 
         return getattr(optimizer, name)
     raise AttributeError(f"module 'pragma_core' has no attribute {name!r}")

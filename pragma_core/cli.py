@@ -19,16 +19,16 @@ from click.core import ParameterSource
 from rich.console import Console
 from rich.table import Table
 
-from . import __version__
+from ._version import __version__
 from .backends import DEFAULT_BACKEND
-from .components import Probe
 from .errors import CandidateError, PragmaError, TaskError
-from .plugins import PluginRegistry, get_registry
+from .loop.search import SEARCHES
+from .plugin_api.components import Probe
+from .plugin_api.registry import PluginRegistry, get_registry
 from .progress import progress_bar
 from .records import Candidate, Task
-from .search import SEARCHES
 from .serialization import to_dict
-from .tasks import find_task_files, load_task, parse_size_assignments, sizes_per_file
+from .tasks.loading import find_task_files, load_task, parse_size_assignments, sizes_per_file
 
 EXIT_BAD_INPUT = 2
 
@@ -229,7 +229,7 @@ def tasks_command(path: Path, assignments: tuple[str, ...], fit_ms: float | None
             try:
                 task = load_task(file, plan[file])
                 if fit_ms is not None:
-                    from .size_fit import fit_task
+                    from .sizes.fitting import fit_task
 
                     task = fit_task(task, fit_ms).task
                 tasks.append(task)
@@ -261,7 +261,7 @@ def _load_one_task(
 
 def _fitted(task: Task, fit_ms: float, threads: int | None) -> Task:
     """The task at the sizes where its reference takes about ``fit_ms``, said on stderr."""
-    from .size_fit import fit_task
+    from .sizes.fitting import fit_task
 
     with Console(stderr=True).status(f"fitting {task.key} to {fit_ms:g} ms", spinner="dots"):
         fitted = fit_task(task, fit_ms, threads=threads)
@@ -392,7 +392,7 @@ def verify_command(
     if as_json:
         click.echo(json.dumps(to_dict(verdict), indent=2))
     else:
-        from .reports import verdict_table
+        from .present.tables import verdict_table
 
         _stdout().print(verdict_table(task, candidate_path.name, verdict))
     if verdict.noisy:
@@ -469,7 +469,7 @@ def roofline_command(
 ) -> None:
     """The roofline floor of TASK on this machine: minimal bytes over peak bandwidth, FLOPs over
     peak FLOP rate (both measured once and cached)."""
-    from .roofline import floor_ms, machine_peaks, roofline_table
+    from .machine.roofline import floor_ms, machine_peaks, roofline_table
     from .verifier.settings import VerifySettings
 
     task = _load_one_task(task_path, assignments, fit_ms, threads)
@@ -548,8 +548,8 @@ def profile_command(
     cache the profiler sees is profiled at smaller sizes (see docs/profiling.md); --full-size keeps
     its own. The raw tool output is kept only with --keep.
     """
+    from .present.tables import profile_table
     from .profiling import profile
-    from .reports import profile_table
 
     task = _load_one_task(task_path, assignments, fit_ms, threads)
     candidate = _read_candidate(candidate_path, backend_name) if candidate_path is not None else None
@@ -673,7 +673,7 @@ def optimize_command(
     line override them, e.g. a larger --max-attempts); it continues after its last complete
     attempt. Ctrl-C stops after saving what is complete and prints the command that continues.
     """
-    from .optimizer import (
+    from .loop.optimizer import (
         OptimizeSettings,
         Progress,
         check_agents,
@@ -683,8 +683,8 @@ def optimize_command(
         settings_of_run,
         unavailable_profilers,
     )
-    from .reports import attempt_line, run_table
-    from .run_summary import run_summary
+    from .loop.run_summary import run_summary
+    from .present.tables import attempt_line, run_table
     from .verifier import VerifySettings
 
     if resume is None and task_path is None:
@@ -810,15 +810,15 @@ def trace_command(run_dir: Path, as_json: bool, as_tree: bool) -> None:
     """Print the Conductor's reasoning attempt by attempt: historical best against current,
     diagnosis, analysis and actions; first the baseline and the profilers that could not watch,
     last the seconds each attempt spent per phase. With --tree, the search tree instead."""
-    from .reports import trace_text
-    from .run_directory import RunDirectory
-    from .run_summary import trace_document
+    from .loop.run_directory import RunDirectory
+    from .loop.run_summary import trace_document
+    from .present.tables import trace_text
 
     run = RunDirectory.open(run_dir)
     task, attempts, baseline = run.task(), run.completed_attempts(), run.baseline()
     if as_tree:
-        from .statistics import best_of
-        from .tree_view import plot_tree, tree_lines
+        from .present.tree_view import plot_tree, tree_lines
+        from .verifier.timing_statistics import best_of
 
         best = best_of(attempts)
         search = run.info()["settings"].get("search", "linear")

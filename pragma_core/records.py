@@ -26,6 +26,7 @@ from attrs import validators as v
 __all__ = [
     "frozen_tuple",
     "frozen_strings",
+    "attempt_speed",
     "Category",
     "VerdictStatus",
     "BoundClass",
@@ -576,3 +577,9 @@ class RunResult:
             if attempt.number == self.best_attempt:
                 return attempt
         return None
+
+
+def attempt_speed(attempt: Attempt) -> float:
+    """The median speedup of an attempt's verdict; 0 when it has none (failed or untimed)."""
+    verdict = attempt.verdict
+    return verdict.speedup.value if verdict is not None and verdict.speedup is not None else 0.0

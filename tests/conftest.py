@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from pragma_core.plugins import reset_registry
+from pragma_core.plugin_api.registry import reset_registry
 
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLES = REPO / "examples" / "tasks"

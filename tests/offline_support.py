@@ -13,7 +13,7 @@ from pragma_core import Candidate, Task, VerdictStatus, load_task
 from pragma_core.native import native_call_count
 from pragma_core.offline.graph import trace_reference
 from pragma_core.offline.recipe import GenerationContext, Match, Recipe
-from pragma_core.tasks import task_namespace
+from pragma_core.tasks.loading import task_namespace
 from pragma_core.verifier import VerifySettings, verify
 from pragma_core.verifier.comparison import compare_outputs
 from pragma_core.verifier.inputs import construct, make_inputs, make_probe_inputs

@@ -218,7 +218,7 @@ def test_executor_ray_without_ray_says_how_to_install_it(tmp_path):
 FLAKY_MODEL = """
 import os
 from pragma_core import LLMProvider, PragmaError, hookimpl
-from pragma_core.plugins import get_registry
+from pragma_core.plugin_api.registry import get_registry
 from pragma_core.testing.slow_model import complete as priced
 
 def complete(request):

@@ -7,7 +7,7 @@ import time
 import uuid
 
 from pragma_core import Candidate, VerdictStatus, load_task
-from pragma_core.child_run import candidate_build_dir
+from pragma_core.sandbox.child_run import candidate_build_dir
 from pragma_core.verifier import VerifySettings, verify
 from pragma_core.verifier.build_ahead import BuildsAhead
 

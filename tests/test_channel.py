@@ -11,7 +11,7 @@ import time
 import pytest
 import torch
 
-from pragma_core.channel import ChannelError, MessageReader, MessageWriter
+from pragma_core.sandbox.channel import ChannelError, MessageReader, MessageWriter
 
 
 @pytest.fixture

@@ -8,9 +8,9 @@ import os
 import subprocess
 import sys
 
-from pragma_core.child_run import JobFolder, candidate_build_dir, jobs_root
 from pragma_core.records import Candidate
-from pragma_core.tasks import load_task
+from pragma_core.sandbox.child_run import JobFolder, candidate_build_dir, jobs_root
+from pragma_core.tasks.loading import load_task
 
 from .conftest import EXAMPLES
 

@@ -73,7 +73,7 @@ def test_plugins_json_lists_builtins(capsys):
         "pragma_core.backends.cpu_cpp": {"backends": ["cpu-cpp"]},
         "pragma_core.backends.triton": {"backends": ["triton"]},
         "pragma_core.backends.cuda": {"backends": ["cuda", "hip"]},
-        "pragma_core.metric_selectors": {"metric_selectors": ["default"]},
+        "pragma_core.profiling.metric_selectors": {"metric_selectors": ["default"]},
         "pragma_core.providers.litellm_provider": {"llm_providers": ["litellm"]},
         "pragma_core.offline.provider": {"llm_providers": ["offline"]},
     }

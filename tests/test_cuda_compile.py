@@ -514,7 +514,7 @@ def test_the_correct_candidate_matches_leaky_relu_on_the_gpu():
 
 def test_a_cuda_candidate_is_read_as_one_and_hip_only_by_its_markers():
     from pragma_core.backends import backend_for_source
-    from pragma_core.plugins import get_registry
+    from pragma_core.plugin_api.registry import get_registry
 
     registry = get_registry()
     source = CORRECT.read_text()

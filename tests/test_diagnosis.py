@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pragma_core import Attempt, BoundClass, Metric, Profile, Speedup, Timing, Verdict
-from pragma_core.diagnosis import diagnose
+from pragma_core.loop.diagnosis import diagnose
 
 
 def correct(median_ms: float, floor_ms: float | None = 1.0) -> Verdict:

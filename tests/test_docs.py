@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from pragma_core import hookspecs
+from pragma_core.plugin_api import hookspecs
 
 from .conftest import REPO
 

@@ -28,8 +28,8 @@ from pragma_core.backends.gpu.hardware import (
     write_peaks_file,
 )
 from pragma_core.errors import PragmaError, RecordError
+from pragma_core.machine.roofline import attainment
 from pragma_core.records import BoundClass, TaskAnalysis, TensorSpec
-from pragma_core.roofline import attainment
 from pragma_core.serialization import read_record, write_record
 
 MiB = 1 << 20

@@ -15,8 +15,8 @@ from pathlib import Path
 import attrs
 import pytest
 
-from pragma_core import hardware
-from pragma_core.hardware import (
+from pragma_core.machine import hardware
+from pragma_core.machine.hardware import (
     HardwareDescription,
     describe_cpu,
     parse_cpuinfo,

@@ -20,7 +20,7 @@ from pragma_core.offline.graph import NotRecognized
 from pragma_core.offline.knobs import starting
 from pragma_core.offline.recipe import GenerationContext
 from pragma_core.records import Task
-from pragma_core.size_scaling import shrink_task
+from pragma_core.sizes.shrinking import shrink_task
 from pragma_core.verifier import verify
 
 from .conftest import KERNELBENCH

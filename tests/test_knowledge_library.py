@@ -28,7 +28,7 @@ from pragma_core.knowledge import (
 )
 from pragma_core.knowledge.library import open_index
 from pragma_core.knowledge.ranking import named_in
-from pragma_core.plugins import get_registry
+from pragma_core.plugin_api.registry import get_registry
 
 from .test_agents_prompts import BEST, DIAGNOSIS, TASK, Candidate, correct, module
 

@@ -19,11 +19,11 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 
 from pragma_core.errors import PragmaError
-from pragma_core.optimizer import OptimizeSettings, optimize
-from pragma_core.plugins import PluginRegistry
+from pragma_core.loop.optimizer import OptimizeSettings, optimize
+from pragma_core.plugin_api.registry import PluginRegistry
 from pragma_core.providers import litellm_provider as lp
 from pragma_core.records import ChatMessage, CompletionRequest
-from pragma_core.tasks import load_task
+from pragma_core.tasks.loading import load_task
 
 from .conftest import EXAMPLES
 

@@ -10,8 +10,7 @@ import time
 import pytest
 
 from pragma_core import Candidate, load_task
-from pragma_core.verifier import VerifySettings, verify
-from pragma_core.verifier.machine_load import (
+from pragma_core.machine.load import (
     DRIFT_LIMIT,
     block_drift,
     idle_cpus,
@@ -20,6 +19,7 @@ from pragma_core.verifier.machine_load import (
     synthetic_load,
     usage_between,
 )
+from pragma_core.verifier import VerifySettings, verify
 
 from .conftest import EXAMPLES
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pragma_core import Availability, Metric, Profile, Profiler
-from pragma_core.metric_selectors import MAX_METRICS_IN_PROMPT, defaults, select, summary_lines
+from pragma_core.profiling.metric_selectors import MAX_METRICS_IN_PROMPT, defaults, select, summary_lines
 
 
 def metric(name: str, kernel: str = "", value: float = 1.0) -> Metric:

@@ -31,7 +31,7 @@ from pragma_core.offline.recipe import GenerationContext, Match
 from pragma_core.offline.recipes.elementwise import UNARY
 from pragma_core.offline.triton import TRITON_KNOBS, generate_triton
 from pragma_core.offline.triton.elementwise import TL_UNARY
-from pragma_core.tasks import task_program
+from pragma_core.tasks.loading import task_program
 from pragma_core.verifier.static_checks import read_candidate
 
 from .conftest import EXAMPLES, KERNELBENCH, REPO

@@ -15,10 +15,10 @@ import attrs
 import pytest
 
 from pragma_core import RunResult, load_task, read_record
-from pragma_core.optimizer import OptimizeSettings, optimize
-from pragma_core.reports import trace_text
-from pragma_core.run_directory import RunDirectory
-from pragma_core.run_summary import run_summary, trace_document
+from pragma_core.loop.optimizer import OptimizeSettings, optimize
+from pragma_core.loop.run_directory import RunDirectory
+from pragma_core.loop.run_summary import run_summary, trace_document
+from pragma_core.present.tables import trace_text
 from pragma_core.verifier import VerifySettings
 
 from .conftest import EXAMPLES
@@ -353,7 +353,7 @@ def test_ctrl_c_prints_the_command_that_continues_the_run(scripted, plugin_site,
 
 @pytest.mark.serial
 def test_a_timing_on_a_busy_machine_is_measured_again_and_said_noisy(scripted, tmp_path):
-    from pragma_core.verifier.machine_load import synthetic_load
+    from pragma_core.machine.load import synthetic_load
 
     scripted([coder(FAST)], [conductor("memory bound", ["keep it"])])
     cpus = len(os.sched_getaffinity(0))

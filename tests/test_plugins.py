@@ -6,7 +6,7 @@ import pytest
 
 from pragma_core import Backend, LLMProvider, MetricSelector, Profiler
 from pragma_core.errors import PluginError
-from pragma_core.plugins import PluginRegistry, get_registry, reset_registry
+from pragma_core.plugin_api.registry import PluginRegistry, get_registry, reset_registry
 
 # One component of each kind, as a plugin module would build it. The callables are trivial: these
 # tests are about registration, not about what the components do.
@@ -63,7 +63,7 @@ def test_builtins_are_registered_as_plugins():
     assert backends.registers == {"backends": ("cpu-cpp",)}
     assert backends.hooks == ("pragma_register_backends",)
     assert triton.registers == {"backends": ("triton",)} and cuda.registers == {"backends": ("cuda", "hip")}
-    assert selectors.name == "pragma_core.metric_selectors"
+    assert selectors.name == "pragma_core.profiling.metric_selectors"
     assert selectors.registers == {"metric_selectors": ("default",)}
     assert registry.metric_selector("default").name == "default"
     assert providers.registers == {"llm_providers": ("litellm",)}
@@ -142,7 +142,7 @@ def test_duplicate_component_names_are_rejected_naming_both_plugins(plugin_site)
 def test_a_plugin_cannot_take_a_builtin_name(plugin_site):
     plugin_site.add("pragma_shadow", plugin_source("pragma_register_metric_selectors", "default"))
     (failure,) = PluginRegistry(entry_points=plugin_site.entry_points).failures()
-    assert "pragma_core.metric_selectors" in failure.error and "pragma_shadow" in failure.error
+    assert "pragma_core.profiling.metric_selectors" in failure.error and "pragma_shadow" in failure.error
 
 
 def test_two_distributions_with_the_same_entry_point_name_conflict(plugin_site):
@@ -216,7 +216,7 @@ def test_empty_allow_list_loads_no_installed_plugin(plugin_site, monkeypatch):
 def test_disable_list_skips_installed_and_builtin_plugins(plugin_site, monkeypatch):
     plugin_site.add("pragma_a", plugin_source("pragma_register_profilers", "aprof"))
     plugin_site.add("pragma_b", plugin_source("pragma_register_profilers", "bprof"))
-    monkeypatch.setenv("PRAGMA_DISABLE_PLUGINS", "pragma_b,pragma_core.metric_selectors")
+    monkeypatch.setenv("PRAGMA_DISABLE_PLUGINS", "pragma_b,pragma_core.profiling.metric_selectors")
     registry = PluginRegistry(entry_points=plugin_site.entry_points)
     assert set(registry.profilers()) == {"aprof"}
     assert registry.metric_selectors() == {}
@@ -224,7 +224,7 @@ def test_disable_list_skips_installed_and_builtin_plugins(plugin_site, monkeypat
 
 def test_disabling_one_side_of_a_conflict_resolves_it(plugin_site, monkeypatch):
     plugin_site.add("pragma_shadow", plugin_source("pragma_register_metric_selectors", "default"))
-    monkeypatch.setenv("PRAGMA_DISABLE_PLUGINS", "pragma_core.metric_selectors")
+    monkeypatch.setenv("PRAGMA_DISABLE_PLUGINS", "pragma_core.profiling.metric_selectors")
     registry = PluginRegistry(entry_points=plugin_site.entry_points)
     assert registry.failures() == ()
     assert registry.metric_selectors()["default"].select.__module__ == "pragma_shadow"

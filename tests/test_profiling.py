@@ -11,8 +11,8 @@ import pytest
 
 from pragma_core import Candidate, load_task
 from pragma_core.backends.cpu_cpp.native.recording import CallRecording
-from pragma_core.components import DEFAULT_PROFILE_TIMEOUT_S, ProfileTarget
 from pragma_core.errors import PluginError, PragmaError, ProfilerUnavailable
+from pragma_core.plugin_api.components import DEFAULT_PROFILE_TIMEOUT_S, ProfileTarget
 from pragma_core.profiling import prepare_target, profile
 
 from .conftest import EXAMPLES
@@ -73,7 +73,7 @@ def test_unknown_profiler_is_a_clear_error():
 
 def test_unavailable_profiler_says_why(monkeypatch):
     from pragma_core import Availability, Profile, Profiler
-    from pragma_core.plugins import get_registry
+    from pragma_core.plugin_api.registry import get_registry
 
     missing = Profiler(
         name="missing",
@@ -97,8 +97,8 @@ def test_unavailable_profiler_says_why(monkeypatch):
 
 def test_the_target_carries_the_timeout_and_the_programs_whole_environment(monkeypatch, tmp_path):
     from pragma_core import Availability, Profile, Profiler
-    from pragma_core.plugins import get_registry
-    from pragma_core.sandbox import build_environment, child_environment
+    from pragma_core.plugin_api.registry import get_registry
+    from pragma_core.sandbox.process import build_environment, child_environment
 
     targets = []
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from pragma_core.hardware import describe_cpu
-from pragma_core.profiling.caches import CacheGeometry, read_cache_geometries, simulable, simulated_caches
-from pragma_core.profiling.sizing import LLC_MULTIPLE, simulated_working_set_bytes
+from pragma_core.machine.hardware import describe_cpu
+from pragma_core.sizes.caches import CacheGeometry, read_cache_geometries, simulable, simulated_caches
+from pragma_core.sizes.profiling import LLC_MULTIPLE, simulated_working_set_bytes
 
 KiB = 2**10
 

@@ -11,14 +11,14 @@ import pytest
 from pragma_core import Availability, Candidate, Profile, Profiler, load_task
 from pragma_core.errors import PragmaError
 from pragma_core.profiling import profile, targets
-from pragma_core.profiling.sizing import (
+from pragma_core.sizes.profiling import (
     machine_working_set_bytes,
     profiling_size,
     profiling_task,
     simulated_working_set_bytes,
     size_note,
 )
-from pragma_core.size_scaling import MIN_INTENSITY_KEPT, MIN_VALUE, shape_constants, shrink_task
+from pragma_core.sizes.shrinking import MIN_INTENSITY_KEPT, MIN_VALUE, shape_constants, shrink_task
 
 from .conftest import EXAMPLES
 

@@ -10,11 +10,10 @@ import pytest
 import torch
 from rich.console import Console
 
-from pragma_core import roofline
 from pragma_core.errors import TaskError
-from pragma_core.hardware import parse_lscpu
-from pragma_core.records import BoundClass, Category, Task, TaskAnalysis, TensorSpec
-from pragma_core.roofline import (
+from pragma_core.machine import roofline
+from pragma_core.machine.hardware import parse_lscpu
+from pragma_core.machine.roofline import (
     DEFAULT_COPY_BYTES,
     DEFAULT_GEMM_N,
     DEFAULT_REPEATS,
@@ -27,8 +26,9 @@ from pragma_core.roofline import (
     peaks_cache_path,
     roofline_table,
 )
+from pragma_core.records import BoundClass, Category, Task, TaskAnalysis, TensorSpec
 from pragma_core.serialization import read_record, write_record
-from pragma_core.tasks import load_task
+from pragma_core.tasks.loading import load_task
 
 EPYC = parse_lscpu((Path(__file__).parent / "data" / "lscpu" / "amd-epyc-kvm-2cpu.txt").read_text())
 MiB = 1 << 20

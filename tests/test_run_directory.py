@@ -8,7 +8,7 @@ import pytest
 
 from pragma_core import Attempt, Candidate, RunResult, Verdict, load_task
 from pragma_core.errors import PragmaError
-from pragma_core.run_directory import RunDirectory
+from pragma_core.loop.run_directory import RunDirectory
 
 from .conftest import EXAMPLES
 

@@ -7,7 +7,7 @@ import sys
 import time
 from pathlib import Path
 
-from pragma_core.sandbox import SandboxedProcess, SandboxLimits, network_isolation, signal_name
+from pragma_core.sandbox.process import SandboxedProcess, SandboxLimits, network_isolation, signal_name
 
 
 def run(tmp_path, code: str, **limits):

@@ -19,7 +19,7 @@ import pytest
 
 import pragma_core
 from pragma_core.native import cache_dir
-from pragma_core.sandbox import (
+from pragma_core.sandbox.process import (
     SandboxedProcess,
     SandboxLimits,
     build_environment,
@@ -129,7 +129,7 @@ def test_a_child_that_locks_down_later_is_writable_only_until_it_does(tmp_path):
     before, after = f"/tmp/{unique('before')}", f"/tmp/{unique('after')}"
     code = f"""
         import json, os, threading, time
-        from pragma_core.sandbox_init import SetupFailed, lock_down
+        from pragma_core.sandbox.init import SetupFailed, lock_down
         threading.Thread(target=time.sleep, args=(30,), daemon=True).start()  # as torch's pools are
         open({before!r}, "w").write("before")
         lock_down([{str(writable)!r}, os.getcwd()])
@@ -196,7 +196,7 @@ def test_killing_pragma_with_sigkill_kills_the_child_and_its_grandchildren(tmp_p
     parent_code = f"""
         import os, sys, time
         from pathlib import Path
-        from pragma_core.sandbox import SandboxedProcess, SandboxLimits
+        from pragma_core.sandbox.process import SandboxedProcess, SandboxLimits
         child_code = (
             "import subprocess, sys, time\\n"
             "subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(300)', {marker!r}], start_new_session=True)\\n"
@@ -230,7 +230,7 @@ def test_without_unshare_the_child_runs_in_the_process_group_sandbox_and_says_so
     code = f"""
         import json, os, sys
         from pathlib import Path
-        from pragma_core.sandbox import SandboxedProcess, SandboxLimits
+        from pragma_core.sandbox.process import SandboxedProcess, SandboxLimits
         tmp = Path({str(tmp_path)!r})
         child = SandboxedProcess([sys.executable, "-c", "open({str(outside)!r}, 'w').write('uncontained')"],
                                  cwd=tmp / "work", log_dir=tmp / "logs", limits=SandboxLimits(), env=os.environ)
@@ -277,7 +277,7 @@ def test_a_contained_child_builds_kernels_in_its_own_folder_and_reuses_the_share
 
 def test_a_tool_given_writable_folders_runs_contained_with_a_temporary_folder_there(tmp_path):
     from pragma_core.errors import ProfilerUnavailable
-    from pragma_core.profiling.tools import run_tool
+    from pragma_core.sandbox.tools import run_tool
 
     out = tmp_path / "out"
     out.mkdir()

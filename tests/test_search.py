@@ -21,11 +21,13 @@ from pragma_core.agents.prompts import coder_messages, debugger_messages, planne
 from pragma_core.agents.replies import PlanParseError, parse_plan
 from pragma_core.cli import main
 from pragma_core.errors import PragmaError
+from pragma_core.loop.optimizer import OptimizeSettings, optimize
+from pragma_core.loop.run_directory import RunDirectory
+from pragma_core.loop.search import SearchTree, strategy_named
 from pragma_core.offline.coder import backend_knobs, generate_module
 from pragma_core.offline.knobs import starting
 from pragma_core.offline.modules import read_marker
 from pragma_core.offline.provider import complete as offline
-from pragma_core.optimizer import OptimizeSettings, optimize
 from pragma_core.records import (
     AgentRole,
     Attempt,
@@ -36,8 +38,6 @@ from pragma_core.records import (
     Speedup,
     Verdict,
 )
-from pragma_core.run_directory import RunDirectory
-from pragma_core.search import SearchTree, strategy_named
 from pragma_core.verifier import VerifySettings
 
 from .conftest import EXAMPLES, REPO
@@ -315,7 +315,7 @@ def test_a_tree_search_killed_mid_round_resumes_without_losing_or_repeating(tmp_
 BREAKING_MODEL = '''
 import os
 from pragma_core import LLMProvider, hookimpl
-from pragma_core.plugins import get_registry
+from pragma_core.plugin_api.registry import get_registry
 
 OFF_BY_ONE = """
 _forward = ModelNew.forward
@@ -378,7 +378,7 @@ def test_a_child_that_fails_is_fixed_by_the_debugger_before_the_search_goes_on(t
 WATCHED_MODEL = """
 import json, os, threading, time
 from pragma_core import LLMProvider, hookimpl
-from pragma_core.plugins import get_registry
+from pragma_core.plugin_api.registry import get_registry
 
 
 def complete(request):
@@ -402,7 +402,7 @@ def pragma_register_llm_providers(register):
 def test_the_children_of_a_round_are_written_at_once_and_tokens_are_counted_per_role(
     tmp_path, plugin_site, monkeypatch
 ):
-    from pragma_core.run_summary import run_summary
+    from pragma_core.loop.run_summary import run_summary
 
     plugin_site.add("watched_model", WATCHED_MODEL, entry_point="watched")
     calls = tmp_path / "calls.jsonl"

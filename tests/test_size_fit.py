@@ -10,8 +10,8 @@ import pytest
 
 from pragma_core import load_task
 from pragma_core.errors import TaskError
-from pragma_core.size_fit import fit_task, scaling_constants
-from pragma_core.tasks import task_program
+from pragma_core.sizes.fitting import fit_task, scaling_constants
+from pragma_core.tasks.loading import task_program
 
 from .test_cli import run
 from .test_tasks import write

@@ -14,7 +14,7 @@ from pragma_core.offline.coder import recognized
 from pragma_core.offline.graph import NotRecognized
 from pragma_core.offline.recipe import GenerationContext
 from pragma_core.offline.recipes import RECIPES
-from pragma_core.tasks import size_constants
+from pragma_core.tasks.loading import size_constants
 from pragma_core.verifier.static_checks import StaticFindings, read_candidate
 
 from .conftest import EXAMPLES, REPO

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from pragma_core.records import Attempt, Speedup, TimingConditions, Verdict
-from pragma_core.statistics import beats, bootstrap_speedup, improves_on, inflation_bound, summarize
+from pragma_core.verifier.timing_statistics import beats, bootstrap_speedup, improves_on, inflation_bound, summarize
 
 
 def test_summarize_gives_median_and_interquartile_range():
@@ -107,7 +107,7 @@ def test_pairing_needs_as_many_samples_on_both_sides():
 
 
 def test_the_bar_to_beat_is_the_top_of_a_quiet_best_the_estimate_of_a_noisy_one_and_never_below_one():
-    from pragma_core.statistics import bar_to_beat
+    from pragma_core.verifier.timing_statistics import bar_to_beat
 
     assert bar_to_beat(None) == 1.0  # before any best: a candidate slower than PyTorch is no answer
     assert bar_to_beat(_timed(2.0, 1.9, 2.1)) == 2.1

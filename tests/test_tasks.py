@@ -10,7 +10,7 @@ import torch
 
 from pragma_core import Category, load_task, load_tasks, task_namespace, task_program
 from pragma_core.errors import SizeOverrideError, TaskError
-from pragma_core.tasks import (
+from pragma_core.tasks.loading import (
     apply_sizes,
     find_task_files,
     parse_size_assignments,

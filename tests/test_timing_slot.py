@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from pragma_core.timing_slot import SLOT_VARIABLE, busy_slot, slot_path, timing_slot
+from pragma_core.machine.timing_slot import SLOT_VARIABLE, busy_slot, slot_path, timing_slot
 
 
 @pytest.fixture(autouse=True)
@@ -88,7 +88,7 @@ def test_off_turns_the_slot_off(monkeypatch):
 def test_one_task_starts_at_a_time_and_the_next_once_the_first_gives_its_turn_up():
     import threading
 
-    from pragma_core.timing_slot import start_turn
+    from pragma_core.machine.timing_slot import start_turn
 
     taken: list[float] = []
 
@@ -112,7 +112,7 @@ def test_one_task_starts_at_a_time_and_the_next_once_the_first_gives_its_turn_up
 def test_work_that_can_wait_takes_the_slot_only_when_no_timing_holds_it_and_gives_up_when_wanted():
     import threading
 
-    from pragma_core.timing_slot import busy_slot_when_free
+    from pragma_core.machine.timing_slot import busy_slot_when_free
 
     wanted = threading.Event()
     with busy_slot_when_free(wanted) as shared:  # free: shared at once
@@ -142,7 +142,7 @@ def test_work_that_can_wait_takes_the_slot_only_when_no_timing_holds_it_and_give
 def test_a_child_started_ahead_imports_only_once_another_process_has_timed():
     """The loop's next child imports torch while nobody times; taken while a timing still runs,
     it was never started, and the verification starts its own under its own hold of the slot."""
-    from pragma_core.tasks import load_task
+    from pragma_core.tasks.loading import load_task
     from pragma_core.verifier import VerifySettings
     from pragma_core.verifier.warm_child import ChildAhead
 
@@ -182,7 +182,7 @@ def test_a_program_ends_while_its_work_that_can_wait_still_waits_for_a_timing(tm
     process, log = _in_other_process("timing", 30.0)
     script = tmp_path / "ends.py"
     script.write_text(
-        "from pragma_core.tasks import load_task\n"
+        "from pragma_core.tasks.loading import load_task\n"
         "from pragma_core.verifier import VerifySettings\n"
         "from pragma_core.verifier.warm_child import ChildAhead\n"
         f"task = load_task({str(EXAMPLES / 'level1' / '1_GELUTanh.py')!r})\n"

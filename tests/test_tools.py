@@ -14,7 +14,7 @@ import attrs
 import pytest
 
 from pragma_core.errors import ProfilerUnavailable
-from pragma_core.profiling.tools import TAIL_CHARS, ToolRun, run_tool
+from pragma_core.sandbox.tools import TAIL_CHARS, ToolRun, run_tool
 from pragma_core.testing import RUN_MARKER, hanging_program, survivors
 
 pytestmark = pytest.mark.skipif(not Path("/proc/self/environ").exists(), reason="checking for survivors needs /proc")

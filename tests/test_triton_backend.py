@@ -11,7 +11,7 @@ from pragma_core import load_task
 from pragma_core.backends import DEFAULT_BACKEND, backend_for_source
 from pragma_core.backends.gpu.clock import gpu_available
 from pragma_core.errors import ProfilerUnavailable
-from pragma_core.plugins import get_registry
+from pragma_core.plugin_api.registry import get_registry
 from pragma_core.profiling import profile
 from pragma_core.records import Candidate, VerdictStatus
 from pragma_core.testing import BackendPluginTests
@@ -98,7 +98,7 @@ def test_an_interpreted_candidate_is_not_profiled(tmp_path):
 @no_gpu
 @pytest.mark.slow
 def test_the_offline_loop_writes_triton_and_ends_correct_under_the_interpreter(tmp_path):
-    from pragma_core.optimizer import OptimizeSettings, optimize
+    from pragma_core.loop.optimizer import OptimizeSettings, optimize
 
     settings = OptimizeSettings(backend="triton", runs_dir=tmp_path, max_attempts=4)
     result = optimize(load_task(REPO / "examples" / "tasks" / "level1" / "3_Softmax.py", SMALL), settings)

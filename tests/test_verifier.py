@@ -284,7 +284,7 @@ def test_killing_pragma_verify_leaves_no_worker_and_no_job_folder(tmp_path):
     import signal
     import time
 
-    from pragma_core.child_run import jobs_root
+    from pragma_core.sandbox.child_run import jobs_root
 
     from .test_sandbox import processes_with
 

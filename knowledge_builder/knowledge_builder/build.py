@@ -24,13 +24,13 @@ from pathlib import Path
 
 import attrs
 
-from pragma_core.components import LLMProvider, Profiler
 from pragma_core.errors import PragmaError
 from pragma_core.files import atomic_write_text
 from pragma_core.knowledge.entries import Compendium, render_markdown, write_compendium
 from pragma_core.knowledge.index import KnowledgeIndex, SyncStats
 from pragma_core.knowledge.library import lookup, packaged_vectors
 from pragma_core.knowledge.vectors import VECTORS_FILE, write_vectors
+from pragma_core.plugin_api.components import LLMProvider, Profiler
 
 from .documents import Chunk, Page
 from .formats import read_page

@@ -16,7 +16,7 @@ from rich.table import Table
 
 from pragma_core.errors import PragmaError
 from pragma_core.knowledge.library import load_compendia, packaged_compendia
-from pragma_core.plugins import get_registry
+from pragma_core.plugin_api.registry import get_registry
 from pragma_core.progress import progress_bar
 
 from . import __version__

@@ -19,10 +19,10 @@ from pathlib import Path
 
 import attrs
 
-from pragma_core.components import LLMProvider
 from pragma_core.files import atomic_write_text
 from pragma_core.knowledge.entries import Compendium, GuideEntry, MetricEntry
 from pragma_core.knowledge.vocabulary import TERMS, standard_term, terms_in
+from pragma_core.plugin_api.components import LLMProvider
 from pragma_core.records import AgentRole, ChatMessage, CompletionRequest
 
 from .documents import Chunk

@@ -13,7 +13,7 @@ from knowledge_builder.build import BuildSettings, build
 from pragma_core.knowledge import packaged_compendia, read_compendium
 from pragma_core.knowledge.index import entry_id
 from pragma_core.knowledge.vectors import VECTORS_FILE, read_vectors
-from pragma_core.plugins import get_registry
+from pragma_core.plugin_api.registry import get_registry
 
 PRAGMA_KB = str(Path(sys.executable).with_name("pragma-kb"))
 

@@ -10,7 +10,7 @@ from knowledge_builder.merge import MergeReport, merge_stage1
 from knowledge_builder.notes import MetricNote, Stage1
 from knowledge_builder.structural import GUIDE_CHARS, opening, structural_stage1
 from pragma_core.knowledge import terms_in
-from pragma_core.plugins import get_registry
+from pragma_core.plugin_api.registry import get_registry
 
 
 def _stage1(docs_mirror, profiler: str, *paths: str) -> Stage1:

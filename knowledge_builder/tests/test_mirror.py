@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from knowledge_builder.mirror import read_mirror, url_stem
-from pragma_core.plugins import get_registry
+from pragma_core.plugin_api.registry import get_registry
 
 
 def _doc_sources() -> dict[str, tuple[str, ...]]:

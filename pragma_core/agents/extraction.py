@@ -24,7 +24,7 @@ import warnings
 
 import attrs
 
-from ..python_source import parse
+from ..tasks.python_source import parse
 
 __all__ = ["extract_code", "fenced_blocks", "FencedBlock"]
 

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from .. import metric_selectors
+from ..profiling import metric_selectors
 from ..records import Attempt, Candidate, ChatMessage, Diagnosis, Guidance, Metric, Profile, Task, Verdict
 from .clipping import clip
 from .history import MAX_HISTORY_ROWS, history_rows

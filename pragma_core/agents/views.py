@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping, Sequence
 
 import attrs
 
-from ..metric_selectors import summary_lines
+from ..profiling.metric_selectors import summary_lines
 from ..records import Diagnosis, Metric, Profile, Speedup, Timing, Verdict
 from .clipping import clip
 from .remedies import Remedy, remedies_for

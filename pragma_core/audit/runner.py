@@ -99,7 +99,7 @@ def run_audit(
         raise ValueError(f"workers must be at least 1, got {workers}")
     cases = audit_cases(only)
     settings = settings or AUDIT_SETTINGS
-    from ..roofline import machine_peaks
+    from ..machine.roofline import machine_peaks
 
     machine_peaks(settings.thread_count)  # measured once here, never by two verifications at a time
     with tempfile.TemporaryDirectory(prefix="pragma-audit-tasks-") as scratch:
@@ -133,7 +133,7 @@ def _builds_against_torch(case: AuditCase) -> bool:
 
 
 def _audit_one(case: AuditCase, task_file: Path, settings: VerifySettings) -> AuditRow:
-    from ..tasks import load_task
+    from ..tasks.loading import load_task
 
     task = load_task(task_file)
     source = (CANDIDATES / f"{case.candidate}.py").read_text()

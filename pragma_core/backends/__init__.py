@@ -1,7 +1,7 @@
 """Backends: the ways a candidate's kernels are written, built, proven to run and timed.
 
 Each built-in backend is a package registered as a plugin (see
-``pragma_core.plugins.BUILTIN_PLUGINS``): ``cpu_cpp`` (C and C++ on the host CPU), ``triton``
+``pragma_core.plugin_api.registry.BUILTIN_PLUGINS``): ``cpu_cpp`` (C and C++ on the host CPU), ``triton``
 (Triton kernels: on a GPU, or under Triton's interpreter for correctness only), ``cuda`` (CUDA
 C++ and, where torch is a ROCm build, HIP). ``gpu`` holds what the GPU backends share: the GPU's
 peaks for the roofline and the clock. A backend from outside the repository registers the same
@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from ..plugins import PluginRegistry
+    from ..plugin_api.registry import PluginRegistry
 
 __all__ = ["DEFAULT_BACKEND", "backend_for_source", "torch_device"]
 

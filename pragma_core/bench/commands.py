@@ -12,7 +12,7 @@ import click
 from rich.console import Console
 
 from ..errors import PragmaError
-from ..tasks import parse_size_assignments
+from ..tasks.loading import parse_size_assignments
 
 if TYPE_CHECKING:
     from .plan import BenchSettings
@@ -160,7 +160,7 @@ def register(
         task cut short continues after its last complete attempt. On one machine only one
         verification times at a time, while other tasks' model calls, builds and profiling go on.
         """
-        from ..plugins import get_registry
+        from ..plugin_api.registry import get_registry
         from .executors import LocalExecutor, RayExecutor, import_ray
         from .plan import BenchSettings
         from .runner import Executor, run_bench
@@ -251,7 +251,7 @@ def register(
 def _check_agents_and_profilers(settings: BenchSettings) -> None:
     """Fail now, not in every task: no model where one is needed, a missing key or a dead server,
     an unknown profiler; profilers that cannot run here are said once."""
-    from ..optimizer import check_agents, provider_name, unavailable_profilers
+    from ..loop.optimizer import check_agents, provider_name, unavailable_profilers
 
     loop = settings.optimize_settings(Path(), 1)
     check_agents(loop)
@@ -269,7 +269,7 @@ def _print_summary(console: Console, document: dict[str, Any]) -> None:
     """The overall row of each variant and baseline, on the terminal."""
     from rich.table import Table
 
-    from .report import bench_summary
+    from .summary import bench_summary
 
     table = Table(title="bench: all tasks", title_justify="left")
     for column in ("variant", "baseline", "tasks", "correct", "fast_1", "fast_1.5", "fast_2", "geomean speedup"):

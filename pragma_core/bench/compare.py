@@ -9,8 +9,8 @@ from typing import Any
 from rich.table import Table
 
 from .metrics import bench_metrics
-from .report import outcomes, rows_of
 from .store import BenchStore
+from .summary import outcomes, rows_of
 
 __all__ = ["compare_benches", "comparison_tables"]
 

@@ -2,7 +2,7 @@
 
 Both run :func:`~pragma_core.bench.task_run.run_task` for each job and hand every progress event and
 every finished row to the driver, which alone writes ``bench.json``. On one machine the timing
-slot (:mod:`pragma_core.timing_slot`) lets one verification time at a time while the other tasks'
+slot (:mod:`pragma_core.machine.timing_slot`) lets one verification time at a time while the other tasks'
 model calls, builds and profiling go on, and one task start at a time; on a Ray cluster each node
 has its own slot and turn.
 
@@ -54,7 +54,7 @@ _POLL_S = 0.25
 @attrs.define
 class LocalExecutor:
     """Up to ``workers`` tasks at once, each in a process of its own (one starting at a time:
-    :func:`~pragma_core.timing_slot.start_turn`)."""
+    :func:`~pragma_core.machine.timing_slot.start_turn`)."""
 
     workers: int = attrs.field(default=1, validator=attrs.validators.ge(1))
 

@@ -15,10 +15,10 @@ import attrs
 from attrs import validators as v
 
 from ..errors import PragmaError
-from ..optimizer import OptimizeSettings
+from ..loop.optimizer import OptimizeSettings
+from ..loop.search import SEARCHES
 from ..records import Category, frozen_tuple
-from ..search import SEARCHES
-from ..tasks import find_task_files
+from ..tasks.loading import find_task_files
 from ..verifier import VerifySettings
 
 __all__ = ["BASELINES", "BenchSettings", "task_key", "task_level", "task_files", "variant_name"]

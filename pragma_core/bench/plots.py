@@ -8,7 +8,7 @@ import statistics
 from pathlib import Path
 from typing import Any
 
-from .report import VARIANTS, rows_of
+from .summary import VARIANTS, rows_of
 
 __all__ = ["write_plots"]
 

@@ -15,10 +15,10 @@ from typing import Any, Protocol
 from rich.console import Console
 
 from ..errors import PragmaError, TaskError
-from ..optimizer import configured_model, provider_name
+from ..loop.optimizer import configured_model, provider_name
 from ..progress import progress_bar
 from ..records import Task
-from ..tasks import load_task, sizes_per_file
+from ..tasks.loading import load_task, sizes_per_file
 from .executors import RowHandler
 from .plan import BenchSettings, task_files, task_key
 from .store import BenchStore, begin_variant

@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from .. import __version__
+from .._version import __version__
 from ..errors import PragmaError
 from ..files import atomic_write_text
 from .plan import BenchSettings

@@ -21,12 +21,12 @@ from typing import Any
 import attrs
 
 from ..errors import PragmaError
-from ..optimizer import Progress, optimize
+from ..loop.optimizer import Progress, optimize
+from ..loop.run_directory import RunDirectory
+from ..loop.run_summary import run_summary
+from ..machine.timing_slot import start_turn
 from ..records import Attempt, RunResult, Speedup, Task, Verdict
-from ..run_directory import RunDirectory
-from ..run_summary import run_summary
 from ..serialization import read_record, write_record
-from ..timing_slot import start_turn
 from ..verifier import WarmChild
 from .plan import BenchSettings
 
@@ -52,7 +52,7 @@ class TaskJob:
 
 def machine_threads() -> int:
     """The CPUs this process may use: a bench times with all of them, since the timing slot keeps
-    the other tasks off while it times (:mod:`pragma_core.timing_slot`)."""
+    the other tasks off while it times (:mod:`pragma_core.machine.timing_slot`)."""
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 
 
@@ -63,7 +63,7 @@ _STARTED = frozenset({"writing", "planning"})
 def run_task(job: TaskJob, report: Reporter) -> dict[str, Any]:
     """The task's row, after running (or resuming) its optimization and confirming its best.
 
-    The task starts in its turn (:func:`~pragma_core.timing_slot.start_turn`): it waits while
+    The task starts in its turn (:func:`~pragma_core.machine.timing_slot.start_turn`): it waits while
     another task on this machine starts, and gives its turn up once it waits for its model.
 
     A task the loop cannot take (its provider refuses it, as the offline agents do a task no
@@ -156,15 +156,15 @@ def _interrupted(run_dir: Path) -> bool:
 def _taken(job: TaskJob, threads: int, report: Reporter) -> Task:
     """The task as its run starts: its provider asked first whether it can take it (so no fit is
     spent on a task the offline agents know no recipe for), then fitted with ``--fit-ms``."""
-    from ..optimizer import provider_name
-    from ..plugins import get_registry
+    from ..loop.optimizer import provider_name
+    from ..plugin_api.registry import get_registry
 
     provider = get_registry().llm_provider(provider_name(job.settings.optimize_settings(job.runs_dir, threads)))
     if provider.prepare is not None:
         provider.prepare(job.task)
     if job.settings.fit_ms is None:
         return job.task
-    from ..size_fit import fit_task
+    from ..sizes.fitting import fit_task
 
     report({"key": job.key, "phase": "fitting", "attempt": 0, "detail": f"{job.settings.fit_ms:g} ms"})
     return fit_task(job.task, job.settings.fit_ms, threads=threads).task

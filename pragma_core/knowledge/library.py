@@ -262,7 +262,7 @@ def search(
 
 def _default_metrics() -> set[tuple[str, str]]:
     """(profiler, metric) for every default metric of the installed profiler plugins."""
-    from ..plugins import get_registry
+    from ..plugin_api.registry import get_registry
 
     registry = get_registry()
     return {(name, metric) for name in registry.profilers() for metric in registry.profiler(name).default_metrics}

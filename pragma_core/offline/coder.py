@@ -17,7 +17,7 @@ from typing import Any
 
 from ..backends import DEFAULT_BACKEND
 from ..records import Attempt, CompletionRequest, Task
-from ..tasks import task_program
+from ..tasks.loading import task_program
 from .graph import NotRecognized, OpGraph, trace_reference
 from .knobs import defaults, knobs_of, parse_moves, starting
 from .recipe import GenerationContext, Knob, Match, Recipe

@@ -27,7 +27,7 @@ from typing import Any
 import attrs
 
 from ..records import Attempt, CompletionRequest, Profile, Task, Verdict
-from ..statistics import improves_on
+from ..verifier.timing_statistics import improves_on
 from .coder import recognized
 from .knobs import defaults, format_move, knobs_of
 from .recipe import KNOB_MEANINGS, Knob
@@ -276,7 +276,7 @@ def _promising(verdict: Verdict, best: Attempt | None) -> bool:
 
 def _elements(task: Task, sizes: Mapping[str, int | float]) -> int:
     """Elements of the task's largest tensor at ``sizes`` (a profile's reduced sizes, if any)."""
-    from ..size_scaling import at_sizes
+    from ..sizes.shrinking import at_sizes
 
     profiled = at_sizes(task, sizes)
     analysis = profiled.analysis if profiled is not None else None

@@ -23,9 +23,9 @@ import attrs
 import torch
 
 from ..errors import PragmaError
+from ..machine.timing_slot import busy_slot
 from ..records import Task
-from ..tasks import task_namespace
-from ..timing_slot import busy_slot
+from ..tasks.loading import task_namespace
 from ..verifier.inputs import construct, make_inputs
 
 __all__ = ["NotRecognized", "Ref", "Node", "OpGraph", "trace_reference"]

@@ -14,7 +14,7 @@ from typing import Any
 
 import attrs
 
-from ..python_source import parse
+from ..tasks.python_source import parse
 from .graph import NotRecognized
 from .recipe import RECIPE_MARKER, GenerationContext, Match
 

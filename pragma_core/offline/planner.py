@@ -10,8 +10,7 @@ import statistics
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..records import Attempt, CompletionRequest
-from ..search import attempt_speed
+from ..records import Attempt, CompletionRequest, attempt_speed
 from .coder import recognized
 from .conductor import rank_moves, read_evidence
 from .knobs import defaults, format_move, knobs_of

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import time
 
-from ..components import LLMProvider
 from ..errors import PragmaError
-from ..hookspecs import hookimpl
+from ..plugin_api.components import LLMProvider
+from ..plugin_api.hookspecs import hookimpl
 from ..records import AgentRole, Completion, CompletionRequest, Task
 
 __all__ = ["complete", "prepare", "OFFLINE_MODEL"]

@@ -8,7 +8,7 @@
 
 pragma prepares the target (records the candidate's kernel calls in the sandbox and builds a
 replay driver, see :mod:`pragma_core.profiling.targets`); the profiler plugin runs its tool on it
-with :func:`pragma_core.profiling.tools.run_tool`, within the target's ``timeout_s``.
+with :func:`pragma_core.sandbox.tools.run_tool`, within the target's ``timeout_s``.
 """
 
 from __future__ import annotations
@@ -20,12 +20,12 @@ from pathlib import Path
 import attrs
 
 from ..backends import DEFAULT_BACKEND
-from ..components import DEFAULT_PROFILE_TIMEOUT_S
 from ..errors import ProfilerUnavailable
-from ..plugins import get_registry
+from ..machine.timing_slot import busy_slot
+from ..plugin_api.components import DEFAULT_PROFILE_TIMEOUT_S
+from ..plugin_api.registry import get_registry
 from ..records import Candidate, Profile, Task
-from ..timing_slot import busy_slot
-from .sizing import profiler_working_set_bytes, profiling_task, size_note
+from ..sizes.profiling import profiler_working_set_bytes, profiling_task, size_note
 from .targets import prepare_target
 
 __all__ = ["profile", "prepare_target", "profiling_task"]
@@ -55,9 +55,9 @@ def profile(
     :class:`~pragma_core.errors.ProfilerUnavailable` by profilers that cannot give a partial profile).
 
     A CPU task whose data (inputs, outputs, parameters) is above ``working_set_bytes`` (default
-    :func:`~pragma_core.profiling.sizing.profiler_working_set_bytes`: twice the last-level cache
+    :func:`~pragma_core.sizes.profiling.profiler_working_set_bytes`: twice the last-level cache
     the profiler sees, the simulated one for cachegrind, this machine's for perf) is profiled at
-    smaller sizes that keep its access pattern (:mod:`pragma_core.profiling.sizing`); the sizes
+    smaller sizes that keep its access pattern (:mod:`pragma_core.sizes.profiling`); the sizes
     are in ``Profile.sizes`` and the first note. ``full_size`` profiles at the task's own sizes.
     ``repetitions`` (forwards replayed) defaults to one for a deterministic profiler (cachegrind)
     and three for the others.

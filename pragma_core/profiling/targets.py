@@ -1,4 +1,4 @@
-"""Preparing what a profiler runs: a :class:`~pragma_core.components.ProfileTarget`.
+"""Preparing what a profiler runs: a :class:`~pragma_core.plugin_api.components.ProfileTarget`.
 
 For a candidate, the parent records the native calls of one forward in a sandboxed child; when the
 candidate is on the native fast path, it builds a replay driver for them (once per distinct
@@ -18,10 +18,10 @@ from typing import TYPE_CHECKING
 
 import attrs
 
-from ..child_run import JobFolder
-from ..components import DEFAULT_PROFILE_TIMEOUT_S, ProfileTarget
+from ..plugin_api.components import DEFAULT_PROFILE_TIMEOUT_S, ProfileTarget
 from ..records import Candidate, Task
-from ..sandbox import SandboxedProcess, SandboxLimits, build_environment, child_environment
+from ..sandbox.child_run import JobFolder
+from ..sandbox.process import SandboxedProcess, SandboxLimits, build_environment, child_environment
 
 if TYPE_CHECKING:  # importing them imports torch, which profiler plugins must not pay for at load time
     from ..backends.cpu_cpp.native.recording import CallRecording
@@ -42,7 +42,7 @@ def prepare_target(
     """Write the job into ``out_dir``, record and build the replay where it applies.
 
     ``timeout_s`` bounds the recording in the sandbox and, carried by the target, each run of the
-    profiler's tool. The target's ``env`` is :func:`~pragma_core.sandbox.child_environment` for
+    profiler's tool. The target's ``env`` is :func:`~pragma_core.sandbox.process.child_environment` for
     ``threads``: the complete environment of the profiled program.
     """
     from ..backends.cpu_cpp.native.replay import replay_command
@@ -68,7 +68,7 @@ def prepare_target(
     if candidate is None:
         return target
 
-    from ..plugins import get_registry
+    from ..plugin_api.registry import get_registry
 
     records = get_registry().backend(candidate.backend).records_calls
     recording = _recorded_once(folder, candidate, threads, env, timeout_s) if records and device == "cpu" else None
@@ -100,7 +100,7 @@ def remember_recording(task: Task, candidate: Candidate, threads: int, recording
     """Use ``recording_dir`` (a recording of one forward of ``candidate`` on ``task``, made by the
     verifier's child: ``verify(..., keep_recording=...)``) for this process's next profiles of that
     candidate at the task's own sizes, instead of recording again in another child."""
-    from ..tasks import task_program
+    from ..tasks.loading import task_program
 
     if (Path(recording_dir) / "calls.json").is_file():
         _remember(_recording_key(task_program(task), candidate, threads), Path(recording_dir))

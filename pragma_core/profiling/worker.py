@@ -4,7 +4,7 @@
     python -m pragma_core.profiling.worker run JOB_DIR REPS   # REPS forwards after a warm-up
 
 ``JOB_DIR`` holds ``task.py``, ``job.json`` and, when a candidate is profiled, ``candidate.py``;
-they are loaded as the verifier's child loads them (:mod:`pragma_core.child_run`). Candidate code
+they are loaded as the verifier's child loads them (:mod:`pragma_core.sandbox.child_run`). Candidate code
 runs only here, in a child the parent started in the sandbox (``record``) or under a profiler
 (``run``), contained the same way. On a GPU the timed forwards sit inside the NVTX range ``pragma_forward``, which
 ncu and rocprof filter on.
@@ -26,7 +26,7 @@ profiled (the reason is the last line of its stderr)."""
 def _setup(job_dir: Path) -> tuple[Any, list[Any], dict[str, Any]]:
     import torch
 
-    from ..child_run import load_candidate, load_task
+    from ..sandbox.child_run import load_candidate, load_task
     from ..verifier.inputs import construct, make_inputs, trial_seeds
 
     job, namespace = load_task(job_dir)
@@ -46,6 +46,7 @@ def record(job_dir: Path) -> int:
     import torch
 
     from ..backends.cpu_cpp.native import record_calls
+    from ..verifier.comparison import output_difference
     from ..verifier.inputs import construct
 
     model, inputs, namespace = _setup(job_dir)
@@ -67,31 +68,6 @@ def record(job_dir: Path) -> int:
         return WRONG_AT_THIS_SIZE
     recording.save(job_dir / "recording")
     return 0
-
-
-def output_difference(got: Any, expected: Any) -> str:
-    """Why ``got`` is not ``expected`` (tensors, or tuples and lists of them), '' when it is. The
-    tolerance is a hundred times the verifier's: this catches outputs of the wrong size or made
-    of the wrong elements, not rounding, which the verifier judged at the task's sizes."""
-    import torch
-
-    from ..verifier.settings import VerifySettings
-
-    if isinstance(expected, (tuple, list)):
-        if not isinstance(got, (tuple, list)) or len(got) != len(expected):
-            return f"{type(got).__name__} where the reference returns {len(expected)} outputs"
-        return next((why for g, e in zip(got, expected) if (why := output_difference(g, e))), "")
-    if not isinstance(expected, torch.Tensor):
-        return ""
-    if not isinstance(got, torch.Tensor) or got.shape != expected.shape:
-        shape = tuple(got.shape) if isinstance(got, torch.Tensor) else type(got).__name__
-        return f"shape {shape} where the reference's is {tuple(expected.shape)}"
-    settings = VerifySettings()
-    got, expected = got.detach().double(), expected.detach().double()
-    if torch.allclose(got, expected, atol=100 * settings.atol, rtol=100 * settings.rtol, equal_nan=True):
-        return ""
-    error = (got - expected).abs().nan_to_num(nan=float("inf"))
-    return f"max abs error {error.max().item():.3g}"
 
 
 def run(job_dir: Path, repetitions: int) -> int:

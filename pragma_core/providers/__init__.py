@@ -1,1 +1,1 @@
-"""Built-in LLM providers, each registered as a plugin (see ``pragma_core.plugins.BUILTIN_PLUGINS``)."""
+"""Built-in LLM providers, each registered as a plugin (see ``pragma_core.plugin_api.registry.BUILTIN_PLUGINS``)."""

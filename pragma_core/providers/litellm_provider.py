@@ -40,9 +40,9 @@ from typing import Any
 import attrs
 from attrs import validators as v
 
-from ..components import LLMProvider
 from ..errors import PragmaError
-from ..hookspecs import hookimpl
+from ..plugin_api.components import LLMProvider
+from ..plugin_api.hookspecs import hookimpl
 from ..records import Completion, CompletionRequest, TokenUsage
 
 __all__ = [
@@ -232,7 +232,7 @@ def set_offline_switches() -> None:
 
 def preload() -> None:
     """Import litellm now, as the provider does (seconds of a core), rather than at the first
-    model call: a bench task does it while it starts (:func:`~pragma_core.timing_slot.start_turn`)."""
+    model call: a bench task does it while it starts (:func:`~pragma_core.machine.timing_slot.start_turn`)."""
     _litellm()
 
 

@@ -36,8 +36,8 @@ from typing import Any, ClassVar
 
 import pytest
 
-from ..components import DEVICE_KINDS, Availability, Backend
-from ..plugins import PluginRegistry
+from ..plugin_api.components import DEVICE_KINDS, Availability, Backend
+from ..plugin_api.registry import PluginRegistry
 from ..records import Candidate, VerdictStatus
 
 __all__ = ["BackendPluginTests"]
@@ -74,7 +74,7 @@ class BackendPluginTests:
         )
 
     def _task(self) -> Any:
-        from ..tasks import load_task
+        from ..tasks.loading import load_task
 
         return load_task(self.task_path, dict(self.sizes))
 
@@ -118,9 +118,9 @@ class BackendPluginTests:
             import json, os, sys
             from pathlib import Path
             from pragma_core.backends import torch_device
-            from pragma_core.plugins import get_registry
+            from pragma_core.plugin_api.registry import get_registry
             from pragma_core.records import Candidate
-            from pragma_core.tasks import load_task
+            from pragma_core.tasks.loading import load_task
             from pragma_core.verifier.inputs import construct, make_inputs
 
             backend = get_registry().backend({self.backend_name!r})

@@ -37,9 +37,9 @@ from typing import ClassVar
 
 import pytest
 
-from ..components import DEVICE_KINDS, Availability, Profiler, ProfileTarget
 from ..errors import ProfileParseError, ProfilerUnavailable
-from ..plugins import PluginRegistry
+from ..plugin_api.components import DEVICE_KINDS, Availability, Profiler, ProfileTarget
+from ..plugin_api.registry import PluginRegistry
 from ..records import Metric, Task
 
 __all__ = [

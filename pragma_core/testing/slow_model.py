@@ -16,8 +16,8 @@ import os
 import time
 from typing import Any
 
-from ..components import LLMProvider
-from ..hookspecs import hookimpl
+from ..plugin_api.components import LLMProvider
+from ..plugin_api.hookspecs import hookimpl
 from ..records import Completion, CompletionRequest, Task
 
 __all__ = ["LATENCY_VARIABLE", "complete", "pragma_register_llm_providers"]
@@ -26,7 +26,7 @@ LATENCY_VARIABLE = "PRAGMA_TEST_LATENCY_S"
 
 
 def _offline() -> LLMProvider:
-    from ..plugins import get_registry
+    from ..plugin_api.registry import get_registry
 
     return get_registry().llm_provider("offline")
 

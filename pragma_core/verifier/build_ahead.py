@@ -5,7 +5,7 @@ machine, but their builds need not wait for one another: a compiler is busy for 
 for tens of them) while the cores around it idle. :class:`BuildsAhead` starts, for each candidate,
 the sandboxed child a verification would start, hands it the candidate and waits until it has
 imported and constructed it, which builds its kernels into the candidate's own build folder
-(:func:`~pragma_core.child_run.candidate_build_dir`); then it ends that child. The verification
+(:func:`~pragma_core.sandbox.child_run.candidate_build_dir`); then it ends that child. The verification
 that follows finds the kernels built.
 
 Nothing a build ahead learns is trusted or reported: a build that fails is built again by the
@@ -26,9 +26,9 @@ import time
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 
-from ..plugins import get_registry
+from ..machine.timing_slot import busy_slot
+from ..plugin_api.registry import get_registry
 from ..records import Candidate, Task
-from ..timing_slot import busy_slot
 from .settings import VerifySettings
 from .static_checks import read_candidate
 from .verification import refused_before_running

@@ -35,6 +35,7 @@ element-wise check.
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import attrs
 import torch
@@ -332,3 +333,28 @@ def _unravel(flat: int, shape: torch.Size) -> tuple[int, ...]:
 
 def _name(dtype: torch.dtype) -> str:
     return str(dtype).removeprefix("torch.")
+
+
+def output_difference(got: Any, expected: Any) -> str:
+    """Why ``got`` is not ``expected`` (tensors, or tuples and lists of them), '' when it is. The
+    tolerance is a hundred times the verifier's: this catches outputs of the wrong size or made
+    of the wrong elements, not rounding, which the verifier judged at the task's sizes."""
+    import torch
+
+    from .settings import VerifySettings
+
+    if isinstance(expected, (tuple, list)):
+        if not isinstance(got, (tuple, list)) or len(got) != len(expected):
+            return f"{type(got).__name__} where the reference returns {len(expected)} outputs"
+        return next((why for g, e in zip(got, expected) if (why := output_difference(g, e))), "")
+    if not isinstance(expected, torch.Tensor):
+        return ""
+    if not isinstance(got, torch.Tensor) or got.shape != expected.shape:
+        shape = tuple(got.shape) if isinstance(got, torch.Tensor) else type(got).__name__
+        return f"shape {shape} where the reference's is {tuple(expected.shape)}"
+    settings = VerifySettings()
+    got, expected = got.detach().double(), expected.detach().double()
+    if torch.allclose(got, expected, atol=100 * settings.atol, rtol=100 * settings.rtol, equal_nan=True):
+        return ""
+    error = (got - expected).abs().nan_to_num(nan=float("inf"))
+    return f"max abs error {error.max().item():.3g}"

@@ -15,7 +15,7 @@
   it started still runs, or it started a process.
 
 The proof that a candidate ran its backend's kernels is the backend's own
-(:attr:`pragma_core.components.Backend.evidence`).
+(:attr:`pragma_core.plugin_api.components.Backend.evidence`).
 """
 
 from __future__ import annotations

@@ -25,14 +25,14 @@ from typing import Any
 import attrs
 import torch
 
+from ..machine.timing_slot import timing_slot
 from ..paths import cache_dir
 from ..records import Category, Task, Timing
-from ..statistics import summarize
-from ..tasks import task_namespace, task_program
-from ..timing_slot import timing_slot
+from ..tasks.loading import task_namespace, task_program
 from .comparison import compare_outputs
 from .inputs import construct, make_inputs, make_probe_inputs, trial_seeds
 from .settings import VerifySettings
+from .timing_statistics import summarize
 
 __all__ = [
     "ReferenceModel",

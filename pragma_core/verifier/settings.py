@@ -66,7 +66,7 @@ class VerifySettings:
         (watched for a quarter of a second), pinned to those CPUs when that is not all of them."""
         if self.threads is not None:
             return self, ""
-        from .machine_load import idle_cpus
+        from ..machine.load import idle_cpus
 
         idle = idle_cpus()
         if not idle.busy:

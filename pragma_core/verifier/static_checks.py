@@ -75,7 +75,7 @@ from collections.abc import Iterable, Iterator
 
 import attrs
 
-from ..python_source import parse
+from ..tasks.python_source import parse
 from .static_rules import (
     _C_COMMENTS,
     _C_PRECISION,

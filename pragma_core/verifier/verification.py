@@ -3,7 +3,7 @@
 The parent (this module) reads the candidate's source, draws the verification's seeds from the
 operating system, computes the reference outputs, the preflight and the roofline floor itself, and
 only then starts the sandbox child. It asks the child for one forward at a time and receives the
-evidence over a pipe (:mod:`pragma_core.child_run`): outputs it compares with its own references,
+evidence over a pipe (:mod:`pragma_core.sandbox.child_run`): outputs it compares with its own references,
 inputs it compares with what it knows they were, and the child's clock readings it checks against
 its own clock around each call. Timed calls get fresh input values, and the parent decides after a
 call returns whether to check its outputs. Nothing the child prints or writes to a file is read to
@@ -26,21 +26,8 @@ import attrs
 import torch
 
 from ..backends import DEFAULT_BACKEND
-from ..channel import Message
-from ..child_run import ChildSession
-from ..components import Backend
 from ..errors import BackendUnavailable, PragmaError
-from ..plugins import get_registry
-from ..records import Candidate, Task, TimingConditions, Verdict, VerdictStatus
-from ..sandbox import SandboxOutcome
-from ..statistics import bootstrap_speedup, summarize
-from ..tasks import task_program
-from ..timing_slot import busy_slot, timing_slot
-from .checks import CHECKS, describe_check
-from .comparison import Comparison, compare_outputs
-from .inputs import trial_seeds
-from .instrumentation import POISON_VALUES, same_bits
-from .machine_load import (
+from ..machine.load import (
     CALIBRATION_SIZE,
     Snapshot,
     best_calibration,
@@ -50,9 +37,22 @@ from .machine_load import (
     snapshot,
     usage_between,
 )
+from ..machine.timing_slot import busy_slot, timing_slot
+from ..plugin_api.components import Backend
+from ..plugin_api.registry import get_registry
+from ..records import Candidate, Task, TimingConditions, Verdict, VerdictStatus
+from ..sandbox.channel import Message
+from ..sandbox.child_run import ChildSession
+from ..sandbox.process import SandboxOutcome
+from ..tasks.loading import task_program
+from .checks import CHECKS, describe_check
+from .comparison import Comparison, compare_outputs
+from .inputs import trial_seeds
+from .instrumentation import POISON_VALUES, same_bits
 from .reference import References, compute_references, preflight, preflight_path, reference_error
 from .settings import FORWARD_LIMIT_FACTOR, FORWARD_LIMIT_FLOOR_S, VerifySettings, all_cpus
 from .static_checks import StaticFindings, read_candidate
+from .timing_statistics import bootstrap_speedup, summarize
 from .warm_child import WarmChild
 
 __all__ = ["verify"]
@@ -868,7 +868,7 @@ def _floor_binds(task: Task) -> bool:
     analysis = task.analysis
     if analysis is None:
         return False
-    from ..hardware import describe_cpu
+    from ..machine.hardware import describe_cpu
 
     hardware = describe_cpu()
     cache = hardware.l3_total_bytes or hardware.l2_bytes
@@ -882,7 +882,7 @@ def _floor_binds(task: Task) -> bool:
 def _harness_hashes(task: Task, settings: VerifySettings) -> dict[str, str]:
     """Hashes of what the child must not change where the OS cannot stop it: pragma's files, the
     task file, and the trust anchors later verifications read (machine peaks, preflight answer)."""
-    from ..roofline import peaks_cache_path
+    from ..machine.roofline import peaks_cache_path
 
     paths = sorted(_PACKAGE_ROOT.rglob("*.py"))
     paths += [peaks_cache_path(settings.thread_count), preflight_path(task, settings)]
@@ -896,7 +896,7 @@ def _floor_ms(task: Task, settings: VerifySettings, backend: Backend) -> float |
         return None
     if backend.floor_ms is not None:
         return backend.floor_ms(task.analysis, settings.thread_count)
-    from ..roofline import floor_ms, machine_peaks
+    from ..machine.roofline import floor_ms, machine_peaks
 
     return floor_ms(task.analysis, machine_peaks(settings.thread_count)).floor_ms
 

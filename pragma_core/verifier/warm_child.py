@@ -5,7 +5,7 @@ verification. :class:`WarmChild` starts that child now, for a task and settings,
 :func:`~pragma_core.verifier.verify` hands it the candidate later (``verify(..., warm=child)``):
 the loop starts the next attempt's child while it profiles the current one. The child runs nothing
 but pragma's and torch's code until it has its candidate, and makes its world read-only before
-it reads it (:class:`~pragma_core.child_run.ChildSession`), so a warm child is contained exactly as
+it reads it (:class:`~pragma_core.sandbox.child_run.ChildSession`), so a warm child is contained exactly as
 a cold one. A child serves one verification; one that does not fit the verification (another task,
 other threads or limits), or that ended, is closed and a cold one started instead.
 
@@ -19,7 +19,7 @@ other threads or limits), or that ended, is closed and a cold one started instea
 A child's import keeps a core busy for a couple of seconds, which would disturb another task's
 timing on the same machine. :class:`ChildAhead` starts a warm child in the background only when
 no timing holds or waits for the machine's timing slot
-(:func:`~pragma_core.timing_slot.busy_slot_when_free`), and shares the slot until the child has
+(:func:`~pragma_core.machine.timing_slot.busy_slot_when_free`), and shares the slot until the child has
 imported; the loop starts the next attempt's child this way.
 """
 
@@ -33,11 +33,11 @@ from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
 
-from ..child_run import ChildSession, JobFolder
+from ..machine.timing_slot import busy_slot_when_free
 from ..records import Task
-from ..sandbox import SandboxLimits
-from ..tasks import task_program
-from ..timing_slot import busy_slot_when_free
+from ..sandbox.child_run import ChildSession, JobFolder
+from ..sandbox.process import SandboxLimits
+from ..tasks.loading import task_program
 from .settings import VerifySettings
 
 __all__ = ["WarmChild", "ChildAhead"]
@@ -51,7 +51,7 @@ IMPORT_LIMIT_S = 120.0
 class _Starters:
     """Daemon threads that start children ahead, one job at a time each. They live as long as the
     process, since a sandboxed child is killed when the thread that started it ends
-    (:func:`~pragma_core.sandbox.die_with_parent`), and do not keep it from exiting while a start
+    (:func:`~pragma_core.sandbox.process.die_with_parent`), and do not keep it from exiting while a start
     still waits for the timing slot (a thread pool's threads would: it joins them at exit)."""
 
     def __init__(self, count: int) -> None:

@@ -1,7 +1,7 @@
 """The sandbox child of a verification: builds the candidate, then runs what the parent asks.
 
 Run as ``python -m pragma_core.verifier.worker JOB_DIR`` by the verifier (through
-:class:`~pragma_core.child_run.ChildSession`), never by hand and never in the parent's process. It
+:class:`~pragma_core.sandbox.child_run.ChildSession`), never by hand and never in the parent's process. It
 reports over the pipe the parent opened before this program started; it writes no file the parent
 reads. It decides nothing: it sends outputs, inputs, its own clock readings and what its monitors
 saw, and the parent compares, times and judges.
@@ -12,7 +12,7 @@ Requests, one JSON line each on stdin:
   started before the candidate exists, so that Python and torch are imported while the parent does
   other work; until ``begin`` it runs nothing else. Then it takes the build folder's environment
   and, when the sandbox allows (``lock_down``), makes every file system read-only but the
-  ``writable`` folders (:func:`pragma_core.sandbox_init.lock_down`) before it reads the task or the
+  ``writable`` folders (:func:`pragma_core.sandbox.init.lock_down`) before it reads the task or the
   candidate.
 - ``trial`` (seed, poison, reuse, probe_seed): one forward on fresh inputs under the poisoning
   dispatch mode; input mutation, output types and work after return are checked here; replies
@@ -54,7 +54,7 @@ _watchers: list[Any] = []  # the audit hook, once installed
 
 
 def main(job_root: str) -> int:
-    from ..channel import EVIDENCE_FD_VARIABLE, MessageWriter
+    from ..sandbox.channel import EVIDENCE_FD_VARIABLE, MessageWriter
 
     writer = MessageWriter(int(os.environ.pop(EVIDENCE_FD_VARIABLE)))
     try:
@@ -71,9 +71,9 @@ def _serve(root: Path, writer: Any) -> int:
     import torch
 
     from ..backends import torch_device
-    from ..child_run import load_candidate, load_task
     from ..errors import PragmaError
-    from ..plugins import get_registry
+    from ..plugin_api.registry import get_registry
+    from ..sandbox.child_run import load_candidate, load_task
     from .inputs import construct, make_inputs, make_probe_inputs
     from .instrumentation import (
         POISON_VALUES,
@@ -104,7 +104,7 @@ def _serve(root: Path, writer: Any) -> int:
 
     import torch.nn.functional as functional
 
-    from .. import channel
+    from ..sandbox import channel
 
     guard = IdentityGuard(
         {
@@ -318,7 +318,7 @@ def _serve(root: Path, writer: Any) -> int:
             # with other size constants), where the output is checked against the reference's:
             # a candidate that assumes the task's own sizes computes something else there.
             sized_ns, sized_model, sized_reference = task_ns, model, None
-            from ..profiling.worker import output_difference  # here: only a recording depends on it
+            from .comparison import output_difference  # here: only a recording depends on it
 
             if request.get("program"):
                 sized_ns = {"__name__": "pragma_task", "__file__": str(root / "task.py")}
@@ -365,7 +365,7 @@ def _serve(root: Path, writer: Any) -> int:
 def _say_imported(root: Path) -> None:
     """Leave the marker that tells the parent the imports are done (it holds the machine's timing
     slot for a child started ahead until then)."""
-    from ..child_run import IMPORTED_MARKER
+    from ..sandbox.child_run import IMPORTED_MARKER
 
     with contextlib.suppress(OSError):
         (root / IMPORTED_MARKER).touch()
@@ -378,7 +378,7 @@ def _begin() -> str:
     import json
     import tempfile
 
-    from ..sandbox_init import SetupFailed, lock_down
+    from ..sandbox.init import SetupFailed, lock_down
 
     line = sys.stdin.buffer.readline()
     request = json.loads(line) if line.strip() else {}

@@ -13,7 +13,7 @@ profiles: with a kernel-name filter (the target names the candidate's kernels) t
 of the range, library kernels among them, are not profiled, and the note on the profiled launches
 says so.
 
-Both ncu commands run through :func:`pragma_core.profiling.tools.run_tool` with the target's
+Both ncu commands run through :func:`pragma_core.sandbox.tools.run_tool` with the target's
 environment, each stopped (with the program ncu profiles) after ``target.timeout_s``.
 """
 
@@ -24,11 +24,11 @@ import shlex
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-from pragma_core.components import ProfileTarget
 from pragma_core.errors import ProfileParseError, ProfilerUnavailable
+from pragma_core.plugin_api.components import ProfileTarget
 from pragma_core.profiling.library_kernels import library_note
-from pragma_core.profiling.tools import run_tool
 from pragma_core.records import Metric, Profile
+from pragma_core.sandbox.tools import run_tool
 
 from .command import NVTX_RANGE, REPORT_SUFFIX, details_command, kernel_regex, profile_command
 from .metrics import ALTERNATIVES, rejection_reason

@@ -13,9 +13,9 @@ import os
 import shutil
 from pathlib import Path
 
-from pragma_core.components import Availability
 from pragma_core.errors import ProfilerUnavailable
-from pragma_core.profiling.tools import run_tool
+from pragma_core.plugin_api.components import Availability
+from pragma_core.sandbox.tools import run_tool
 
 __all__ = ["NCU_LOCATIONS", "find_ncu", "find_gpu", "probe"]
 

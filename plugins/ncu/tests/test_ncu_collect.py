@@ -18,8 +18,8 @@ from pathlib import Path
 import pytest
 from ncu_data import fixture_text
 
-from pragma_core.components import Availability, Profiler, ProfileTarget
 from pragma_core.errors import ProfilerUnavailable
+from pragma_core.plugin_api.components import Availability, Profiler, ProfileTarget
 from pragma_core.records import Task
 from pragma_core.testing import ProfilerContractTests
 from pragma_ncu.collect import PERMISSION_REASON, collect

@@ -8,7 +8,7 @@ calls with no Python around them. Otherwise it counts ``target.python_argv``, a 
 running the forward, and the counts include the interpreter (``Profile.notes`` says so). perf writes
 CSV to ``<out_dir>/perf-stat.csv``; the program's output and perf's messages go to
 ``perf-stat.log``. perf runs with the target's environment plus ``LC_ALL=C`` through
-:func:`pragma_core.profiling.tools.run_tool`, and is stopped, with the program, after
+:func:`pragma_core.sandbox.tools.run_tool`, and is stopped, with the program, after
 ``target.timeout_s``. Each requested name missing from the profile is in ``Profile.not_collected``
 with the reason: hardware counters absent, perf's ``<not supported>``, a name perf does not know, a
 run that did not finish in time, ...
@@ -22,10 +22,10 @@ from pathlib import Path
 
 import attrs
 
-from pragma_core.components import ProfileTarget
 from pragma_core.errors import ProfileParseError, ProfilerUnavailable
-from pragma_core.profiling.tools import run_tool, target_writable
+from pragma_core.plugin_api.components import ProfileTarget
 from pragma_core.records import Metric, Profile
+from pragma_core.sandbox.tools import run_tool, target_writable
 
 from .metrics import DERIVED, HARDWARE_EVENTS, SOFTWARE_EVENTS, TOPDOWN_L1, base_name, needs_hardware
 from .parse import PROFILER, Reading, parse, read_rows, unsupported

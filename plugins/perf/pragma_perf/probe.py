@@ -21,9 +21,9 @@ from pathlib import Path
 
 import attrs
 
-from pragma_core.components import Availability
 from pragma_core.errors import ProfileParseError, ProfilerUnavailable
-from pragma_core.profiling.tools import run_tool
+from pragma_core.plugin_api.components import Availability
+from pragma_core.sandbox.tools import run_tool
 
 from .metrics import base_name
 from .parse import Reading, read_rows

@@ -2,7 +2,7 @@
 
 One run per counter pass (:mod:`pragma_rocprof.commands`), each writing its CSV, its command line
 and a log under ``target.out_dir/rocprof/pass_<n>/``. Each run goes through
-:func:`pragma_core.profiling.tools.run_tool` with the target's environment and is stopped, with
+:func:`pragma_core.sandbox.tools.run_tool` with the target's environment and is stopped, with
 the program, after ``target.timeout_s``; the passes after a run that timed out are not run (they
 would wait as long). A pass the hardware cannot count at once (rocprofv3 says the request "exceeds
 the capabilities of the hardware", or aborts) is split in two and run again, up to ``max_runs``
@@ -40,11 +40,11 @@ from pathlib import Path
 
 import attrs
 
-from pragma_core.components import ProfileTarget
 from pragma_core.errors import ProfileParseError, ProfilerUnavailable
+from pragma_core.plugin_api.components import ProfileTarget
 from pragma_core.profiling.library_kernels import library_note
-from pragma_core.profiling.tools import ToolRun, run_tool
 from pragma_core.records import Metric, Profile
+from pragma_core.sandbox.tools import ToolRun, run_tool
 
 from .commands import COUNTERS_PER_PASS, build_command, kernel_include_regex, split_passes
 from .forward import RANGE, cut, dispatches, forward_windows, inside

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from pragma_core import Availability
 from pragma_core.errors import ProfilerUnavailable
-from pragma_core.profiling.tools import run_tool
+from pragma_core.sandbox.tools import run_tool
 
 __all__ = ["probe", "find_rocprofv3", "gpu_targets", "STILL_WORKS"]
 

@@ -21,8 +21,8 @@ import pytest
 import pragma_rocprof.collect as collect_module
 import pragma_rocprof.forward as forward
 from pragma_core import Availability
-from pragma_core.components import Profiler, ProfileTarget
 from pragma_core.errors import ProfilerUnavailable
+from pragma_core.plugin_api.components import Profiler, ProfileTarget
 from pragma_core.records import Task
 from pragma_core.testing import ProfilerContractTests
 from pragma_rocprof.collect import COMMAND_NAME, LOG_NAME, collect, kernel_matches

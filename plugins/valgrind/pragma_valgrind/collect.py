@@ -4,12 +4,12 @@ Cachegrind runs the program on a simulated CPU, some 20 to 100 times slower than
 runs ``target.replay_argv``: the C program pragma builds to replay one forward's kernel calls
 ``target.repetitions`` times with no Python around them (importing torch under valgrind takes
 minutes). The counts are deterministic: the same program gives the same counts. The caches
-simulated are pragma's choice, :func:`pragma_core.profiling.caches.simulated_caches` (this
+simulated are pragma's choice, :func:`pragma_core.sizes.caches.simulated_caches` (this
 machine's L1 and, as the last level, its L2), passed with ``--I1``, ``--D1`` and ``--LL``.
 
 The raw ``cachegrind.out``, valgrind's log and the program's own output stay in ``target.out_dir``.
 valgrind runs with the target's environment (one OpenMP thread added, see :func:`collect`) through
-:func:`pragma_core.profiling.tools.run_tool`, stopped after ``target.timeout_s``. The metrics are the
+:func:`pragma_core.sandbox.tools.run_tool`, stopped after ``target.timeout_s``. The metrics are the
 kernels' (:mod:`pragma_valgrind.attribution`) with ``kernel`` set to the kernel function's name
 (names joined by ``+`` for several), plus one entry per function when there are several; the
 whole program's totals, replay harness included, go into the notes.
@@ -24,11 +24,11 @@ from pathlib import Path
 
 import attrs
 
-from pragma_core.components import ProfileTarget
 from pragma_core.errors import ProfileParseError, ProfilerUnavailable
-from pragma_core.profiling.caches import SimulatedCaches, simulated_caches
-from pragma_core.profiling.tools import ToolRun, run_tool, target_writable
+from pragma_core.plugin_api.components import ProfileTarget
 from pragma_core.records import Metric, Profile
+from pragma_core.sandbox.tools import ToolRun, run_tool, target_writable
+from pragma_core.sizes.caches import SimulatedCaches, simulated_caches
 
 from .attribution import Attribution, attribute, is_part_of
 from .metrics import (
@@ -112,7 +112,7 @@ def collect(target: ProfileTarget, metrics: Sequence[str]) -> Profile:
     )
     notes = [
         _setup_note(valgrind, out),
-        f"{simulated_caches().describe()} (pragma_core.profiling.caches.simulated_caches)",
+        f"{simulated_caches().describe()} (pragma_core.sizes.caches.simulated_caches)",
         _repetitions_note(target),
         "whole program, replay harness included: " + _summary(out.totals()),
     ]

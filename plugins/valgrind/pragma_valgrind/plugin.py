@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from pragma_core.components import Profiler
-from pragma_core.hookspecs import hookimpl
+from pragma_core.plugin_api.components import Profiler
+from pragma_core.plugin_api.hookspecs import hookimpl
 
 from .collect import collect
 from .metrics import DEFAULT_METRICS, FORMULAS, PROFILER_NAME

@@ -11,9 +11,9 @@ import functools
 import os
 import shutil
 
-from pragma_core.components import Availability
 from pragma_core.errors import ProfilerUnavailable
-from pragma_core.profiling.tools import run_tool
+from pragma_core.plugin_api.components import Availability
+from pragma_core.sandbox.tools import run_tool
 
 __all__ = ["probe", "valgrind_version", "STILL_WORKS"]
 

@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from pragma_core.components import ProfileTarget
 from pragma_core.errors import ProfilerUnavailable
-from pragma_core.profiling.caches import CacheGeometry, SimulatedCaches, simulable, simulated_caches
+from pragma_core.plugin_api.components import ProfileTarget
 from pragma_core.records import Task
+from pragma_core.sizes.caches import CacheGeometry, SimulatedCaches, simulable, simulated_caches
 from pragma_valgrind.collect import LOG_FILE, NO_REPLAY, OUT_FILE, cache_options, collect, command
 from pragma_valgrind.metrics import DEFAULT_METRICS
 from pragma_valgrind.outfile import read_outfile

@@ -12,8 +12,8 @@ from __future__ import annotations
 import shutil
 from importlib import resources
 
-from ...components import Availability, Backend
-from ...hookspecs import hookimpl
+from ...plugin_api.components import Availability, Backend
+from ...plugin_api.hookspecs import hookimpl
 from ..loading import exec_module
 from .evidence import NativeCallEvidence
 

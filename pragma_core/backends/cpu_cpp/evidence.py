@@ -14,7 +14,7 @@ __all__ = ["NativeCallEvidence", "hook_load_inline"]
 
 
 class NativeCallEvidence:
-    """Counts native calls in the sandbox child (:class:`~pragma_core.components.KernelEvidence`)."""
+    """Counts native calls in the sandbox child (:class:`~pragma_core.plugin_api.components.KernelEvidence`)."""
 
     def install(self) -> None:
         from .native import count_calls

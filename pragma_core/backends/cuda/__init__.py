@@ -24,8 +24,8 @@ import os
 import shutil
 from importlib import resources
 
-from ...components import Availability, Backend, Clock
-from ...hookspecs import hookimpl
+from ...plugin_api.components import Availability, Backend, Clock
+from ...plugin_api.hookspecs import hookimpl
 from ..cpu_cpp import load_candidate
 from ..cpu_cpp.evidence import NativeCallEvidence
 from ..gpu.hardware import device_floor_ms

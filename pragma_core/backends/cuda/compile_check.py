@@ -51,9 +51,9 @@ import attrs
 from attrs import validators as v
 
 from ...errors import ProfilerUnavailable
-from ...native import BuildDiagnostic, CompilerNotFoundError, NativeBuildError
-from ...profiling.tools import run_tool
 from ...records import frozen_tuple
+from ...sandbox.tools import run_tool
+from ..cpu_cpp.native import BuildDiagnostic, CompilerNotFoundError, NativeBuildError
 from ..cpu_cpp.native.diagnostics import trim_lines
 from .diagnostics import parse_nvcc_diagnostics, stable_log
 from .sources import KernelSource, extract_sources

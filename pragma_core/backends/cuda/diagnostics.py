@@ -27,7 +27,7 @@ import re
 
 import attrs
 
-from ...native import BuildDiagnostic, parse_diagnostics
+from ..cpu_cpp.native import BuildDiagnostic, parse_diagnostics
 
 __all__ = ["parse_nvcc_diagnostics", "stable_log"]
 

@@ -29,8 +29,8 @@ from collections.abc import Iterator
 import attrs
 from attrs import validators as v
 
-from ...python_source import parse
 from ...records import frozen_tuple
+from ...tasks.python_source import parse
 
 __all__ = ["KernelSource", "extract_sources"]
 

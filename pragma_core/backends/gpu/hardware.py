@@ -1,12 +1,12 @@
 """The GPU's hardware description for the roofline: datasheet peaks, an override file, or measured.
 
 A GPU task's roofline floor needs the device's memory bandwidth and arithmetic peak, as the CPU's
-needs :class:`pragma_core.roofline.MachinePeaks`. They come from one of three places, in this order::
+needs :class:`pragma_core.machine.roofline.MachinePeaks`. They come from one of three places, in this order::
 
     peaks = describe_gpu(override=Path("peaks.json"))  # a file (or the one $PRAGMA_GPU_PEAKS names)
     peaks = describe_gpu(measure=True)                  # a copy and a matmul on the device: seconds
     peaks = describe_gpu()                              # the vendor's datasheet, by the device's name
-    floor = floor_ms(task.analysis, peaks)              # a pragma_core.roofline.RooflineFloor
+    floor = floor_ms(task.analysis, peaks)              # a pragma_core.machine.roofline.RooflineFloor
 
 The table (:data:`KNOWN_GPUS`) holds datasheet figures, each entry with its source: they are
 ceilings no kernel exceeds, where measured peaks are what torch attains (a little lower). A GPU that
@@ -38,8 +38,8 @@ from attrs import validators as v
 
 from ...errors import PragmaError, RecordError
 from ...files import atomic_write_text
+from ...machine.roofline import RooflineFloor, floor_at
 from ...records import TaskAnalysis
-from ...roofline import RooflineFloor, floor_at
 from ...serialization import read_json_object
 from .clock import gpu_available
 
@@ -567,7 +567,7 @@ def _best_seconds(run: Callable[[], Any], repeats: int) -> float:
 
 def floor_ms(analysis: TaskAnalysis, peaks: GpuPeaks, *, roof: Roof = "fp32") -> RooflineFloor:
     """The roofline floor of one forward of the analyzed task on this GPU, the same record and the
-    same arithmetic as :func:`pragma_core.roofline.floor_ms` for a CPU.
+    same arithmetic as :func:`pragma_core.machine.roofline.floor_ms` for a CPU.
 
     ``roof`` picks the compute roof. ``fp32`` (the fp32 rate without tensor cores) is the
     attainment scale for fp32 code. ``tensor`` (the dense FP16/BF16 tensor-core rate) is the

@@ -15,8 +15,8 @@ import importlib.util
 from importlib import resources
 from pathlib import Path
 
-from ...components import Availability, Backend, Clock
-from ...hookspecs import hookimpl
+from ...plugin_api.components import Availability, Backend, Clock
+from ...plugin_api.hookspecs import hookimpl
 from ..gpu.hardware import device_floor_ms
 from ..loading import load_module_file
 from .launches import TritonLaunchEvidence

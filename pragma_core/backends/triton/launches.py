@@ -16,7 +16,7 @@ _launches = [0]
 
 
 class TritonLaunchEvidence:
-    """Counts Triton launches in the sandbox child (:class:`~pragma_core.components.KernelEvidence`)."""
+    """Counts Triton launches in the sandbox child (:class:`~pragma_core.plugin_api.components.KernelEvidence`)."""
 
     def install(self) -> None:
         from triton.runtime import interpreter, jit

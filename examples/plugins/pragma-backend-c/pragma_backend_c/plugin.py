@@ -7,8 +7,8 @@ import shutil
 from importlib import resources
 
 from pragma_core.backends.loading import exec_module
-from pragma_core.components import Availability, Backend
-from pragma_core.hookspecs import hookimpl
+from pragma_core.plugin_api.components import Availability, Backend
+from pragma_core.plugin_api.hookspecs import hookimpl
 
 from . import call_count
 

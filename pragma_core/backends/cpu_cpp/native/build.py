@@ -8,7 +8,7 @@ again (another process may have built it meanwhile), compiles to a temporary fil
 folder and renames it into place, so a reader sees either no artifact or a whole one.
 
 In a sandboxed child the shared cache is read-only: there ``PRAGMA_NATIVE_BUILD_DIR`` names a folder
-of the child's own (:func:`pragma_core.sandbox.build_environment` sets it). An artifact the shared
+of the child's own (:func:`pragma_core.sandbox.process.build_environment` sets it). An artifact the shared
 cache already holds is returned from there; anything else is built into that folder, with the same
 layout and locks. So a candidate can reuse what pragma built, but cannot plant a library that another
 candidate, or pragma, would load later.

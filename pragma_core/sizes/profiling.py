@@ -1,0 +1,122 @@
+"""The size a task is profiled at, and the caches a simulating profiler describes.
+
+A profile shows how a kernel uses the memory hierarchy; data twice the last-level cache streams
+through it as the full size does, and anything more only makes the profile slower (cachegrind
+runs the replay 20 to 100 times slower than native). :func:`profiling_task` shrinks a CPU task
+whose inputs, outputs and parameters exceed :data:`LLC_MULTIPLE` times the last level the
+profiler sees to about that much, with :func:`pragma_core.sizes.shrinking.shrink_task` (outer
+dimensions first, the innermost kept). That last level is the profiler's own choice of kind:
+
+- a profiler that counts this machine's events (perf) sees this machine's caches, so its
+  target is twice all of this machine's L3 (:func:`machine_working_set_bytes`);
+- a cache simulator (a deterministic profiler: cachegrind) simulates the caches of
+  :func:`~pragma_core.sizes.caches.simulated_caches`, this machine's L1 and, as its last level, this machine's L2, one
+  core's own; its target is twice that (:func:`simulated_working_set_bytes`). It never sees the
+  shared L3, so the replay it runs 20 to 100 times slower than native stays small.
+
+GPU tasks are profiled at their own size.
+"""
+
+from __future__ import annotations
+
+from ..machine.hardware import describe_cpu
+from ..plugin_api.components import Profiler
+from ..records import Task
+from .caches import simulated_caches
+from .shrinking import ShrunkTask, format_bytes, shrink_task
+
+__all__ = [
+    "LLC_MULTIPLE",
+    "FALLBACK_LLC_BYTES",
+    "machine_working_set_bytes",
+    "simulated_working_set_bytes",
+    "profiler_working_set_bytes",
+    "profiling_size",
+    "profiling_task",
+    "size_note",
+]
+
+LLC_MULTIPLE = 2
+"""Data of one forward this many times the last-level cache streams through it on every
+repetition: from 1.5x a simulated LRU cache (cachegrind) misses every line again (measured); twice
+is the rule the verifier's roofline floor uses too, for real caches' adaptive replacement."""
+
+FALLBACK_LLC_BYTES = 32 * 2**20
+"""The last-level cache assumed when this machine does not say (a large desktop or server L3)."""
+
+
+def machine_working_set_bytes() -> int:
+    """:data:`LLC_MULTIPLE` times this machine's last-level cache (all its L3 instances)."""
+    cpu = describe_cpu()
+    llc = cpu.l3_total_bytes or cpu.l3_bytes or cpu.l2_bytes or FALLBACK_LLC_BYTES
+    return LLC_MULTIPLE * llc
+
+
+def simulated_working_set_bytes() -> int:
+    """:data:`LLC_MULTIPLE` times the simulated last level (:func:`simulated_caches`)."""
+    return LLC_MULTIPLE * simulated_caches().ll.size_bytes
+
+
+def profiler_working_set_bytes(profiler: Profiler) -> int:
+    """The data a CPU task is shrunk to for ``profiler``: twice the last level it sees, simulated
+    for a deterministic profiler (a simulator such as cachegrind), this machine's for the others."""
+    return simulated_working_set_bytes() if profiler.deterministic else machine_working_set_bytes()
+
+
+def profiling_size(task: Task, *, device: str = "cpu", working_set_bytes: int | None = None) -> ShrunkTask:
+    """The task to profile: ``task`` shrunk to about ``working_set_bytes`` of data (default
+    :func:`machine_working_set_bytes`) when it holds more, else ``task`` itself."""
+    if device != "cpu":
+        return ShrunkTask(task=task)
+    target = working_set_bytes if working_set_bytes is not None else machine_working_set_bytes()
+    return _shrunk(task, target)
+
+
+def profiling_task(
+    task: Task, profiler: Profiler, *, full_size: bool = False, working_set_bytes: int | None = None
+) -> ShrunkTask:
+    """The task ``profiler`` profiles: ``task`` shrunk to ``working_set_bytes`` of data (default
+    :func:`profiler_working_set_bytes`) when it holds more; ``task`` itself for a GPU
+    profiler or with ``full_size``. The same task and profiler always give the same sizes, so a
+    caller that records the candidate's kernel calls ahead (the loop's verifier) can record them
+    at the size :func:`pragma_core.profiling.profile` will ask for."""
+    device = profiler.devices[0]
+    if full_size or device != "cpu":
+        return ShrunkTask(task=task)
+    target = working_set_bytes if working_set_bytes is not None else profiler_working_set_bytes(profiler)
+    return profiling_size(task, device=device, working_set_bytes=target)
+
+
+_SHRUNK: dict[tuple[str, str, tuple[tuple[str, int | float], ...], int], ShrunkTask] = {}
+
+
+def _shrunk(task: Task, target: int) -> ShrunkTask:
+    """:func:`~pragma_core.sizes.shrinking.shrink_task`, once per task and target in this process:
+    it traces the task a few times (tens of milliseconds), and a run profiles every candidate."""
+    key = (str(task.path), task.source, tuple(sorted(task.sizes.items())), target)
+    if key not in _SHRUNK:
+        if len(_SHRUNK) > 64:
+            _SHRUNK.clear()
+        _SHRUNK[key] = shrink_task(task, target)
+    return _SHRUNK[key]
+
+
+def size_note(shrunk: ShrunkTask, working_set_bytes: int | None = None, *, simulated: bool | None = None) -> str:
+    """The profile's note on its size: what was profiled, and that counts are at that size.
+    ``simulated`` says whose last level the target is twice of: the simulated one (True), this
+    machine's (False), or neither (None: a target the caller chose)."""
+    if shrunk.reduced:
+        level = {True: " (2x the simulated last-level cache)", False: " (2x this machine's last-level cache)", None: ""}
+        floor = (
+            f", kept at least {format_bytes(working_set_bytes)}{level[simulated]} so it still streams "
+            "through the last level"
+            if working_set_bytes
+            else ""
+        )
+        return (
+            f"profiled at a reduced size, {shrunk.note}{floor}; counts are per forward at this size, "
+            "rates (miss rates, IPC) compare with the full size"
+        )
+    if shrunk.note:
+        return f"profiled at the task's full size: {shrunk.note}"
+    return ""
