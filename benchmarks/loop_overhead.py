@@ -36,8 +36,9 @@ from rich.table import Table
 
 import pragma_core
 from pragma_core import VerifySettings, load_task, parse_size_assignments
-from pragma_core.loop.optimizer import OptimizeSettings, optimize
+from pragma_core.loop.optimizer import optimize
 from pragma_core.loop.run_directory import RunDirectory
+from pragma_core.loop.settings import OptimizeSettings
 from pragma_core.records import Attempt
 from pragma_core.tasks.loading import sizes_per_file
 

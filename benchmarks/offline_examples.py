@@ -31,7 +31,8 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from pragma_core import PragmaError, VerifySettings, load_tasks, parse_size_assignments, verify
-from pragma_core.loop.optimizer import OptimizeSettings, optimize
+from pragma_core.loop.optimizer import optimize
+from pragma_core.loop.settings import OptimizeSettings
 from pragma_core.offline.provider import prepare
 from pragma_core.records import BoundClass, Task
 

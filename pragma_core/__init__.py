@@ -122,8 +122,12 @@ def __getattr__(name: str):  # noqa: ANN202 - PEP 562 lazy attributes
         from . import verifier
 
         return getattr(verifier, name)
-    if name in ("optimize", "OptimizeSettings"):
-        from .loop import optimizer
+    if name == "optimize":
+        from .loop.optimizer import optimize
 
-        return getattr(optimizer, name)
+        return optimize
+    if name == "OptimizeSettings":
+        from .loop.settings import OptimizeSettings
+
+        return OptimizeSettings
     raise AttributeError(f"module 'pragma_core' has no attribute {name!r}")

@@ -19,7 +19,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 
 from pragma_core.errors import PragmaError
-from pragma_core.loop.optimizer import OptimizeSettings, optimize
+from pragma_core.loop.optimizer import optimize
+from pragma_core.loop.settings import OptimizeSettings
 from pragma_core.plugin_api.registry import PluginRegistry
 from pragma_core.providers import litellm_provider as lp
 from pragma_core.records import ChatMessage, CompletionRequest

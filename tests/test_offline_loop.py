@@ -13,8 +13,9 @@ from pathlib import Path
 import pytest
 
 from pragma_core import RunResult, VerdictStatus, load_task, read_record
-from pragma_core.loop.optimizer import OptimizeSettings, optimize
+from pragma_core.loop.optimizer import optimize
 from pragma_core.loop.run_directory import RunDirectory
+from pragma_core.loop.settings import OptimizeSettings
 from pragma_core.offline.modules import read_marker
 from pragma_core.verifier import VerifySettings
 
@@ -131,7 +132,7 @@ def test_a_task_no_recipe_knows_asks_for_a_model_and_writes_nothing(tmp_path):
 
 
 def test_the_provider_is_litellm_with_a_model_and_offline_without(monkeypatch):
-    from pragma_core.loop.optimizer import provider_name
+    from pragma_core.loop.settings import provider_name
 
     monkeypatch.delenv("PRAGMA_MODEL", raising=False)
     assert provider_name(OptimizeSettings()) == "offline"

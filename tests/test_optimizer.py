@@ -15,9 +15,10 @@ import attrs
 import pytest
 
 from pragma_core import RunResult, load_task, read_record
-from pragma_core.loop.optimizer import OptimizeSettings, optimize
+from pragma_core.loop.optimizer import optimize
 from pragma_core.loop.run_directory import RunDirectory
 from pragma_core.loop.run_summary import run_summary, trace_document
+from pragma_core.loop.settings import OptimizeSettings
 from pragma_core.present.tables import trace_text
 from pragma_core.verifier import VerifySettings
 

@@ -11,9 +11,10 @@ import pytest
 from pragma_core import Attempt, RunResult, Timing, Verdict, load_task, read_record
 from pragma_core.cli import main
 from pragma_core.errors import RecordError
-from pragma_core.loop.optimizer import OptimizeSettings, optimize, settings_of_run
+from pragma_core.loop.optimizer import optimize
 from pragma_core.loop.run_directory import RunDirectory
 from pragma_core.loop.run_summary import run_summary, trace_document
+from pragma_core.loop.settings import OptimizeSettings, settings_of_run
 from pragma_core.present.tables import trace_text
 from pragma_core.serialization import dump, load
 from pragma_core.verifier import VerifySettings

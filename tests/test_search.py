@@ -21,9 +21,10 @@ from pragma_core.agents.prompts import coder_messages, debugger_messages, planne
 from pragma_core.agents.replies import PlanParseError, parse_plan
 from pragma_core.cli import main
 from pragma_core.errors import PragmaError
-from pragma_core.loop.optimizer import OptimizeSettings, optimize
+from pragma_core.loop.optimizer import optimize
 from pragma_core.loop.run_directory import RunDirectory
 from pragma_core.loop.search import SearchTree, strategy_named
+from pragma_core.loop.settings import OptimizeSettings
 from pragma_core.offline.coder import backend_knobs, generate_module
 from pragma_core.offline.knobs import starting
 from pragma_core.offline.modules import read_marker

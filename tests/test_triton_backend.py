@@ -98,7 +98,8 @@ def test_an_interpreted_candidate_is_not_profiled(tmp_path):
 @no_gpu
 @pytest.mark.slow
 def test_the_offline_loop_writes_triton_and_ends_correct_under_the_interpreter(tmp_path):
-    from pragma_core.loop.optimizer import OptimizeSettings, optimize
+    from pragma_core.loop.optimizer import optimize
+    from pragma_core.loop.settings import OptimizeSettings
 
     settings = OptimizeSettings(backend="triton", runs_dir=tmp_path, max_attempts=4)
     result = optimize(load_task(REPO / "examples" / "tasks" / "level1" / "3_Softmax.py", SMALL), settings)

@@ -15,8 +15,8 @@ import attrs
 from attrs import validators as v
 
 from ..errors import PragmaError
-from ..loop.optimizer import OptimizeSettings
 from ..loop.search import SEARCHES
+from ..loop.settings import OptimizeSettings
 from ..records import Category, frozen_tuple
 from ..tasks.loading import find_task_files
 from ..verifier import VerifySettings

@@ -15,7 +15,7 @@ from typing import Any, Protocol
 from rich.console import Console
 
 from ..errors import PragmaError, TaskError
-from ..loop.optimizer import configured_model, provider_name
+from ..loop.settings import configured_model, provider_name
 from ..progress import progress_bar
 from ..records import Task
 from ..tasks.loading import load_task, sizes_per_file

@@ -156,7 +156,7 @@ def _interrupted(run_dir: Path) -> bool:
 def _taken(job: TaskJob, threads: int, report: Reporter) -> Task:
     """The task as its run starts: its provider asked first whether it can take it (so no fit is
     spent on a task the offline agents know no recipe for), then fitted with ``--fit-ms``."""
-    from ..loop.optimizer import provider_name
+    from ..loop.settings import provider_name
     from ..plugin_api.registry import get_registry
 
     provider = get_registry().llm_provider(provider_name(job.settings.optimize_settings(job.runs_dir, threads)))
