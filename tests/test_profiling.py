@@ -13,7 +13,7 @@ from pragma_core import Candidate, load_task
 from pragma_core.backends.cpu_cpp.native.recording import CallRecording
 from pragma_core.errors import PluginError, PragmaError, ProfilerUnavailable
 from pragma_core.plugin_api.components import DEFAULT_PROFILE_TIMEOUT_S, ProfileTarget
-from pragma_core.profiling import prepare_target, profile
+from pragma_core.profiling import ProfilingSession, prepare_target, profile
 
 from .conftest import EXAMPLES
 from .test_verifier import CANDIDATES
@@ -148,7 +148,6 @@ def test_a_target_refuses_an_environment_no_process_can_have(tmp_path):
 
 
 def test_a_recording_the_verifier_kept_is_profiled_without_another_child(tmp_path):
-    from pragma_core.profiling.targets import remember_recording
     from pragma_core.verifier import VerifySettings, verify
 
     task = load_task(EXAMPLES / "level1" / "1_GELUTanh.py", {"batch_size": 8, "dim": 1024})
@@ -158,8 +157,11 @@ def test_a_recording_the_verifier_kept_is_profiled_without_another_child(tmp_pat
     assert verdict.ok, verdict.message
     kept = CallRecording.load(tmp_path / "kept")
     assert [call.function for call in kept.calls] == ["gelu_tanh"]
-    remember_recording(task, fast, 1, tmp_path / "kept")
-    result = profile(task, fast, profiler="valgrind", out_dir=tmp_path / "profile", threads=1, full_size=True)
+    session = ProfilingSession()
+    session.recordings.keep_staged({tmp_path / "kept": task}, fast, 1)
+    result = profile(
+        task, fast, profiler="valgrind", out_dir=tmp_path / "profile", threads=1, full_size=True, session=session
+    )
     assert result.metrics and not any((tmp_path / "profile" / "job" / "logs").iterdir())  # no child ran
 
     wrong = Candidate(source=(CANDIDATES / "gelu_wrong_values.py").read_text(), backend="cpu-cpp")
@@ -170,7 +172,6 @@ def test_a_recording_the_verifier_kept_is_profiled_without_another_child(tmp_pat
 def test_the_verifier_records_at_each_profilers_size_and_refuses_a_candidate_fixed_to_its_own(tmp_path):
     """The loop's verifier records where the profilers will profile: the task's own sizes for
     one, a profiler's smaller sizes for another (there the output is checked first)."""
-    from pragma_core.profiling.targets import remember_recording
     from pragma_core.verifier import VerifySettings, verify
 
     task = load_task(EXAMPLES / "level1" / "1_GELUTanh.py", {"batch_size": 64, "dim": 1024})
@@ -183,9 +184,16 @@ def test_the_verifier_records_at_each_profilers_size_and_refuses_a_candidate_fix
     assert [call.function for call in own.calls] == [call.function for call in reduced.calls] == ["gelu_tanh"]
     sizes = [[arg.shape for arg in call.arguments if hasattr(arg, "shape")] for call in (*own.calls, *reduced.calls)]
     assert sizes[0][0] == (64, 1024) and sizes[1][0] == (8, 1024)
-    remember_recording(small, fast, 1, tmp_path / "small")
+    session = ProfilingSession()
+    session.recordings.keep_staged({tmp_path / "small": small}, fast, 1)
     result = profile(
-        task, fast, profiler="valgrind", out_dir=tmp_path / "profile", threads=1, working_set_bytes=64 << 10
+        task,
+        fast,
+        profiler="valgrind",
+        out_dir=tmp_path / "profile",
+        threads=1,
+        working_set_bytes=64 << 10,
+        session=session,
     )
     assert result.sizes == {"batch_size": 8} and not any((tmp_path / "profile" / "job" / "logs").iterdir())
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import shutil
-from collections import OrderedDict
 from pathlib import Path
 
 import pytest
@@ -11,6 +10,7 @@ import pytest
 from pragma_core import Availability, Candidate, Profile, Profiler, load_task
 from pragma_core.errors import PragmaError
 from pragma_core.profiling import profile, targets
+from pragma_core.profiling.recordings import Recordings
 from pragma_core.sizes.profiling import (
     machine_working_set_bytes,
     profiling_size,
@@ -129,21 +129,29 @@ def test_cachegrind_at_the_reduced_size_keeps_the_rates_and_says_the_size(tmp_pa
 
 def test_a_second_profiler_of_the_same_candidate_reuses_its_recording(tmp_path, monkeypatch):
     task = load_task(GELU, {"batch_size": 8, "dim": 512})
-    monkeypatch.setattr(targets, "_RECORDINGS", OrderedDict())
+    recordings = Recordings()  # a run's, kept for its duration
     recorded = []
     original = targets._record
     monkeypatch.setattr(targets, "_record", lambda *args: recorded.append(args) or original(*args))
-    first = targets.prepare_target(task, Candidate(source=FAST_GELU, backend="cpu-cpp"), tmp_path / "a", threads=1)
-    second = targets.prepare_target(task, Candidate(source=FAST_GELU, backend="cpu-cpp"), tmp_path / "b", threads=1)
+    first = targets.prepare_target(
+        task, Candidate(source=FAST_GELU, backend="cpu-cpp"), tmp_path / "a", threads=1, recordings=recordings
+    )
+    second = targets.prepare_target(
+        task, Candidate(source=FAST_GELU, backend="cpu-cpp"), tmp_path / "b", threads=1, recordings=recordings
+    )
     assert len(recorded) == 1
     assert second.replay_argv[2] == str(tmp_path / "b" / "job" / "recording")  # its own copy, kept with its output
     assert second.replay_argv[0] == first.replay_argv[0]  # the same driver: built once
     assert second.kernel_functions == first.kernel_functions
     other_size = load_task(GELU, {"batch_size": 16, "dim": 512})
-    targets.prepare_target(other_size, Candidate(source=FAST_GELU, backend="cpu-cpp"), tmp_path / "c", threads=1)
+    targets.prepare_target(
+        other_size, Candidate(source=FAST_GELU, backend="cpu-cpp"), tmp_path / "c", threads=1, recordings=recordings
+    )
     assert len(recorded) == 2  # other inputs: recorded again
     shutil.rmtree(tmp_path / "c")
-    targets.prepare_target(other_size, Candidate(source=FAST_GELU, backend="cpu-cpp"), tmp_path / "d", threads=1)
+    targets.prepare_target(
+        other_size, Candidate(source=FAST_GELU, backend="cpu-cpp"), tmp_path / "d", threads=1, recordings=recordings
+    )
     assert len(recorded) == 3  # the earlier recording is gone: recorded again
 
 
@@ -208,8 +216,8 @@ def test_a_simulator_is_profiled_at_twice_its_simulated_last_level_a_counter_at_
     assert by_simulator.reduced and simulated <= by_simulator.bytes < 2 * simulated
     assert profiling_task(task, _profiler("counter", deterministic=False)).task is task
     assert profiling_task(task, _profiler("simulator", deterministic=True), full_size=True).task is task
-    # the same task and profiler give the same sizes, computed once
-    assert profiling_task(task, _profiler("simulator", deterministic=True)) is by_simulator
+    # the same task and profiler give the same sizes (a run derives them once: ProfilingSession)
+    assert profiling_task(task, _profiler("simulator", deterministic=True)) == by_simulator
 
 
 # -- a candidate that is right only at the task's own sizes ------------------------------------------

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -37,6 +38,9 @@ __all__ = [
     "LoadCandidate",
     "KernelEvidence",
     "Clock",
+    "RecordedCall",
+    "RecordedCalls",
+    "KernelReplay",
     "CollectProfile",
     "ParseOutput",
     "Complete",
@@ -159,6 +163,43 @@ class Clock(Protocol):
     def __call__(self, call: Callable[[], Any]) -> tuple[Any, float]: ...
 
 
+class RecordedCall(Protocol):
+    """One kernel call of a recording: the shared library and the function it called."""
+
+    @property
+    def library(self) -> str: ...
+
+    @property
+    def function(self) -> str: ...
+
+
+class RecordedCalls(Protocol):
+    """The kernel calls one forward made, as a backend recorded them."""
+
+    @property
+    def calls(self) -> Sequence[RecordedCall]: ...
+
+    def save(self, folder: Path) -> object:
+        """Write the recording into ``folder``, where :attr:`KernelReplay.load` reads it back."""
+
+
+@attrs.frozen(kw_only=True)
+class KernelReplay:
+    """A backend's recording of one forward's kernel calls and their replay with no Python around
+    them: what CPU profilers watch, so an interpreter does not drown the kernels in its own work.
+
+    - ``record``: in the sandbox child, a context manager that records the kernel calls made inside
+      it and yields them (:class:`RecordedCalls`, saved with ``save(folder)``).
+    - ``load``: in the parent, the recording saved in a folder; None when it holds none.
+    - ``command``: in the parent, builds the replay driver of a saved recording and returns the
+      command that replays it ``repetitions`` times.
+    """
+
+    record: Callable[[], AbstractContextManager[RecordedCalls]]
+    load: Callable[[Path], RecordedCalls | None]
+    command: Callable[[Path, int], tuple[str, ...]]
+
+
 class CollectProfile(Protocol):
     """Runs the profiler on a target and returns the requested metrics (or why each is missing)."""
 
@@ -218,9 +259,9 @@ class Backend:
       host clock (the default).
     - ``child_environment``: given the candidate's build folder, variables the child takes before
       it loads the candidate (for Triton: ``TRITON_INTERPRET=1`` without a GPU, and its cache).
-    - ``records_calls``: the backend can record one forward's kernel calls for a native replay
-      driver (``cpu-cpp``'s fast path), the profilers' target on the CPU; otherwise profilers run
-      the Python forward.
+    - ``replay``: the backend's :class:`KernelReplay`, when it can record one forward's kernel
+      calls and replay them natively (``cpu-cpp``'s fast path), the profilers' target on the CPU;
+      without one, profilers run the Python forward.
     - ``recognizes``: whether a candidate's source is written for this backend (``pragma verify``
       picks the backend by it when ``--backend`` is not given).
     - ``floor_ms``: the roofline floor of a task (its analysis, the thread count) on the hardware
@@ -242,9 +283,13 @@ class Backend:
     timing_refusal: Callable[[], str] = attrs.field(default=lambda: "")
     clock: Callable[[], Clock | None] = attrs.field(default=lambda: None)
     child_environment: Callable[[Path], dict[str, str]] = attrs.field(default=lambda build_dir: {})
-    records_calls: bool = False
+    replay: KernelReplay | None = None
     recognizes: Callable[[str], bool] = attrs.field(default=lambda source: False)
     floor_ms: Callable[[TaskAnalysis, int], float | None] | None = None
+
+    @property
+    def records_calls(self) -> bool:  # TEMPORARY until verifier/worker reads replay
+        return self.replay is not None
 
 
 @attrs.frozen(kw_only=True)

@@ -26,9 +26,10 @@ from ..plugin_api.components import DEFAULT_PROFILE_TIMEOUT_S
 from ..plugin_api.registry import get_registry
 from ..records import Candidate, Profile, Task
 from ..sizes.profiling import profiler_working_set_bytes, profiling_task, size_note
+from .session import ProfilingSession
 from .targets import prepare_target
 
-__all__ = ["profile", "prepare_target", "profiling_task"]
+__all__ = ["profile", "prepare_target", "profiling_task", "ProfilingSession"]
 
 
 def profile(
@@ -44,6 +45,7 @@ def profile(
     timeout_s: float = DEFAULT_PROFILE_TIMEOUT_S,
     full_size: bool = False,
     working_set_bytes: int | None = None,
+    session: ProfilingSession | None = None,
 ) -> Profile:
     """Run ``profiler`` on the candidate (the reference when None) and return its profile.
 
@@ -61,6 +63,10 @@ def profile(
     are in ``Profile.sizes`` and the first note. ``full_size`` profiles at the task's own sizes.
     ``repetitions`` (forwards replayed) defaults to one for a deterministic profiler (cachegrind)
     and three for the others.
+
+    ``session``, a run's :class:`~pragma_core.profiling.session.ProfilingSession`, gives the task
+    at this profiler's size as the run derived it once, and the recordings of the candidate's
+    kernel calls made so far (copied, not recorded again).
     """
     registry = get_registry()
     chosen = registry.profiler(profiler)
@@ -90,10 +96,19 @@ def profile(
     folder = (
         Path(out_dir).resolve() if out_dir is not None else Path(tempfile.mkdtemp(prefix=f"pragma-profile-{profiler}-"))
     )
-    shrunk = profiling_task(task, chosen, full_size=full_size, working_set_bytes=working_set_bytes)
+    shrunk = session.sized.get(profiler) if session is not None else None
+    if shrunk is None or full_size or working_set_bytes is not None:
+        shrunk = profiling_task(task, chosen, full_size=full_size, working_set_bytes=working_set_bytes)
     with busy_slot():  # recording and profiling keep cores busy: never during another task's timing
         target = prepare_target(
-            shrunk.task, candidate, folder, device=device, repetitions=repetitions, threads=threads, timeout_s=timeout_s
+            shrunk.task,
+            candidate,
+            folder,
+            device=device,
+            repetitions=repetitions,
+            threads=threads,
+            timeout_s=timeout_s,
+            recordings=session.recordings if session is not None else None,
         )
         result = chosen.collect(target, wanted)
     if working_set_bytes is None:

@@ -1,6 +1,6 @@
 """The profiling child: records a candidate's native calls, or runs forwards for a profiler to watch.
 
-    python -m pragma_core.profiling.worker record JOB_DIR     # one forward under record_calls()
+    python -m pragma_core.profiling.worker record JOB_DIR FOLDER   # one forward recorded into FOLDER
     python -m pragma_core.profiling.worker run JOB_DIR REPS   # REPS forwards after a warm-up
 
 ``JOB_DIR`` holds ``task.py``, ``job.json`` and, when a candidate is profiled, ``candidate.py``;
@@ -23,7 +23,7 @@ WRONG_AT_THIS_SIZE = 3
 profiled (the reason is the last line of its stderr)."""
 
 
-def _setup(job_dir: Path) -> tuple[Any, list[Any], dict[str, Any]]:
+def _setup(job_dir: Path) -> tuple[Any, list[Any], dict[str, Any], dict[str, Any]]:
     import torch
 
     from ..sandbox.child_run import load_candidate, load_task
@@ -39,21 +39,25 @@ def _setup(job_dir: Path) -> tuple[Any, list[Any], dict[str, Any]]:
     inputs = make_inputs(namespace, trial_seeds(1)[0])
     if device in ("cuda", "rocm"):  # a ROCm GPU is a cuda device to torch
         model, inputs = model.cuda(), [t.cuda() for t in inputs]
-    return model, inputs, namespace
+    return model, inputs, namespace, job
 
 
-def record(job_dir: Path) -> int:
+def record(job_dir: Path, folder: Path) -> int:
+    """One forward of the candidate recorded by its backend's replay (``Backend.replay.record``)
+    into ``folder``, after a warm-up, if its output is right at these sizes."""
     import torch
 
-    from ..backends.cpu_cpp.native import record_calls
+    from ..plugin_api.registry import get_registry
     from ..verifier.comparison import output_difference
     from ..verifier.inputs import construct
 
-    model, inputs, namespace = _setup(job_dir)
+    model, inputs, namespace, job = _setup(job_dir)
+    replay = get_registry().backend(job["backend"]).replay
+    assert replay is not None, "only a backend with a replay records"
     originals = [t.clone() if isinstance(t, torch.Tensor) else t for t in inputs]
     with torch.no_grad():
         model(*inputs)  # warm-up: lazy builds and first-touch happen outside the recording
-        with record_calls() as recording:
+        with replay.record() as recording:
             outputs = model(*inputs)
         expected = construct(namespace, namespace["Model"])(*originals)
     # The verifier checked the candidate at the task's sizes; a profile may be taken at smaller
@@ -66,14 +70,14 @@ def record(job_dir: Path) -> int:
             file=sys.stderr,
         )
         return WRONG_AT_THIS_SIZE
-    recording.save(job_dir / "recording")
+    recording.save(folder)
     return 0
 
 
 def run(job_dir: Path, repetitions: int) -> int:
     import torch
 
-    model, inputs, _namespace = _setup(job_dir)
+    model, inputs, _namespace, _job = _setup(job_dir)
     cuda = torch.cuda.is_available() and any(t.is_cuda for t in inputs)
     marker = torch.cuda.nvtx.range(NVTX_RANGE) if cuda else contextlib.nullcontext()
     with torch.no_grad():
@@ -91,4 +95,4 @@ def run(job_dir: Path, repetitions: int) -> int:
 
 if __name__ == "__main__":
     mode, job = sys.argv[1], Path(sys.argv[2])
-    sys.exit(record(job) if mode == "record" else run(job, int(sys.argv[3])))
+    sys.exit(record(job, Path(sys.argv[3])) if mode == "record" else run(job, int(sys.argv[3])))

@@ -69,7 +69,7 @@ def profiling_size(task: Task, *, device: str = "cpu", working_set_bytes: int | 
     if device != "cpu":
         return ShrunkTask(task=task)
     target = working_set_bytes if working_set_bytes is not None else machine_working_set_bytes()
-    return _shrunk(task, target)
+    return shrink_task(task, target)
 
 
 def profiling_task(
@@ -77,28 +77,14 @@ def profiling_task(
 ) -> ShrunkTask:
     """The task ``profiler`` profiles: ``task`` shrunk to ``working_set_bytes`` of data (default
     :func:`profiler_working_set_bytes`) when it holds more; ``task`` itself for a GPU
-    profiler or with ``full_size``. The same task and profiler always give the same sizes, so a
-    caller that records the candidate's kernel calls ahead (the loop's verifier) can record them
-    at the size :func:`pragma_core.profiling.profile` will ask for."""
+    profiler or with ``full_size``. The same task and profiler always give the same sizes; a run
+    derives them once (:class:`~pragma_core.profiling.session.ProfilingSession`), and its
+    verifier records the candidate's kernel calls ahead at the sizes its profiles will use."""
     device = profiler.devices[0]
     if full_size or device != "cpu":
         return ShrunkTask(task=task)
     target = working_set_bytes if working_set_bytes is not None else profiler_working_set_bytes(profiler)
     return profiling_size(task, device=device, working_set_bytes=target)
-
-
-_SHRUNK: dict[tuple[str, str, tuple[tuple[str, int | float], ...], int], ShrunkTask] = {}
-
-
-def _shrunk(task: Task, target: int) -> ShrunkTask:
-    """:func:`~pragma_core.sizes.shrinking.shrink_task`, once per task and target in this process:
-    it traces the task a few times (tens of milliseconds), and a run profiles every candidate."""
-    key = (str(task.path), task.source, tuple(sorted(task.sizes.items())), target)
-    if key not in _SHRUNK:
-        if len(_SHRUNK) > 64:
-            _SHRUNK.clear()
-        _SHRUNK[key] = shrink_task(task, target)
-    return _SHRUNK[key]
 
 
 def size_note(shrunk: ShrunkTask, working_set_bytes: int | None = None, *, simulated: bool | None = None) -> str:

@@ -16,6 +16,7 @@ from ...plugin_api.components import Availability, Backend
 from ...plugin_api.hookspecs import hookimpl
 from ..loading import exec_module
 from .evidence import NativeCallEvidence
+from .replay import KERNEL_REPLAY
 
 __all__ = ["BACKEND_NAME", "KERNEL_HINT", "guide", "probe", "load_candidate", "recognizes"]
 
@@ -67,7 +68,7 @@ def pragma_register_backends(register):
             load=load_candidate,
             evidence=NativeCallEvidence,
             kernel_hint=KERNEL_HINT,
-            records_calls=True,
+            replay=KERNEL_REPLAY,
             recognizes=recognizes,
         )
     )

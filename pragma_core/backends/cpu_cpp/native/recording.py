@@ -37,7 +37,15 @@ from ....records import frozen_tuple
 from . import library as _library
 from .signatures import FunctionSignature
 
-__all__ = ["CallRecording", "PointerArgument", "RecordedCall", "ScalarArgument", "record_calls", "SCHEMA_VERSION"]
+__all__ = [
+    "CallRecording",
+    "PointerArgument",
+    "RecordedCall",
+    "ScalarArgument",
+    "record_calls",
+    "saved_recording",
+    "SCHEMA_VERSION",
+]
 
 SCHEMA_VERSION = 1
 
@@ -199,6 +207,12 @@ class CallRecording:
         except (KeyError, TypeError, ValueError, OSError) as error:
             raise RecordError(f"{path} is not a valid call recording: {type(error).__name__}: {error}") from None
         return recording
+
+
+def saved_recording(directory: str | Path) -> CallRecording | None:
+    """The recording :meth:`CallRecording.save` wrote into ``directory``; None when it holds none
+    (a forward that made no native call leaves its folder empty)."""
+    return CallRecording.load(directory) if (Path(directory) / "calls.json").is_file() else None
 
 
 @contextmanager
