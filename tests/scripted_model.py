@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from pragma_core import Completion, CompletionRequest, LLMProvider, hookimpl
-from pragma_core.providers.litellm_provider import LiteLLMProvider, LiteLLMSettings
+from pragma_core.providers.litellm_calls import LiteLLMProvider, LiteLLMSettings
 
 SCRIPT_VARIABLE = "PRAGMA_TEST_SCRIPT"
 

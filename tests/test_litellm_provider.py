@@ -23,6 +23,7 @@ from pragma_core.loop.optimizer import optimize
 from pragma_core.loop.settings import OptimizeSettings
 from pragma_core.plugin_api.registry import PluginRegistry
 from pragma_core.providers import litellm_provider as lp
+from pragma_core.providers.litellm_import import imported_litellm
 from pragma_core.records import ChatMessage, CompletionRequest
 from pragma_core.tasks.loading import load_task
 
@@ -33,7 +34,7 @@ MODEL = "openai/gpt-4o-mini"  # litellm knows its price and context window
 
 @pytest.fixture(scope="module")
 def litellm():
-    return lp._litellm()
+    return imported_litellm()
 
 
 @pytest.fixture(autouse=True)

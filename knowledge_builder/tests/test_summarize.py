@@ -15,7 +15,7 @@ from knowledge_builder.merge import merge_stage1
 from knowledge_builder.summarize import ModelStages
 from pragma_core import LLMProvider
 from pragma_core.plugin_api.registry import get_registry
-from pragma_core.providers.litellm_provider import LiteLLMProvider, LiteLLMSettings
+from pragma_core.providers.litellm_calls import LiteLLMProvider, LiteLLMSettings
 
 MODEL = "openai/gpt-4o-mini"
 

@@ -102,7 +102,7 @@ def _worker_context(jobs: Sequence[TaskJob]) -> Any:
     context = multiprocessing.get_context("forkserver")
     preload = list(_PRELOADED)
     if any(job.settings.model for job in jobs):
-        from ..providers.litellm_provider import set_offline_switches
+        from ..providers.litellm_import import set_offline_switches
 
         set_offline_switches()  # in the environment the server starts with, before it imports litellm
         preload.append("litellm")

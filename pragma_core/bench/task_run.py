@@ -73,7 +73,7 @@ def run_task(job: TaskJob, report: Reporter) -> dict[str, Any]:
     is not a result: a resumed bench runs the task again."""
     with start_turn() as give_up:
         if job.settings.model:  # part of starting: a Ray worker would import it at the first model call
-            from ..providers.litellm_provider import preload
+            from ..providers.litellm_import import preload
 
             preload()
 

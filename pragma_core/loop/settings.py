@@ -19,7 +19,7 @@ from attrs import validators as v
 from .._version import __version__
 from ..backends import DEFAULT_BACKEND
 from ..errors import PragmaError
-from ..providers.litellm_provider import check_model
+from ..providers.preflight import check_model
 from ..records import frozen_tuple
 from ..verifier import VerifySettings
 from .run_directory import RunDirectory

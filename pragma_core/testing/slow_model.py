@@ -33,7 +33,7 @@ def _offline() -> LLMProvider:
 
 def complete(request: CompletionRequest) -> Completion:
     """The offline agents' answer, delayed and passed through litellm as a model's reply."""
-    from ..providers.litellm_provider import LiteLLMProvider, LiteLLMSettings
+    from ..providers.litellm_calls import LiteLLMProvider, LiteLLMSettings
 
     text = _offline().complete(request).text
     time.sleep(float(os.environ.get(LATENCY_VARIABLE, "0") or 0))
