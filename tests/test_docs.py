@@ -40,7 +40,7 @@ def test_hook_is_documented_with_its_exact_signature(hook):
 
 @pytest.mark.parametrize("hook", HOOKS)
 def test_hook_has_a_test(hook):
-    assert f'"{hook}"' in (REPO / "tests" / "test_plugins.py").read_text()
+    assert f'"{hook}"' in (REPO / "tests" / "test_plugin_registry.py").read_text()
 
 
 @pytest.mark.parametrize("hook", HOOKS)
