@@ -17,9 +17,7 @@ import pytest
 from pragma_core.backends.gpu import hardware
 from pragma_core.backends.gpu.clock import gpu_available
 from pragma_core.backends.gpu.hardware import (
-    KNOWN_GPUS,
     PEAKS_VARIABLE,
-    GpuPeaks,
     describe_gpu,
     floor_ms,
     gpu_from_table,
@@ -27,6 +25,8 @@ from pragma_core.backends.gpu.hardware import (
     read_peaks_file,
     write_peaks_file,
 )
+from pragma_core.backends.gpu.known_gpus import KNOWN_GPUS
+from pragma_core.backends.gpu.peaks import GpuPeaks
 from pragma_core.errors import PragmaError, RecordError
 from pragma_core.machine.roofline import attainment
 from pragma_core.records import BoundClass, TaskAnalysis, TensorSpec

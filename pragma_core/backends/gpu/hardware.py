@@ -8,7 +8,7 @@ needs :class:`pragma_core.machine.roofline.MachinePeaks`. They come from one of 
     peaks = describe_gpu()                              # the vendor's datasheet, by the device's name
     floor = floor_ms(task.analysis, peaks)              # a pragma_core.machine.roofline.RooflineFloor
 
-The table (:data:`KNOWN_GPUS`) holds datasheet figures, each entry with its source: they are
+The table (:data:`~pragma_core.backends.gpu.known_gpus.KNOWN_GPUS`) holds datasheet figures, each entry with its source: they are
 ceilings no kernel exceeds, where measured peaks are what torch attains (a little lower). A GPU that
 is not in the table, and a device that has fewer SMs or CUs than its table entry (a MIG slice, an
 MI300X partition), is an error that says to write the file or measure; pragma never guesses a peak.
@@ -33,23 +33,20 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Literal
 
-import attrs
-from attrs import validators as v
-
 from ...errors import PragmaError, RecordError
 from ...files import atomic_write_text
 from ...machine.roofline import RooflineFloor, floor_at
 from ...records import TaskAnalysis
 from ...serialization import read_json_object
 from .clock import gpu_available
+from .known_gpus import KNOWN_GPUS
+from .peaks import GpuPeaks
 
 __all__ = [
     "PEAKS_VARIABLE",
     "DEFAULT_COPY_BYTES",
     "DEFAULT_GEMM_N",
     "DEFAULT_REPEATS",
-    "GpuPeaks",
-    "KNOWN_GPUS",
     "gpu_from_table",
     "describe_gpu",
     "measure_gpu",
@@ -70,250 +67,9 @@ reach their steady rate on a data-centre GPU."""
 DEFAULT_REPEATS = 10
 """Timed runs of each measured kernel after one warm-up; the fastest counts, as a peak is a ceiling."""
 
-Vendor = Literal["nvidia", "amd"]
-PeaksSource = Literal["table", "file", "measured"]
 Roof = Literal["fp32", "tensor"]
 
 _FLOAT32_BYTES = 4
-_MiB = 1 << 20
-
-
-def _positive_finite(_instance: Any, attribute: attrs.Attribute, value: Any) -> None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < math.inf:
-        raise ValueError(f"{attribute.name} must be a positive finite number, got {value!r}")
-
-
-def _optional_positive_finite(instance: Any, attribute: attrs.Attribute, value: Any) -> None:
-    if value is not None:
-        _positive_finite(instance, attribute, value)
-
-
-def _int_at_least(minimum: int) -> Callable[[Any, attrs.Attribute, Any], None]:
-    def check(_instance: Any, attribute: attrs.Attribute, value: Any) -> None:
-        if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-            raise ValueError(f"{attribute.name} must be an integer >= {minimum}, got {value!r}")
-
-    return check
-
-
-@attrs.frozen(kw_only=True)
-class GpuPeaks:
-    """One GPU's peaks as one torch device sees it, and where they come from.
-
-    ``bandwidth_gbs`` is device-memory bandwidth in GB/s (10^9 bytes), read plus written, the way
-    :attr:`pragma_core.records.TaskAnalysis.min_bytes` counts bytes. ``fp32_gflops`` is the fp32
-    rate without tensor (NVIDIA) or matrix (AMD) cores: CUDA-core FMA on NVIDIA, packed-FP32 FMA on
-    CDNA 2 and vector FP32 on CDNA 3. ``tensor_gflops`` is the dense (no sparsity) FP16/BF16 rate of
-    the tensor or matrix cores, None when unknown. ``l2_bytes`` is the whole device's L2 and
-    ``infinity_cache_bytes`` AMD's memory-side last-level cache (0 where there is none): together
-    what a cache flush must exceed. ``multiprocessors`` is the SMs (NVIDIA) or CUs (AMD) the figures
-    assume, None when the source does not say. ``source`` is ``table`` (``source_url`` is the
-    datasheet), ``file`` (``source_url`` is the file's, unless it gives one) or ``measured``.
-    """
-
-    name: str = attrs.field(validator=v.and_(v.instance_of(str), v.min_len(1)))
-    vendor: Vendor = attrs.field(validator=v.in_(("nvidia", "amd")))
-    bandwidth_gbs: float = attrs.field(validator=_positive_finite)
-    fp32_gflops: float = attrs.field(validator=_positive_finite)
-    tensor_gflops: float | None = attrs.field(default=None, validator=_optional_positive_finite)
-    l2_bytes: int | None = attrs.field(default=None, validator=v.optional(_int_at_least(1)))
-    infinity_cache_bytes: int = attrs.field(default=0, validator=_int_at_least(0))
-    multiprocessors: int | None = attrs.field(default=None, validator=v.optional(_int_at_least(1)))
-    source: PeaksSource = attrs.field(validator=v.in_(("table", "file", "measured")))
-    source_url: str | None = attrs.field(default=None, validator=v.optional(v.instance_of(str)))
-
-    @property
-    def ridge_intensity(self) -> float:
-        """FLOP per byte where the fp32 roof meets the memory roof."""
-        return self.fp32_gflops / self.bandwidth_gbs
-
-    @property
-    def flush_bytes(self) -> int | None:
-        """Bytes a write must cover to evict every cache in front of memory (twice their size);
-        None when the L2 size is not known (the clock then reads it from the device)."""
-        if self.l2_bytes is None:
-            return None
-        return 2 * (self.l2_bytes + self.infinity_cache_bytes)
-
-
-# -- the table ----------------------------------------------------------------------------------
-#
-# Every figure is from the vendor. The MI300X and MI250 figures, and every AMD cache size and CU
-# count, were read in AMD's ROCm documentation itself (the microarchitecture pages and the GPU
-# specifications table, whose sources are in the ROCm repository). The MI250X's are AMD's product
-# page figures as reproduced elsewhere, checked against AMD's documented per-CU rates, CU count and
-# clock (which give them exactly). The NVIDIA figures are those of NVIDIA's datasheets at the URLs
-# given; the PDFs could not be opened from where this table was written, so they were checked
-# against several reproductions of the datasheets' tables (which agree), not against the PDFs.
-# NVIDIA quotes tensor rates "with sparsity"; the dense rate used here is half of it, as the
-# datasheets' footnotes say. A figure no vendor document states is None, never estimated.
-
-_A100_DATASHEET = (
-    "https://www.nvidia.com/content/dam/en-zz/Solutions/Data-Center/a100/pdf/"
-    "nvidia-a100-datasheet-us-nvidia-1758950-r4-web.pdf"
-)
-_A100_40GB_DATASHEET = (
-    "https://www.nvidia.com/content/dam/en-zz/Solutions/Data-Center/a100/pdf/nvidia-a100-datasheet.pdf"
-)
-# L2 (40 MB) and SMs (108) of every A100: the NVIDIA Ampere architecture whitepaper,
-# https://images.nvidia.com/aem-dam/en-zz/Solutions/data-center/nvidia-ampere-architecture-whitepaper.pdf
-_H100_DATASHEET = "https://resources.nvidia.com/en-us-tensor-core/nvidia-tensor-core-gpu-datasheet"
-# L2 (50 MB) and SMs (132 SXM5, 114 PCIe) of the H100: the NVIDIA H100 Tensor Core GPU architecture
-# whitepaper, https://resources.nvidia.com/en-us-tensor-core/gtc22-whitepaper-hopper. The H100 PCIe
-# figures are from the datasheet's first edition (later editions list the H100 NVL instead) and
-# NVIDIA's H100 PCIe product brief PB-11133-001, which says "greater than 2,000" GB/s.
-_H200_DATASHEET = "https://www.nvidia.com/en-us/data-center/h200/"
-_L40S_DATASHEET = "https://resources.nvidia.com/en-us-l40s/l40s-datasheet-28413"
-_MI250X_SPECS = "https://www.amd.com/en/products/accelerators/instinct/mi200/mi250x.html"
-# MI250X per module: vector FP32 47.9, packed FP32 95.7, matrix FP16 383.0 TFLOPS, 3.2 TB/s; 220 CUs
-# at 1.7 GHz. The rates agree with AMD's per-CU rates (packed FP32 256, matrix FP16 1024 FLOPs per
-# clock per CU: https://gpuopen.com/learn/amd-lab-notes/amd-lab-notes-matrix-cores-readme/). Per GCD:
-# half of each, 110 CUs, 8 MB L2 (https://rocm.docs.amd.com/en/latest/reference/gpu-specs.html).
-_MI250_ARCHITECTURE = "https://rocm.docs.amd.com/en/latest/reference/gpu-arch/mi250.html"
-# MI250 per module: packed FP32 90.5, matrix FP16 362.1 TFLOPS; 1.6 TB/s per GCD (all from the page
-# above); 104 CUs and 8 MB L2 per GCD (the GPU specifications table).
-_MI300X_ARCHITECTURE = "https://rocm.docs.amd.com/en/latest/reference/gpu-arch/mi300.html"
-# MI300X: vector FP32 163.4, matrix FP16 1307.4 TFLOPS, 5.3 TB/s (the page above); 304 CUs, L2 4 MB
-# per XCD (32 MB), 256 MB Infinity Cache ("L3" in the GPU specifications table).
-
-
-def _entry(pattern: str, **fields: Any) -> tuple[re.Pattern[str], GpuPeaks]:
-    return re.compile(pattern, re.IGNORECASE), GpuPeaks(source="table", **fields)
-
-
-KNOWN_GPUS: tuple[tuple[re.Pattern[str], GpuPeaks], ...] = (
-    # torch names the A100s "NVIDIA A100-SXM4-80GB", "NVIDIA A100-SXM4-40GB", "NVIDIA A100 80GB PCIe"
-    # and "NVIDIA A100-PCIE-40GB" (older drivers say "Tesla" for "NVIDIA"): form factor and memory
-    # size both have to match, as the 80GB parts have more bandwidth.
-    _entry(
-        r"\bA100\b(?=.*\bSXM)(?=.*\b80\s*GB)",
-        name="NVIDIA A100 SXM4 80GB",
-        vendor="nvidia",
-        bandwidth_gbs=2039.0,
-        fp32_gflops=19_500.0,
-        tensor_gflops=312_000.0,
-        l2_bytes=40 * _MiB,
-        multiprocessors=108,
-        source_url=_A100_DATASHEET,
-    ),
-    _entry(
-        r"\bA100\b(?=.*\bSXM)(?=.*\b40\s*GB)",
-        name="NVIDIA A100 SXM4 40GB",
-        vendor="nvidia",
-        bandwidth_gbs=1555.0,
-        fp32_gflops=19_500.0,
-        tensor_gflops=312_000.0,
-        l2_bytes=40 * _MiB,
-        multiprocessors=108,
-        source_url=_A100_40GB_DATASHEET,
-    ),
-    _entry(
-        r"\bA100\b(?=.*\bPCIE)(?=.*\b80\s*GB)",
-        name="NVIDIA A100 PCIe 80GB",
-        vendor="nvidia",
-        bandwidth_gbs=1935.0,
-        fp32_gflops=19_500.0,
-        tensor_gflops=312_000.0,
-        l2_bytes=40 * _MiB,
-        multiprocessors=108,
-        source_url=_A100_DATASHEET,
-    ),
-    _entry(
-        r"\bA100\b(?=.*\bPCIE)(?=.*\b40\s*GB)",
-        name="NVIDIA A100 PCIe 40GB",
-        vendor="nvidia",
-        bandwidth_gbs=1555.0,
-        fp32_gflops=19_500.0,
-        tensor_gflops=312_000.0,
-        l2_bytes=40 * _MiB,
-        multiprocessors=108,
-        source_url=_A100_40GB_DATASHEET,
-    ),
-    # The H100 SXM5 is "NVIDIA H100 80GB HBM3"; the PCIe card "NVIDIA H100 PCIe" (HBM2e). The H100
-    # NVL ("NVIDIA H100 NVL", 94 GB) has figures of its own and is not in the table.
-    _entry(
-        r"\bH100\b(?=.*\bHBM3\b)(?!.*\b(PCIE|NVL)\b)",
-        name="NVIDIA H100 SXM5 80GB",
-        vendor="nvidia",
-        bandwidth_gbs=3350.0,
-        fp32_gflops=67_000.0,
-        tensor_gflops=989_500.0,  # 1,979 with sparsity
-        l2_bytes=50 * _MiB,
-        multiprocessors=132,
-        source_url=_H100_DATASHEET,
-    ),
-    _entry(
-        r"\bH100\b(?=.*\bPCIE\b)",
-        name="NVIDIA H100 PCIe 80GB",
-        vendor="nvidia",
-        bandwidth_gbs=2000.0,
-        fp32_gflops=51_000.0,
-        tensor_gflops=756_500.0,  # 1,513 with sparsity
-        l2_bytes=50 * _MiB,
-        multiprocessors=114,
-        source_url=_H100_DATASHEET,
-    ),
-    # "NVIDIA H200" is the SXM part; the H200 NVL (lower clocks) and the GH200 superchip
-    # ("NVIDIA GH200 480GB": the word boundary keeps it out) are other GPUs. The H200 datasheet
-    # states neither the L2 size nor the SM count.
-    _entry(
-        r"\bH200\b(?!.*\bNVL\b)",
-        name="NVIDIA H200 SXM 141GB",
-        vendor="nvidia",
-        bandwidth_gbs=4800.0,
-        fp32_gflops=67_000.0,
-        tensor_gflops=989_500.0,  # 1,979 with sparsity
-        source_url=_H200_DATASHEET,
-    ),
-    # "NVIDIA L40S", not the L40 (90.5 TFLOPS fp32). The datasheet gives FP16 as 362.05 dense and 733
-    # with sparsity, and states neither the L2 size nor the SM count.
-    _entry(
-        r"\bL40S\b",
-        name="NVIDIA L40S",
-        vendor="nvidia",
-        bandwidth_gbs=864.0,
-        fp32_gflops=91_600.0,
-        tensor_gflops=362_050.0,
-        source_url=_L40S_DATASHEET,
-    ),
-    # ROCm names an MI250X "AMD Instinct MI250X" or, on some systems, "AMD Instinct MI250X / MI250",
-    # the name an MI250 has too: the CU count (110 or 104 per GCD) tells them apart.
-    _entry(
-        r"\bMI250X\b",
-        name="AMD Instinct MI250X (one GCD)",
-        vendor="amd",
-        bandwidth_gbs=1600.0,
-        fp32_gflops=47_850.0,
-        tensor_gflops=191_500.0,
-        l2_bytes=8 * _MiB,
-        multiprocessors=110,
-        source_url=_MI250X_SPECS,
-    ),
-    _entry(
-        r"\bMI250\b",
-        name="AMD Instinct MI250 (one GCD)",
-        vendor="amd",
-        bandwidth_gbs=1600.0,
-        fp32_gflops=45_250.0,
-        tensor_gflops=181_050.0,
-        l2_bytes=8 * _MiB,
-        multiprocessors=104,
-        source_url=_MI250_ARCHITECTURE,
-    ),
-    _entry(
-        r"\bMI300X\b",
-        name="AMD Instinct MI300X",
-        vendor="amd",
-        bandwidth_gbs=5300.0,
-        fp32_gflops=163_400.0,
-        tensor_gflops=1_307_400.0,
-        l2_bytes=32 * _MiB,
-        infinity_cache_bytes=256 * _MiB,
-        multiprocessors=304,
-        source_url=_MI300X_ARCHITECTURE,
-    ),
-)
-"""``(pattern, peaks)`` of the GPUs pragma knows, searched in the name torch gives the device."""
 
 
 def gpu_from_table(name: str, multiprocessors: int | None = None) -> GpuPeaks | None:
