@@ -14,7 +14,7 @@ import attrs
 import pytest
 
 from pragma_core import Candidate, VerdictStatus, load_task
-from pragma_core.verifier import VerifySettings, verification, verify
+from pragma_core.verifier import VerifySettings, judgement, timing, verification, verify
 
 from .conftest import EXAMPLES, REPO
 
@@ -168,13 +168,13 @@ def test_a_child_clock_that_reads_less_than_the_parents_is_forged_timing(monkeyp
     """The backstop behind the harness-patched check: readings a tenth of what the parent's clock
     saw around each call are rejected, and only after more calls confirmed it (scheduling delay on
     a busy machine comes and goes; a forged clock disagrees on every call)."""
-    read = verification._number
+    read = timing._number
 
     def forged(message, key):
         value = read(message, key)
         return value * 0.1 if message.event == "called" else value
 
-    monkeypatch.setattr(verification, "_number", forged)
+    monkeypatch.setattr(timing, "_number", forged)
     verdict = check("gelu_correct_fast", sizes={"batch_size": 256, "dim": 16384})  # calls of milliseconds
     assert verdict.failed_check == "forged-timing", verdict.message
     assert "never less than" in verdict.message
@@ -184,7 +184,7 @@ def test_a_child_clock_that_reads_less_than_the_parents_is_forged_timing(monkeyp
 @pytest.mark.serial  # the timing's own clock checks come first, and a neighbour's load can trip them
 def test_a_time_below_the_roofline_floor_is_rejected(monkeypatch):
     monkeypatch.setattr(verification, "_floor_ms", lambda task, settings, backend: 1e6)
-    monkeypatch.setattr(verification, "_floor_binds", lambda task: True)
+    monkeypatch.setattr(judgement, "_floor_binds", lambda task: True)
     verdict = check("gelu_correct_fast")
     assert verdict.failed_check == "below-roofline", verdict.message
 
@@ -408,7 +408,7 @@ def test_a_warm_child_needs_its_thread_count_decided():
 
 def test_timing_stops_after_thirty_runs_when_the_speedup_itself_is_not_above_the_bar():
     """A candidate near the bar: its interval reaches over it, but its own speedup does not."""
-    from pragma_core.verifier.verification import _outrun
+    from pragma_core.verifier.timing import _outrun
 
     reference = [10.0, 10.4, 9.6, 10.2, 9.8] * 6
     candidate = [5.0, 4.6, 5.6, 4.9, 5.3] * 6  # 2x, scattered: its interval reaches about 2.08x

@@ -31,7 +31,7 @@ from ..plugin_api.registry import get_registry
 from ..records import Candidate, Task
 from .settings import VerifySettings
 from .static_checks import read_candidate
-from .verification import refused_before_running
+from .verdicts import refused_before_running
 from .warm_child import WarmChild
 
 __all__ = ["BuildsAhead"]

@@ -1,0 +1,140 @@
+"""Judging a correct candidate's timing: the verdict :func:`judge_timing` gives on what
+:mod:`.timing` measured.
+
+A forged clock and a median under the roofline floor reject; otherwise the verdict is correct, with
+the bootstrap speedup over the reference (and over ``torch.compile`` when it was timed), the
+machine's conditions around the timing and whether they made it noisy, and notes on the floor.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Sequence
+
+from ..machine.load import best_calibration, block_drift, frequency_mhz, noise_reasons, usage_between
+from ..records import Task, TimingConditions, Verdict, VerdictStatus
+from .comparison import Comparison
+from .settings import VerifySettings, all_cpus
+from .timing import Timings
+from .timing_statistics import bootstrap_speedup, summarize
+from .verdicts import correct_message, rejected, trial_errors
+
+__all__ = ["ROOFLINE_MARGIN", "judge_timing"]
+
+ROOFLINE_MARGIN = 0.5
+"""A median under this share of the roofline floor is rejected. Peaks are measured (best of ten
+runs of torch's copy and sgemm) and vary by ~15% between runs; an honest kernel can come close to
+them, a kernel that skips its work lands far below."""
+
+
+def judge_timing(
+    timings: Timings,
+    *,
+    task: Task,
+    settings: VerifySettings,
+    floor: float | None,
+    notes: list[str],
+    trial_results: Sequence[Comparison],
+) -> Verdict:
+    """The verdict on a candidate found correct by its trials (``trial_results``) and timed
+    (``timings``), against the roofline ``floor`` (ms, None when unknown); notes are added to
+    ``notes``."""
+    samples = timings.samples
+    if timings.forged:
+        return rejected("forged-timing", timings.forged, notes=notes)
+    reference, candidate = summarize(samples["reference"]), summarize(samples["candidate"])
+    enforced = floor is not None and _floor_binds(task)
+    if floor is not None and not enforced:
+        notes.append(
+            "inputs and outputs of one call fit in twice the last-level cache, so the DRAM roofline "
+            "floor does not bound this timing and is not enforced"
+        )
+    if floor is not None and enforced and candidate.median_ms < floor * ROOFLINE_MARGIN:
+        return rejected(
+            "below-roofline",
+            f"median {candidate.median_ms:.4g} ms is under {ROOFLINE_MARGIN:g} of the roofline floor of "
+            f"{floor:.4g} ms for this task on this machine: the work cannot have been done",
+            notes=notes,
+        )
+    if floor is not None and enforced and candidate.median_ms < floor:
+        notes.append(
+            f"faster than the measured roofline floor ({floor:.4g} ms): peaks are measured with "
+            "torch's own copy and sgemm, which a kernel can beat slightly; refresh with "
+            "`pragma roofline --refresh` if this persists"
+        )
+    speedup = bootstrap_speedup(samples["reference"], samples["candidate"])
+    compiled = speedup_vs_compiled = None
+    if "compile" in samples:
+        compiled = summarize(samples["compile"])
+        speedup_vs_compiled = bootstrap_speedup(samples["compile"], samples["candidate"])
+    conditions = _conditions(timings, settings)
+    notes.append(
+        f"{len(samples['candidate'])} timed calls on fresh inputs, each sampled against the reference "
+        "and timed by the parent's clock too; "
+        f"{settings.threads} thread(s) on CPU {_cpu_list(conditions.cpus)}"
+    )
+    return Verdict(
+        status=VerdictStatus.CORRECT,
+        message=correct_message(settings, speedup, speedup_vs_compiled, noise=conditions.noise),
+        conditions=conditions,
+        reference=reference,
+        candidate=candidate,
+        speedup=speedup,
+        compiled_reference=compiled,
+        speedup_vs_compiled=speedup_vs_compiled,
+        floor_ms=floor,
+        notes=notes,
+        **trial_errors(trial_results),
+    )
+
+
+def _conditions(timings: Timings, settings: VerifySettings) -> TimingConditions:
+    """The machine around the timing, and whether it makes the timing noisy."""
+    assert settings.threads is not None
+    before, after, calibrated_before, calibrated_after = timings.machine
+    samples = timings.samples
+    cpus = settings.cpus or all_cpus()
+    other, steal = usage_between(before, after, cpus)
+    calibration = (statistics.median(calibrated_before), statistics.median(calibrated_after))
+    best = best_calibration(settings.threads, min(calibrated_before + calibrated_after))
+    drift = block_drift(samples["reference"], samples["candidate"])
+    loads = (before.load1, after.load1)
+    return TimingConditions(
+        threads=settings.threads,
+        cpus=cpus,
+        seconds=after.wall - before.wall,
+        other_cpu=other,
+        steal=steal,
+        load_average=loads if None not in loads else None,
+        frequency_mhz=frequency_mhz(cpus),
+        calibration_ms=calibration,
+        calibration_best_ms=best,
+        drift=drift,
+        noise=noise_reasons(
+            cpus=len(cpus),
+            seconds=after.wall - before.wall,
+            other_cpu=other,
+            steal=steal,
+            calibration_ms=calibration,
+            calibration_best_ms=best,
+            drift=drift,
+        ),
+    )
+
+
+def _floor_binds(task: Task) -> bool:
+    """Whether one call's inputs and outputs are at least twice the last-level cache: then most of
+    what a call reads comes from DRAM, though the inputs were written just before it."""
+    analysis = task.analysis
+    if analysis is None:
+        return False
+    from ..machine.hardware import describe_cpu
+
+    hardware = describe_cpu()
+    cache = hardware.l3_total_bytes or hardware.l2_bytes
+    moved = sum(spec.nbytes for spec in analysis.inputs) + sum(spec.nbytes for spec in analysis.outputs)
+    return cache is not None and moved >= 2 * cache
+
+
+def _cpu_list(cpus: tuple[int, ...]) -> str:
+    return ", ".join(map(str, cpus))
