@@ -27,12 +27,13 @@ chain). Scanning another dim walks the inner dim contiguously, ``block`` columns
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 from ..graph import Node, OpGraph, Ref
 from ..modules import candidate_module
 from ..recipe import GenerationContext, Knob, Match
+from .scan_kernels import scan_kernel
 
 __all__ = ["ScanRecipe"]
 
@@ -182,6 +183,80 @@ def _expected_shape(shape: tuple[int, ...], dim: int, exclusive: bool, slices: l
     return tuple(len(range(size)[slice(*bounds)]) for size, bounds in zip(sizes, slices))
 
 
+def _around_the_scan(
+    graph: OpGraph, final: Node, used: set[str]
+) -> tuple[Node | None, Node | None, Node | None, Node] | None:
+    """What wraps the scan on its way to the output: a flip, the assembly of an exclusive scan and
+    a slice of the scan's result (each None when absent), and the node under them; None when the
+    assembly has no scan in it."""
+    node = final
+    post_flip = None
+    if node.op == "flip" and len(node.inputs) == 1:
+        used.add(node.name)
+        post_flip, node = node, graph.tensor(node.inputs[0])
+    # An exclusive scan assembled from an inclusive one: the identity padded in front, or ``- x``.
+    assembly, after = None, None
+    if node.op in ("cat", "pad", "sub"):
+        inner = _assembled_operand(graph, node)
+        if inner is None:
+            return None
+        used.add(node.name)
+        assembly, node = node, inner
+        if node.op in ("getitem", "narrow") and assembly.op != "sub":  # the scan's result sliced
+            after, node = node, graph.tensor(node.args[0])
+    return post_flip, assembly, after, node
+
+
+def _sliced_source(
+    graph: OpGraph, source: Node, after: Node | None, rank: int, dim: int, used: set[str]
+) -> tuple[list[list[Any]], Node] | None:
+    """The slice bounds per dim (of the scan's input, or of its result when sliced ``after``) and
+    the tensor under a slice of the input; None for slices the recipe does not generate."""
+    slices: list[list[Any]] = [[None, None]] * rank
+    before = source if source.op in ("getitem", "narrow") else None
+    if after is not None and before is not None:
+        return None  # sliced both before and after the scan
+    sliced = after or before
+    if sliced is not None:
+        found = _slice_bounds(graph, sliced, rank, used)
+        if found is None or found[dim][0] not in (None, 0):
+            return None
+        used.add(sliced.name)
+        slices = found
+        if sliced is before:
+            source = graph.tensor(sliced.args[0])
+    return slices, source
+
+
+def _unflipped_source(
+    graph: OpGraph,
+    source: Node,
+    post_flip: Node | None,
+    exclusive: bool,
+    slices: list[list[Any]],
+    rank: int,
+    dim: int,
+    used: set[str],
+) -> tuple[bool, Node] | None:
+    """Whether the scan runs in reverse (flipped along its dim before and after), and the tensor
+    under the first flip; None when flipped on one side only or along other dims."""
+    pre_flip = None
+    if source.op == "flip" and len(source.inputs) == 1:
+        used.add(source.name)
+        pre_flip, source = source, graph.tensor(source.inputs[0])
+    if pre_flip is not None and post_flip is not None:
+        if (
+            exclusive
+            or slices != [[None, None]] * rank
+            or _flip_dims(pre_flip, rank) != (dim,)
+            or _flip_dims(post_flip, rank) != (dim,)
+        ):
+            return None
+    elif pre_flip is not None or post_flip is not None:
+        return None  # flipped on one side only
+    return pre_flip is not None, source
+
+
 class ScanRecipe:
     """One prefix sum or product along a dim, in double like PyTorch."""
 
@@ -200,21 +275,10 @@ class ScanRecipe:
         final = graph.tensor(graph.outputs[0])
         if final.shape is None or str(final.dtype) != _FLOAT32:
             return None
-        node = final
-        post_flip = None
-        if node.op == "flip" and len(node.inputs) == 1:
-            used.add(node.name)
-            post_flip, node = node, graph.tensor(node.inputs[0])
-        # An exclusive scan assembled from an inclusive one: the identity padded in front, or ``- x``.
-        assembly, after = None, None
-        if node.op in ("cat", "pad", "sub"):
-            inner = _assembled_operand(graph, node)
-            if inner is None:
-                return None
-            used.add(node.name)
-            assembly, node = node, inner
-            if node.op in ("getitem", "narrow") and assembly.op != "sub":  # the scan's result sliced
-                after, node = node, graph.tensor(node.args[0])
+        around = _around_the_scan(graph, final, used)
+        if around is None:
+            return None
+        post_flip, assembly, after, node = around
         if node.op not in _SCANS or len(node.inputs) != 1 or str(node.dtype) != _FLOAT32:
             return None
         if node.kwargs.get("dtype") not in (None,) and str(node.kwargs.get("dtype")) != _FLOAT32:
@@ -228,53 +292,18 @@ class ScanRecipe:
         dim = _normalized_dim(scan.arg(1, "dim"), rank)
         if dim is None:
             return None
-        slices: list[list[Any]] = [[None, None]] * rank
-        before = source if source.op in ("getitem", "narrow") else None
-        if after is not None and before is not None:
-            return None  # sliced both before and after the scan
-        sliced = after or before
-        if sliced is not None:
-            found = _slice_bounds(graph, sliced, rank, used)
-            if found is None or found[dim][0] not in (None, 0):
-                return None
-            used.add(sliced.name)
-            slices = found
-            if sliced is before:
-                source = graph.tensor(sliced.args[0])
-        exclusive = False
-        if assembly is not None:
-            if assembly.op == "sub":
-                scanned, subtracted = graph.tensor(scan.args[0]), graph.tensor(assembly.args[1])
-                if op != "sum" or not _same_value(scanned, subtracted):
-                    return None
-                if subtracted.op != "input":
-                    used.add(subtracted.name)  # ``x * mask`` written twice is two nodes
-            else:
-                padded = self._front_padded(graph, assembly, op, dim, used)
-                if padded is None or padded.name != (after or scan).name:
-                    return None
-            exclusive = True
-            slices[dim] = [None, _exclusive_stop(slices[dim][1], assembly.op == "sub")]
-        elif source.op in ("cat", "pad"):
-            body = self._front_padded(graph, source, op, dim, used)
-            if body is None:
-                return None
-            exclusive, source = True, body
-        pre_flip = None
-        if source.op == "flip" and len(source.inputs) == 1:
-            used.add(source.name)
-            pre_flip, source = source, graph.tensor(source.inputs[0])
-        if pre_flip is not None and post_flip is not None:
-            if (
-                exclusive
-                or slices != [[None, None]] * rank
-                or _flip_dims(pre_flip, rank) != (dim,)
-                or _flip_dims(post_flip, rank) != (dim,)
-            ):
-                return None
-        elif pre_flip is not None or post_flip is not None:
-            return None  # flipped on one side only
-        reverse = pre_flip is not None
+        sliced = _sliced_source(graph, source, after, rank, dim, used)
+        if sliced is None:
+            return None
+        slices, source = sliced
+        exclusive_source = self._exclusive_source(graph, scan, assembly, after, source, op, dim, slices, used)
+        if exclusive_source is None:
+            return None
+        exclusive, source = exclusive_source
+        unflipped = _unflipped_source(graph, source, post_flip, exclusive, slices, rank, dim, used)
+        if unflipped is None:
+            return None
+        reverse, source = unflipped
         x, mask = self._operands(graph, source, used)
         if x is None or x.shape is None or len(x.shape) != rank or str(x.dtype) != _FLOAT32:
             return None
@@ -301,6 +330,42 @@ class ScanRecipe:
                 "slices": slices,
             },
         )
+
+    def _exclusive_source(
+        self,
+        graph: OpGraph,
+        scan: Node,
+        assembly: Node | None,
+        after: Node | None,
+        source: Node,
+        op: str,
+        dim: int,
+        slices: list[list[Any]],
+        used: set[str],
+    ) -> tuple[bool, Node] | None:
+        """Whether the scan is exclusive (assembled from an inclusive one after it, or run on an input
+        padded in front), and the tensor it then scans; ``slices[dim]`` is narrowed to match. None when
+        the assembly is not an exclusive scan."""
+        exclusive = False
+        if assembly is not None:
+            if assembly.op == "sub":
+                scanned, subtracted = graph.tensor(scan.args[0]), graph.tensor(assembly.args[1])
+                if op != "sum" or not _same_value(scanned, subtracted):
+                    return None
+                if subtracted.op != "input":
+                    used.add(subtracted.name)  # ``x * mask`` written twice is two nodes
+            else:
+                padded = self._front_padded(graph, assembly, op, dim, used)
+                if padded is None or padded.name != (after or scan).name:
+                    return None
+            exclusive = True
+            slices[dim] = [None, _exclusive_stop(slices[dim][1], assembly.op == "sub")]
+        elif source.op in ("cat", "pad"):
+            body = self._front_padded(graph, source, op, dim, used)
+            if body is None:
+                return None
+            exclusive, source = True, body
+        return exclusive, source
 
     def _front_padded(self, graph: OpGraph, node: Node, op: str, dim: int, used: set[str]) -> Node | None:
         """The tensor ``node`` pads with one of the scan's identity at the front of ``dim`` (a ``cat``
@@ -371,7 +436,7 @@ class ScanRecipe:
     def generate(self, match: Match, knobs: Mapping[str, Any], context: GenerationContext) -> str:
         facts = match.facts
         dim, rank = facts["dim"], facts["rank"]
-        cpp = _kernel(facts, knobs, rows_last=dim == rank - 1)
+        cpp = scan_kernel(facts, knobs, rows_last=dim == rank - 1)
         x, mask = facts["x"], facts["mask"]
         tensors = [x] + ([mask] if mask else [])
         lines = []
@@ -399,193 +464,3 @@ class ScanRecipe:
         return candidate_module(
             match=match, knobs=knobs, context=context, cpp=cpp, forward_body="\n".join(lines), flags=flags
         )
-
-
-def _kernel(facts: dict[str, Any], knobs: Mapping[str, Any], *, rows_last: bool) -> str:
-    """The C++ source: ``scan(x, [mask,] out, outer, n_in, n_out, inner)`` on contiguous tensors of
-    shape (outer, n_in, inner) and (outer, n_out, inner)."""
-    prod = facts["op"] == "prod"
-    identity, combine = ("1.0", "*=") if prod else ("0.0", "+=")
-    masked, reverse, exclusive = bool(facts["mask"]), facts["reverse"], facts["exclusive"]
-    parameters = ", ".join(
-        ["const float* __restrict__ x"]
-        + (["const bool* __restrict__ mask"] if masked else [])
-        + ["float* __restrict__ out", "int64_t outer", "int64_t n_in", "int64_t n_out", "int64_t inner"]
-    )
-    simd = "#pragma omp simd" if knobs["simd"] else ""
-    parallel = "#pragma omp parallel for schedule(static)" if knobs["parallel"] else ""
-
-    def load(values: str, flags: str, index: str) -> str:
-        """The scanned value ``values[index]`` as a double; masked, ``x * mask`` in float as the
-        reference computes it (0 where the flag is false, NaN for an infinite x), with no branch
-        for a random mask to mispredict."""
-        if masked:
-            return f"(double)({values}[{index}] * (float){flags}[{index}])"
-        return f"(double){values}[{index}]"
-
-    if rows_last:
-        body = _rows_body(knobs, identity, combine, load, masked, simd, parallel, reverse, exclusive, prod)
-    else:
-        body = _columns_body(knobs, identity, combine, load, masked, simd, reverse, exclusive)
-    return f"""
-#include <algorithm>
-#include <cstdint>
-#include <vector>
-
-// {"Product" if prod else "Sum"} scan{" (reversed)" if reverse else ""}{" (exclusive)" if exclusive else ""} \
-in double, like PyTorch; each output rounded to float.
-extern "C" void scan({parameters}) {{
-    if (n_out <= 0) return;
-    const int64_t m = n_out{" - 1" if exclusive else ""};  // inputs scanned per row
-{body}
-}}
-"""
-
-
-def _rows_body(
-    knobs: Mapping[str, Any],
-    identity: str,
-    combine: str,
-    load: Callable[[str, str, str], str],
-    masked: bool,
-    simd: str,
-    parallel: str,
-    reverse: bool,
-    exclusive: bool,
-    prod: bool,
-) -> str:
-    """Rows scanned along the last dim (inner == 1): ``accumulators`` chunks per row advance together."""
-    chains = int(knobs["accumulators"])
-    at = (lambda p: f"m - 1 - {p}") if reverse else (lambda p: p)
-
-    def value(index: str) -> str:
-        return load("xr", "mr", at(index))
-
-    row = [
-        "const float* xr = x + r * n_in;",
-        *(["const bool* mr = mask + r * n_in;"] if masked else []),
-        "float* o = out + r * n_out;",
-        *([f"o[0] = {identity}f;  // the exclusive scan starts at the identity", "++o;"] if exclusive else []),
-    ]
-    sequential = [
-        f"double acc = {identity};",
-        "for (int64_t j = 0; j < m; ++j) {",
-        f"    acc {combine} {value('j')};",
-        f"    o[{at('j')}] = (float)acc;",
-        "}",
-    ]
-    if chains == 1:
-        return _body([parallel, "for (int64_t r = 0; r < outer; ++r) {", *_nested(*row, *sequential), "}"])
-    reduction = f"{simd} reduction({'*' if prod else '+'}:total)" if simd else ""
-    chained = [
-        "const int64_t len = m / A;  // chunk length; the last chunk also takes the remainder",
-        "if (len == 0) {",
-        *_nested(*sequential, "continue;"),
-        "}",
-        "// Carries: the total of the chunks before each one.",
-        "double acc[A];",
-        f"acc[0] = {identity};",
-        "for (int c = 1; c < A; ++c) {",
-        f"    double total = {identity};",
-        f"    {reduction}",
-        "    for (int64_t j = (c - 1) * len; j < c * len; ++j) {",
-        f"        total {combine} {value('j')};",
-        "    }",
-        f"    acc[c] = acc[c - 1] {combine[0]} total;",
-        "}",
-        "// The chunks advance together: A independent dependency chains.",
-        "for (int64_t j = 0; j < len; ++j) {",
-        "    for (int c = 0; c < A; ++c) {",
-        "        const int64_t p = c * len + j;",
-        f"        acc[c] {combine} {value('p')};",
-        f"        o[{at('p')}] = (float)acc[c];",
-        "    }",
-        "}",
-        "for (int64_t p = A * len; p < m; ++p) {  // the last chunk's remainder",
-        f"    acc[A - 1] {combine} {value('p')};",
-        f"    o[{at('p')}] = (float)acc[A - 1];",
-        "}",
-    ]
-    return _body(
-        [
-            f"constexpr int A = {chains};  // chunks per row, scanned as independent chains",
-            parallel,
-            "for (int64_t r = 0; r < outer; ++r) {",
-            *_nested(*row, *chained),
-            "}",
-        ]
-    )
-
-
-def _nested(*lines: str) -> list[str]:
-    """``lines`` one level (four spaces) deeper; blank ones (an absent pragma) dropped."""
-    return ["    " + line for line in lines if line.strip()]
-
-
-def _body(lines: list[str]) -> str:
-    """The statements of the kernel's body, indented inside the function."""
-    return "\n".join(_nested(*lines))
-
-
-def _columns_body(
-    knobs: Mapping[str, Any],
-    identity: str,
-    combine: str,
-    load: Callable[[str, str, str], str],
-    masked: bool,
-    simd: str,
-    reverse: bool,
-    exclusive: bool,
-) -> str:
-    """A middle dim scanned: each step adds a contiguous run of ``block`` inner columns (all of them
-    at block 0) to a row of running values."""
-    block = int(knobs["block"])
-    at = "m - 1 - j" if reverse else "j"
-    tile = f"{block}" if block else "inner"
-    value = load("xj", "mj", "i")
-    parallel = bool(knobs["parallel"])
-    step = [
-        f"const float* xj = xb + ({at}) * inner;",
-        *([f"const bool* mj = mb + ({at}) * inner;"] if masked else []),
-        f"float* oj = ob + ({at}) * inner;",
-        simd,
-        "for (int64_t i = 0; i < w; ++i) {",
-        f"    acc[i] {combine} {value};",
-        "    oj[i] = (float)acc[i];",
-        "}",
-    ]
-    column_run = [
-        "const int64_t b = t / tiles, i0 = (t % tiles) * tile;",
-        "const int64_t w = std::min(tile, inner - i0);",
-        "const float* xb = x + b * n_in * inner + i0;",
-        *(["const bool* mb = mask + b * n_in * inner + i0;"] if masked else []),
-        "float* ob = out + b * n_out * inner + i0;",
-        *(
-            [
-                f"for (int64_t i = 0; i < w; ++i) ob[i] = {identity}f;  // the exclusive scan starts at the identity",
-                "ob += inner;",
-            ]
-            if exclusive
-            else []
-        ),
-        f"for (int64_t i = 0; i < w; ++i) acc[i] = {identity};",
-        "for (int64_t j = 0; j < m; ++j) {",
-        *_nested(*step),
-        "}",
-    ]
-    return _body(
-        [
-            f"const int64_t tile = std::min<int64_t>({tile}, inner);  // inner columns per work item",
-            "if (tile <= 0) return;",
-            "const int64_t tiles = (inner + tile - 1) / tile;",
-            "#pragma omp parallel" if parallel else "",
-            "{",
-            "    std::vector<double> running(tile);  // the running values of one run of columns",
-            "    double* __restrict__ acc = running.data();",
-            "    #pragma omp for schedule(static)" if parallel else "",
-            "    for (int64_t t = 0; t < outer * tiles; ++t) {",
-            *_nested(*_nested(*column_run)),
-            "    }",
-            "}",
-        ]
-    )
