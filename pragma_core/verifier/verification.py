@@ -39,7 +39,7 @@ from .instrumentation import POISON_VALUES, same_bits
 from .judgement import judge_timing
 from .reference import References, compute_references, preflight, preflight_path, reference_error
 from .settings import FORWARD_LIMIT_FACTOR, FORWARD_LIMIT_FLOOR_S, VerifySettings
-from .static_checks import read_candidate
+from .static_checks import StaticFindings, read_candidate
 from .timing import time_contenders
 from .verdicts import (
     Ended,
@@ -104,12 +104,7 @@ def verify(
     refusal = refused_before_running(task, findings)
     if refusal is not None:
         return refusal
-    notes = [f"flagged PyTorch calls in forward: {', '.join(findings.flagged_calls)}"] if findings.flagged_calls else []
-    notes += list(findings.notes)
-    if untimed:
-        notes.append(f"not timed: {untimed}")
-    if threads_note:
-        notes.append(threads_note)
+    notes = _notes_before_running(findings, untimed, threads_note)
 
     with busy_slot():  # building and checking keep cores busy: never during another task's timing
         # Trust anchors, all computed here: the roofline floor (which may measure this machine's
@@ -171,6 +166,18 @@ def _available_backend(candidate: Candidate) -> Backend:
         still = f"; still works: {availability.still_works}" if availability.still_works else ""
         raise BackendUnavailable(f"backend {candidate.backend} cannot run here: {availability.reason}{still}")
     return backend
+
+
+def _notes_before_running(findings: StaticFindings, untimed: str, threads_note: str) -> list[str]:
+    """What the verdict notes before the candidate runs: its source's flagged calls and unusual
+    constructs, why it is not timed, and the thread count's note."""
+    notes = [f"flagged PyTorch calls in forward: {', '.join(findings.flagged_calls)}"] if findings.flagged_calls else []
+    notes += list(findings.notes)
+    if untimed:
+        notes.append(f"not timed: {untimed}")
+    if threads_note:
+        notes.append(threads_note)
+    return notes
 
 
 def _check_references(
