@@ -71,12 +71,14 @@ Each finding reads ``"what, line N: why"``. Reading a candidate takes about a mi
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 
 import attrs
 
 from ..tasks.python_source import parse
+from .static_names import BUILTIN_ROOTS, Function, SourceNames, body_nodes, constant_attribute
 from .static_rules import (
+    _ALLOWED_TORCH_CALLS,
     _C_COMMENTS,
     _C_PRECISION,
     _C_PRECISION_HINTS,
@@ -99,73 +101,6 @@ from .static_rules import (
 )
 
 __all__ = ["StaticFindings", "read_candidate"]
-
-_ALLOWED_TORCH_CALLS = frozenset(
-    {
-        "empty",
-        "empty_like",
-        "empty_strided",
-        "zeros",
-        "zeros_like",
-        "ones",
-        "ones_like",
-        "full",
-        "full_like",
-        "tensor",
-        "as_tensor",
-        "from_numpy",
-        "arange",
-        "cat",
-        "stack",
-        "split",
-        "chunk",
-        "flatten",
-        "reshape",
-        "view",
-        "view_as",
-        "permute",
-        "transpose",
-        "contiguous",
-        "clone",
-        "unsqueeze",
-        "squeeze",
-        "expand",
-        "expand_as",
-        "narrow",
-        "select",
-        "detach",
-        "to",
-        "size",
-        "numel",
-        "dim",
-        "is_contiguous",
-        "data_ptr",
-        "stride",
-        "item",
-        "float",
-        "double",
-        "long",
-        "int",
-        "no_grad",
-        "zero_",
-        "fill_",
-        "copy_",
-        "new_empty",
-        "new_zeros",
-        "device",
-        "dtype",
-        "Size",
-        "get_num_threads",
-        "set_num_threads",
-        "unbind",
-        "t",
-        "movedim",
-        "element_size",
-        "storage_offset",
-        "untyped_storage",
-        "is_floating_point",
-    }
-)
 
 
 @attrs.frozen(kw_only=True)
@@ -221,9 +156,6 @@ def read_candidate(source: str) -> StaticFindings:
     )
 
 
-_Function = ast.FunctionDef | ast.AsyncFunctionDef
-
-
 def _reference_reuse(nodes: list[ast.AST], model_new: ast.ClassDef) -> str | None:
     for base in model_new.bases:
         if _names_model(base):
@@ -240,7 +172,7 @@ def _names_model(node: ast.expr) -> bool:
     )
 
 
-def _torch_compute_calls(forward: _Function) -> tuple[str, ...]:
+def _torch_compute_calls(forward: Function) -> tuple[str, ...]:
     """``torch.relu``, ``F.gelu``, ``x.sum`` ... called in forward, except allocation and views."""
     flagged = []
     for node in ast.walk(forward):
@@ -263,7 +195,7 @@ def _torch_compute_calls(forward: _Function) -> tuple[str, ...]:
     return tuple(dict.fromkeys(flagged))
 
 
-def _matmul_operators(forward: _Function) -> tuple[str, ...]:
+def _matmul_operators(forward: Function) -> tuple[str, ...]:
     """``a @ b`` in forward: on tensors PyTorch's matmul, which the run-time monitor judges."""
     return tuple(
         dict.fromkeys(
@@ -282,110 +214,9 @@ def _dotted(node: ast.expr) -> str:
     return ""
 
 
-class _Reader:
-    """One pass of bookkeeping over the module (imports, aliases, functions), then the three rule
-    sets, each a walk over the nodes it concerns."""
-
-    def __init__(self, module: ast.Module, model_new: ast.ClassDef) -> None:
-        self.module = module
-        self.model_new = model_new
-        self.aliases: dict[str, str] = {}
-        self.self_aliases: dict[str, str] = {}
-        self.bound: set[str] = set()
-        self.functions: dict[str, _Function] = {}
-        self.nodes = list(ast.walk(module))
-        self.classes = {node.name for node in self.nodes if isinstance(node, ast.ClassDef)}
-        self.methods = {
-            node.name: node for node in model_new.body if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
-        }
-        self.docstrings = _docstrings(self.nodes)
-        self.calls = {id(node.func): node for node in self.nodes if isinstance(node, ast.Call)}
-        self._collect_names()
-        self.chains = list(self._chains(self.nodes))
-
-    # -- names --------------------------------------------------------------------------------
-
-    def _collect_names(self) -> None:
-        assignments: list[tuple[ast.expr, ast.expr]] = []
-        for node in self.nodes:
-            if isinstance(node, ast.Import):
-                for alias in node.names:
-                    if alias.asname:
-                        self.aliases[alias.asname] = alias.name
-                    else:
-                        root = alias.name.split(".")[0]
-                        self.aliases[root] = root
-            elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
-                for alias in node.names:
-                    self.aliases[alias.asname or alias.name] = f"{node.module}.{alias.name}"
-            elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                self.bound.add(node.name)
-                if node in self.module.body:
-                    self.functions[node.name] = node
-            elif isinstance(node, ast.ClassDef):
-                self.bound.add(node.name)
-            elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
-                self.bound.add(node.id)
-            elif isinstance(node, ast.arg):
-                self.bound.add(node.arg)
-            if isinstance(node, ast.Assign) and len(node.targets) == 1:
-                assignments.append((node.targets[0], node.value))
-            elif isinstance(node, (ast.AnnAssign, ast.NamedExpr)) and node.value is not None:
-                assignments.append((node.target, node.value))
-        # ``f = gc.get_objects``, ``self.mm = np.matmul``: aliases of aliases, twice over for chains.
-        for _ in range(2):
-            for target, value in assignments:
-                resolved = self.resolve(value)
-                if resolved is None:
-                    continue
-                if isinstance(target, ast.Name):
-                    self.aliases.setdefault(target.id, resolved)
-                elif (
-                    isinstance(target, ast.Attribute)
-                    and isinstance(target.value, ast.Name)
-                    and target.value.id == "self"
-                ):
-                    self.self_aliases.setdefault(target.attr, resolved)
-
-    def resolve(self, node: ast.expr) -> str | None:
-        """The dotted name an expression stands for, through imports and aliases; None when it is
-        not rooted in an import, an alias or a builtin."""
-        if isinstance(node, ast.Name):
-            if node.id in self.aliases:
-                return self.aliases[node.id]
-            return node.id if node.id not in self.bound and node.id in _BUILTIN_ROOTS else None
-        if isinstance(node, ast.Attribute):
-            if isinstance(node.value, ast.Name) and node.value.id == "self" and node.attr in self.self_aliases:
-                return self.self_aliases[node.attr]
-            owner = self.resolve(node.value)
-            return f"{owner}.{node.attr}" if owner else None
-        name = _constant_attribute(node)
-        if name is not None and isinstance(node, ast.Call):
-            owner = self.resolve(node.args[0])
-            return f"{owner}.{name}" if owner else None
-        if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant):
-            # ``vars(sys)["modules"]``, ``torch.__dict__["_C"]``: an attribute read by its name.
-            namespace = node.value
-            if isinstance(namespace, ast.Call) and isinstance(namespace.func, ast.Name) and namespace.args:
-                owner = self.resolve(namespace.args[0]) if namespace.func.id == "vars" else None
-            elif isinstance(namespace, ast.Attribute) and namespace.attr == "__dict__":
-                owner = self.resolve(namespace.value)
-            else:
-                owner = None
-            return f"{owner}.{node.slice.value}" if owner and isinstance(node.slice.value, str) else None
-        return None
-
-    def _chains(self, nodes: Iterable[ast.AST]) -> Iterator[tuple[str, ast.expr]]:
-        """Every resolved name in ``nodes``, outermost chains only."""
-        inner: set[int] = set()
-        for node in nodes:
-            if not isinstance(node, (ast.Name, ast.Attribute, ast.Call, ast.Subscript)) or id(node) in inner:
-                continue
-            resolved = self.resolve(node)
-            if resolved is None:
-                continue
-            yield resolved, node
-            inner.update(id(part) for part in _spine(node))
+class _Reader(SourceNames):
+    """The three rule sets and the notes over the names :class:`SourceNames` resolved, each a walk
+    over the nodes it concerns."""
 
     # -- forbidden ------------------------------------------------------------------------------
 
@@ -466,7 +297,7 @@ class _Reader:
         if isinstance(node, ast.Name) and node.id in self.classes:
             return False
         resolved = self.resolve(node)
-        return resolved is not None and resolved not in _BUILTIN_ROOTS
+        return resolved is not None and resolved not in BUILTIN_ROOTS
 
     # -- library fallback ------------------------------------------------------------------------
 
@@ -475,12 +306,12 @@ class _Reader:
         for resolved, node in self.chains:
             if _under(resolved, _COMPILED_TORCH_NAMES):
                 found.append((node.lineno, resolved, _COMPILED_TORCH))
-        for function in self._forward_graph():
-            for resolved, node in self._chains(_body_nodes(function)):
+        for function in self.forward_graph():
+            for resolved, node in self.chains_in(body_nodes(function)):
                 if resolved == "torch.from_numpy" or _under(resolved, _LIBRARIES):
                     if not self._numpy_not_work(resolved, node):
                         found.append((node.lineno, resolved, _LIBRARY))
-            for call in _body_nodes(function):
+            for call in body_nodes(function):
                 if not isinstance(call, ast.Call):
                     continue
                 if isinstance(call.func, ast.Attribute) and call.func.attr in ("numpy", "__array__"):
@@ -506,41 +337,13 @@ class _Reader:
             and all(_shape_like(argument) for argument in call.args)
         )
 
-    def _library_decorator(self, function: _Function) -> str | None:
+    def _library_decorator(self, function: Function) -> str | None:
         for decorator in function.decorator_list:
             target = decorator.func if isinstance(decorator, ast.Call) else decorator
             resolved = self.resolve(target)
             if resolved and _under(resolved, ("numba", "jax", "cupy", "tensorflow")):
                 return resolved
         return None
-
-    def _forward_graph(self) -> list[_Function]:
-        """``forward`` and the module's functions and ``ModelNew``'s methods it calls, three deep."""
-        forward = self.methods.get("forward")
-        if forward is None:
-            return []
-        reached = [forward]
-        frontier = [forward]
-        for _ in range(3):
-            following = []
-            for function in frontier:
-                for node in _body_nodes(function):
-                    if not isinstance(node, ast.Call):
-                        continue
-                    callee = None
-                    if isinstance(node.func, ast.Name):
-                        callee = self.functions.get(node.func.id)
-                    elif (
-                        isinstance(node.func, ast.Attribute)
-                        and isinstance(node.func.value, ast.Name)
-                        and node.func.value.id == "self"
-                    ):
-                        callee = self.methods.get(node.func.attr)
-                    if callee is not None and callee not in reached:
-                        reached.append(callee)
-                        following.append(callee)
-            frontier = following
-        return reached
 
     # -- precision -------------------------------------------------------------------------------
 
@@ -607,7 +410,7 @@ class _Reader:
                     (node.lineno, name, threads) for name in names if _under(name, ("threading", "concurrent.futures"))
                 ]
             if isinstance(node, ast.Call) and self.resolve(node.func) in ("getattr", "setattr", "delattr"):
-                if len(node.args) >= 2 and _constant_attribute(node) is None:
+                if len(node.args) >= 2 and constant_attribute(node) is None:
                     found.append((node.lineno, f"{self.resolve(node.func)} with a computed name", "not checked"))
             if isinstance(node, ast.Assign):
                 for target in node.targets:
@@ -617,46 +420,12 @@ class _Reader:
         return _unique(found)
 
 
-_BUILTIN_ROOTS = frozenset(
-    {"exec", "eval", "compile", "__import__", "breakpoint", "__builtins__", "getattr", "setattr", "delattr", "object"}
-) | frozenset({"type"})
-
-
-def _spine(node: ast.expr) -> Iterator[ast.expr]:
-    """The owners a resolved chain was resolved through (``torch._C`` and ``torch`` of
-    ``torch._C._foo``, ``sys`` of ``getattr(sys, "modules")``), which are not chains of their own."""
-    while True:
-        if isinstance(node, ast.Attribute):
-            node = node.value
-        elif isinstance(node, ast.Call) and node.args:
-            node = node.args[0]
-        elif isinstance(node, ast.Subscript):
-            namespace = node.value
-            node = namespace.args[0] if isinstance(namespace, ast.Call) and namespace.args else namespace
-        else:
-            return
-        yield node
-
-
-def _constant_attribute(node: ast.AST) -> str | None:
-    """The attribute a ``getattr(x, "name")`` or ``object.__getattribute__(x, "name")`` call reads."""
-    if not (isinstance(node, ast.Call) and len(node.args) >= 2):
-        return None
-    func = node.func
-    is_getattr = isinstance(func, ast.Name) and func.id in ("getattr", "setattr", "delattr", "hasattr")
-    is_dunder = isinstance(func, ast.Attribute) and func.attr in ("__getattribute__", "__getattr__")
-    name = node.args[1]
-    if (is_getattr or is_dunder) and isinstance(name, ast.Constant) and isinstance(name.value, str):
-        return name.value
-    return None
-
-
 def _attribute_name(node: ast.AST) -> str | None:
     if isinstance(node, ast.Attribute):
         return node.attr
     if isinstance(node, ast.Name) and node.id == "__builtins__":
         return node.id
-    return _constant_attribute(node)
+    return constant_attribute(node)
 
 
 def _dispatch_argument(code: str, position: int) -> bool:
@@ -687,22 +456,6 @@ def _shape_like(node: ast.expr) -> bool:
     if isinstance(node, (ast.Tuple, ast.List)):
         return all(isinstance(element, ast.Constant) or _shape_like(element) for element in node.elts)
     return isinstance(node, ast.Constant)
-
-
-def _body_nodes(function: _Function) -> Iterator[ast.AST]:
-    """The nodes of a function's body (not its decorators)."""
-    for statement in function.body:
-        yield from ast.walk(statement)
-
-
-def _docstrings(nodes: list[ast.AST]) -> set[int]:
-    found = set()
-    for node in nodes:
-        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and node.body:
-            first = node.body[0]
-            if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant):
-                found.add(id(first.value))
-    return found
 
 
 def _unique(found: list[tuple[int, str, str]]) -> tuple[str, ...]:
