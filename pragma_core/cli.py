@@ -673,7 +673,9 @@ def optimize_command(
     line override them, e.g. a larger --max-attempts); it continues after its last complete
     attempt. Ctrl-C stops after saving what is complete and prints the command that continues.
     """
-    from .loop.optimizer import Progress, optimize, unavailable_profilers
+    from .loop.optimizer import optimize
+    from .loop.profiles import unavailable_profilers
+    from .loop.progress import Progress
     from .loop.run_summary import run_summary
     from .loop.settings import OptimizeSettings, check_agents, configured_model, provider_name, settings_of_run
     from .present.tables import attempt_line, run_table

@@ -251,7 +251,7 @@ def register(
 def _check_agents_and_profilers(settings: BenchSettings) -> None:
     """Fail now, not in every task: no model where one is needed, a missing key or a dead server,
     an unknown profiler; profilers that cannot run here are said once."""
-    from ..loop.optimizer import unavailable_profilers
+    from ..loop.profiles import unavailable_profilers
     from ..loop.settings import check_agents, provider_name
 
     loop = settings.optimize_settings(Path(), 1)

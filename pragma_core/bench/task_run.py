@@ -21,7 +21,8 @@ from typing import Any
 import attrs
 
 from ..errors import PragmaError
-from ..loop.optimizer import Progress, optimize
+from ..loop.optimizer import optimize
+from ..loop.progress import Progress
 from ..loop.run_directory import RunDirectory
 from ..loop.run_summary import run_summary
 from ..machine.timing_slot import start_turn

@@ -1,0 +1,125 @@
+"""The Conductor's advice on an attempt: the documentation it reads, its reply read into
+:class:`~pragma_core.records.Guidance` (after one repair request, else the diagnosis alone), and
+the metric names it cites that no profile measured (:func:`advise`)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import attrs
+
+from ..agents.prompts import conductor_messages
+from ..agents.replies import GuidanceParseError, parse_guidance, repair_messages
+from ..knowledge import conductor_documentation, unmeasured_citations
+from ..knowledge.conductor_docs import RELATED_ENTRIES
+from ..records import (
+    AgentRole,
+    Attempt,
+    Candidate,
+    ChatMessage,
+    Completion,
+    Diagnosis,
+    Guidance,
+    Profile,
+    Task,
+    Verdict,
+)
+from .conversation import Agents, transcript
+
+__all__ = ["Advice", "advise"]
+
+
+@attrs.frozen(kw_only=True)
+class Advice:
+    """The Conductor's guidance, its reply and the repair request's (None: the reply parsed), and
+    the files the attempt keeps of them (the prompt, the reply, notes)."""
+
+    guidance: Guidance
+    reply: Completion
+    repair: Completion | None
+    files: dict[str, str]
+
+
+def advise(
+    agents: Agents,
+    task: Task,
+    *,
+    candidate: Candidate | None,
+    verdict: Verdict,
+    profiles: list[Profile],
+    diagnosis: Diagnosis,
+    best: Attempt | None,
+    last: Attempt | None,
+    history: Sequence[Attempt],
+) -> Advice:
+    """Ask the Conductor about the attempt (``last`` is the one it builds on); its guidance."""
+    measured = [*profiles, *(best.profiles if best else ())]
+    documentation = conductor_documentation(
+        measured,
+        diagnosis,
+        related=RELATED_ENTRIES if agents.provider.reads_messages else 0,
+    )
+    previous = last.guidance.unmeasured_citations if last and last.guidance else ()
+    messages = conductor_messages(
+        task=task,
+        candidate=candidate,
+        verdict=verdict,
+        profiles=profiles,
+        diagnosis=diagnosis,
+        best=best,
+        metric_docs=documentation.metric_docs,
+        related_docs=documentation.related,
+        unmeasured_citations=previous,
+    )
+    files: dict[str, str] = {}
+    if documentation.note:
+        files["knowledge_note"] = documentation.note
+    reply = agents.ask(
+        AgentRole.CONDUCTOR,
+        messages,
+        candidate=candidate,
+        verdict=verdict,
+        profiles=tuple(profiles),
+        diagnosis=diagnosis,
+        best=best,
+        history=tuple(history),
+    )
+    files.update(conductor_prompt=transcript(messages), conductor_reply=reply.text)
+    guidance, repair, note = _read_guidance(agents, messages, reply, diagnosis)
+    guidance = _check_citations(guidance, measured)
+    if note:
+        files["conductor_note"] = note
+    return Advice(guidance=guidance, reply=reply, repair=repair, files=files)
+
+
+def _read_guidance(
+    agents: Agents, messages: tuple[ChatMessage, ...], reply: Completion, diagnosis: Diagnosis
+) -> tuple[Guidance, Completion | None, str]:
+    """Parse the Conductor's reply; one repair request (returned, for its usage); else the
+    diagnosis alone, noted."""
+    try:
+        return parse_guidance(reply.text), None, ""
+    except GuidanceParseError as first:
+        repair = repair_messages(messages, reply.text, str(first))
+        second = agents.ask(AgentRole.CONDUCTOR, repair, diagnosis=diagnosis)
+        try:
+            return parse_guidance(second.text), second, f"repaired after: {first}"
+        except GuidanceParseError as error:
+            fallback = Guidance(
+                analysis="the Conductor's reply could not be read; acting on the diagnosis alone: "
+                + "; ".join(diagnosis.hints),
+                actions=diagnosis.hints,
+                extra_metrics=diagnosis.request_metrics,
+            )
+            note = f"unparseable twice: {first}; then: {error}\n--- repair reply ---\n{second.text}"
+            return fallback, second, note
+
+
+def _check_citations(guidance: Guidance, profiles: list[Profile]) -> Guidance:
+    """The guidance with the metric names it cites that none of ``profiles`` measured."""
+    cited = unmeasured_citations(
+        [guidance.analysis, *guidance.actions],
+        measured=[metric.name for profile in profiles for metric in profile.metrics],
+        requested=guidance.extra_metrics,
+    )
+    return attrs.evolve(guidance, unmeasured_citations=cited)
