@@ -21,6 +21,7 @@ from ..backends import DEFAULT_BACKEND
 from ..errors import PragmaError
 from ..providers.preflight import check_model
 from ..records import frozen_tuple
+from ..serialization import from_dict, to_dict
 from ..verifier import VerifySettings
 from .run_directory import RunDirectory
 from .search import SEARCHES
@@ -95,31 +96,24 @@ def check_agents(settings: OptimizeSettings) -> None:
 
 def settings_of_run(run_dir: Path, **changes: Any) -> OptimizeSettings:
     """The settings a run was started with (from its ``run.json``), with ``changes`` applied:
-    what ``--resume`` continues with."""
-    stored = dict(RunDirectory.open(run_dir).info()["settings"])
-    verify_settings = VerifySettings(**stored.pop("verify"))
-    settings = OptimizeSettings(**stored, verify=verify_settings, runs_dir=Path(run_dir).parent)
+    what ``--resume`` continues with. A setting the run's pragma did not know yet takes its default."""
+    stored = RunDirectory.open(run_dir).info()["settings"]
+    settings = from_dict(OptimizeSettings, {**stored, "runs_dir": str(Path(run_dir).parent)})
     return attrs.evolve(settings, **changes)
 
 
-def run_info(settings: OptimizeSettings) -> dict:
-    from ..machine.hardware import describe_cpu
-    from ..serialization import to_dict
+_NOT_RECORDED = frozenset({"runs_dir"})
+"""Settings ``run.json`` leaves out: a run folder may be moved, so its ``runs_dir`` is where it is found."""
 
+
+def run_info(settings: OptimizeSettings) -> dict:
+    """``run.json``'s content: the settings (as :func:`~pragma_core.serialization.to_dict` writes
+    them, read back by :func:`settings_of_run`), the versions and the hardware."""
+    from ..machine.hardware import describe_cpu
+
+    recorded = {name: value for name, value in to_dict(settings).items() if name not in _NOT_RECORDED}
     return {
-        "settings": {
-            "model": settings.model,
-            "provider": settings.provider,
-            "backend": settings.backend,
-            "profilers": list(settings.profilers),
-            "profile": settings.profile,
-            "max_attempts": settings.max_attempts,
-            "patience": settings.patience,
-            "target_attainment": settings.target_attainment,
-            "search": settings.search,
-            "branching": settings.branching,
-            "verify": attrs.asdict(settings.verify),
-        },
+        "settings": recorded,
         "versions": {"pragma-core": __version__, "python": platform.python_version()},
         "hardware": to_dict(describe_cpu()),
     }
