@@ -101,7 +101,7 @@ def _worker_context(jobs: Sequence[TaskJob]) -> Any:
         return multiprocessing.get_context("spawn")
     context = multiprocessing.get_context("forkserver")
     preload = list(_PRELOADED)
-    if any(job.settings.model for job in jobs):
+    if any(job.settings.loop.model for job in jobs):
         from ..providers.litellm_import import set_offline_switches
 
         set_offline_switches()  # in the environment the server starts with, before it imports litellm

@@ -12,19 +12,15 @@ from pathlib import Path
 from typing import Any
 
 import attrs
-from attrs import validators as v
 
 from ..errors import PragmaError
-from ..loop.search import SEARCHES
 from ..loop.settings import OptimizeSettings
 from ..records import Category, frozen_tuple
+from ..serialization import to_dict
 from ..tasks.loading import find_task_files
-from ..verifier import VerifySettings
+from ..verifier.settings import BASELINES, VerifySettings
 
-__all__ = ["BASELINES", "BenchSettings", "task_key", "task_level", "task_files", "variant_name"]
-
-BASELINES = ("eager", "compile")
-"""What a task's best is timed against at the end: eager PyTorch, and ``torch.compile`` of it."""
+__all__ = ["BenchSettings", "task_key", "task_level", "task_files", "variant_name"]
 
 _LEVEL = re.compile(r"level(\d+)$")
 
@@ -48,71 +44,74 @@ def _baselines(values: Any) -> tuple[str, ...]:
     return chosen
 
 
-@attrs.frozen(kw_only=True)
+_COMPARED_LOOP = (
+    "model",
+    "provider",
+    "backend",
+    "profilers",
+    "max_attempts",
+    "patience",
+    "target_attainment",
+    "search",
+    "branching",
+)
+_COMPARED_VERIFY = ("reps", "threads")
+"""The loop's settings a resumed bench must keep (:meth:`BenchSettings.comparable`): ``profile`` is
+the variant itself, ``runs_dir`` is each task's own, and of the verification's settings a bench sets
+only these two."""
+
+
+@attrs.frozen(kw_only=True, init=False)
 class BenchSettings:
     """How a bench runs each task: the tasks chosen (``levels``, ``categories``, ``only``), the
-    loop's settings, the sizes (``sizes``: ``--set`` overrides, ``fit_ms``: fitted to a time here)
-    and the baselines each task's best is timed against at the end."""
+    loop's settings (``loop``: what ``pragma optimize`` runs with; each task's run gets its own
+    ``runs_dir`` and thread count), the sizes (``sizes``: ``--set`` overrides, ``fit_ms``: fitted
+    to a time here) and the baselines each task's best is timed against at the end.
 
+    The loop's settings may also be given by name, the verification's too:
+    ``BenchSettings(max_attempts=3, reps=10)`` holds ``OptimizeSettings(max_attempts=3,
+    verify=VerifySettings(reps=10))``. ``loop.verify.threads`` None times each task with every CPU
+    here (:func:`~pragma_core.bench.task_run.machine_threads`)."""
+
+    loop: OptimizeSettings = attrs.field(factory=OptimizeSettings)
     levels: tuple[int, ...] = attrs.field(default=(), converter=frozen_tuple)
     categories: tuple[str, ...] = attrs.field(default=(), converter=_categories)
     only: tuple[str, ...] = attrs.field(default=(), converter=frozen_tuple)
-    model: str | None = None
-    provider: str | None = None
-    backend: str = "cpu-cpp"
-    profile: bool = True
-    profilers: tuple[str, ...] = attrs.field(default=("valgrind", "perf"), converter=frozen_tuple)
-    max_attempts: int = attrs.field(default=15, validator=v.ge(1))
-    patience: int = attrs.field(default=6, validator=v.ge(1))
-    target_attainment: float = attrs.field(default=0.9, validator=v.gt(0))
-    search: str = attrs.field(default="linear", validator=v.in_(SEARCHES))
-    branching: int = attrs.field(default=2, validator=v.ge(1))
     baselines: tuple[str, ...] = attrs.field(default=("eager",), converter=_baselines)
     sizes: dict[str, str] = attrs.field(factory=dict)
     fit_ms: float | None = None
-    reps: int = attrs.field(default=100, validator=v.ge(1))
-    threads: int | None = None
+
+    def __init__(self, *, loop: OptimizeSettings | None = None, **settings: Any) -> None:
+        own = {name: settings.pop(name) for name in _OWN_FIELDS if name in settings}
+        loop = loop or OptimizeSettings()
+        verify = {name: settings.pop(name) for name in _VERIFY_FIELDS if name in settings}
+        if verify:
+            settings["verify"] = attrs.evolve(loop.verify, **verify)
+        self.__attrs_init__(loop=attrs.evolve(loop, **settings), **own)
 
     @property
     def variant(self) -> str:
-        return variant_name(self.profile)
+        return variant_name(self.loop.profile)
 
     def comparable(self) -> dict[str, Any]:
         """The settings that decide a task's result: a bench resumed with others would mix two
         experiments in one table (the task choice may change freely)."""
+        loop = to_dict(self.loop)
         return {
-            "model": self.model,
-            "provider": self.provider,
-            "backend": self.backend,
-            "profilers": list(self.profilers),
-            "max_attempts": self.max_attempts,
-            "patience": self.patience,
-            "target_attainment": self.target_attainment,
-            "search": self.search,
-            "branching": self.branching,
+            **{name: loop[name] for name in _COMPARED_LOOP},
             "baselines": list(self.baselines),
             "sizes": dict(self.sizes),
             "fit_ms": self.fit_ms,
-            "reps": self.reps,
-            "threads": self.threads,
+            **{name: loop["verify"][name] for name in _COMPARED_VERIFY},
         }
 
     def optimize_settings(self, runs_dir: Path, threads: int) -> OptimizeSettings:
-        """The loop's settings for one task, whose run goes in ``runs_dir``."""
-        return OptimizeSettings(
-            model=self.model,
-            provider=self.provider,
-            backend=self.backend,
-            profilers=self.profilers,
-            profile=self.profile,
-            max_attempts=self.max_attempts,
-            patience=self.patience,
-            target_attainment=self.target_attainment,
-            search=self.search,
-            branching=self.branching,
-            runs_dir=runs_dir,
-            verify=VerifySettings(reps=self.reps, threads=threads),
-        )
+        """The loop's settings for one task, whose run goes in ``runs_dir`` and times with ``threads``."""
+        return attrs.evolve(self.loop, runs_dir=runs_dir, verify=attrs.evolve(self.loop.verify, threads=threads))
+
+
+_OWN_FIELDS = frozenset(field.name for field in attrs.fields(BenchSettings)) - {"loop"}
+_VERIFY_FIELDS = frozenset(field.name for field in attrs.fields(VerifySettings))
 
 
 def variant_name(profile: bool) -> str:

@@ -97,9 +97,9 @@ def _resolved(settings: BenchSettings) -> BenchSettings:
     """The settings with the model and provider as the run will use them (``PRAGMA_MODEL``...)."""
     import attrs
 
-    loop = settings.optimize_settings(Path(), 1)
-    model = configured_model(loop)
-    return attrs.evolve(settings, model=model, provider=provider_name(attrs.evolve(loop, model=model)))
+    model = configured_model(settings.loop)
+    loop = attrs.evolve(settings.loop, model=model)
+    return attrs.evolve(settings, loop=attrs.evolve(loop, provider=provider_name(loop)))
 
 
 def _jobs(

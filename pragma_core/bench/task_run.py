@@ -73,7 +73,7 @@ def run_task(job: TaskJob, report: Reporter) -> dict[str, Any]:
     that stopped answering, a backend or profiler that cannot run) gives ``status: error``, which
     is not a result: a resumed bench runs the task again."""
     with start_turn() as give_up:
-        if job.settings.model:  # part of starting: a Ray worker would import it at the first model call
+        if job.settings.loop.model:  # part of starting: a Ray worker would import it at the first model call
             from ..providers.litellm_import import preload
 
             preload()
@@ -89,7 +89,7 @@ def run_task(job: TaskJob, report: Reporter) -> dict[str, Any]:
 def _run_task(job: TaskJob, report: Reporter) -> dict[str, Any]:
     started = time.monotonic()
     settings = job.settings
-    threads = settings.threads or machine_threads()
+    threads = settings.loop.verify.threads or machine_threads()
     row: dict[str, Any] = {"key": job.key, "category": job.category, "level": job.task.level}
 
     def ended(status: str, error: PragmaError) -> dict[str, Any]:
@@ -190,13 +190,13 @@ def _confirmation(
     path = run_dir / CONFIRMATION
     if path.is_file():
         return read_record(path, Verdict)
-    from ..verifier import VerifySettings, verify
+    from ..verifier import verify
 
     baseline = "compile" if "compile" in settings.baselines else "eager"
     verdict = verify(
         result.task,
         best.candidate,
-        VerifySettings(reps=settings.reps, threads=threads, baseline=baseline),
+        attrs.evolve(settings.loop.verify, threads=threads, baseline=baseline),
         warm=warm,
     )
     write_record(path, verdict)

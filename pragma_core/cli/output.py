@@ -1,0 +1,23 @@
+"""How the commands print: tables on standard output, and the exit code of bad input."""
+
+from __future__ import annotations
+
+from rich.console import Console
+
+__all__ = ["EXIT_BAD_INPUT", "stdout", "si"]
+
+EXIT_BAD_INPUT = 2
+
+
+def stdout() -> Console:
+    """Tables keep their columns when piped: a wide console unless a terminal says otherwise."""
+    probe = Console()
+    return probe if probe.is_terminal else Console(width=160)
+
+
+def si(value: float, unit: str) -> str:
+    """``1.50 GFLOP``: the value with an SI prefix."""
+    for factor, prefix in ((1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if value >= factor:
+            return f"{value / factor:.2f} {prefix}{unit}"
+    return f"{value:.0f} {unit}"
