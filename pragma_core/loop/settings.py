@@ -22,7 +22,7 @@ from ..errors import PragmaError
 from ..providers.preflight import check_model
 from ..records import frozen_tuple
 from ..serialization import from_dict, to_dict
-from ..verifier import VerifySettings
+from ..verifier.settings import VerifySettings
 from .run_directory import RunDirectory
 from .search import SEARCHES
 
