@@ -5,8 +5,8 @@ attempt 1; ``rounds`` chooses the next attempts (over ``search``'s strategies: l
 and asks for plans; ``writing`` has the Coder or the debugger write them; ``attempt`` runs one
 (verify, profile, ``diagnosis``'s rule-based reading, the Conductor's ``advice``); ``stopping``
 says when the run ends. Beside them: ``conversation`` (asking the provider), ``profiles``
-(profiling in a run), ``recordings`` (the kernel calls the verifier's child records for the
-profilers), ``next_child`` (the sandbox child started ahead), ``progress`` (phases, listeners and
+(profiling in a run, with the run's :class:`~pragma_core.profiling.session.ProfilingSession`),
+``next_child`` (the sandbox child started ahead), ``progress`` (phases, listeners and
 their clock), ``settings``; ``run_directory`` writes the run folder and resumes from it;
 ``run_summary`` gives the run and its trace as JSON.
 """

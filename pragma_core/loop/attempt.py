@@ -3,7 +3,8 @@ on it, its profiles, the rules' diagnosis and the Conductor's advice, written to
 
 A noisy timing is measured once more; the sandbox child of the next verification is started as
 soon as nothing is timed any more (:class:`~pragma_core.loop.next_child.NextChild`), and the
-verifier's child records the kernel calls the profilers replay (:mod:`pragma_core.loop.recordings`).
+verifier's child records the kernel calls the profilers replay, into folders the run's
+:class:`~pragma_core.profiling.session.ProfilingSession` names and keeps.
 """
 
 from __future__ import annotations
@@ -15,6 +16,8 @@ from pathlib import Path
 import attrs
 
 from ..agents.extraction import extract_code
+from ..profiling.recordings import Recordings
+from ..profiling.session import ProfilingSession
 from ..records import (
     AgentRole,
     Attempt,
@@ -35,7 +38,6 @@ from .diagnosis import diagnose
 from .next_child import NextChild
 from .profiles import profile_each
 from .progress import PhaseClock, PhaseReporter
-from .recordings import discard_recordings, recording_folders, remember_recordings
 from .run_directory import RunDirectory
 from .search import Step
 from .settings import OptimizeSettings
@@ -57,8 +59,8 @@ class AttemptRunner:
     bound: BoundClass | None
     progress: PhaseReporter
     warm: NextChild
-    recording_tasks: tuple[Task, ...] = ()
-    """The task at each size the run's profilers profile at (one entry per distinct size)."""
+    profiling: ProfilingSession | None = None
+    """The run's profiling (None when it does not profile): each profiler's size, the recordings."""
     verified_after: bool = False  # the caller verifies again after the last attempt, in the child left over
 
     def attempt(
@@ -93,8 +95,9 @@ class AttemptRunner:
                 verify=self.settings.verify,
                 metrics=last.guidance.extra_metrics if last and last.guidance else (),
                 on_profiler=lambda name: phase("profiling", name),
+                session=self.profiling,
             )
-        discard_recordings(staging)
+        Recordings.clear_staging(staging)
         phase("diagnosing")
         diagnosis = diagnose(verdict, profiles, best=best, roofline_bound=self.bound)
 
@@ -164,7 +167,8 @@ class AttemptRunner:
         at the sizes each profiles, so profiling starts no child of its own to import torch
         again. Timing stops early for a candidate clearly slower than the best or than the
         reference (:func:`~pragma_core.verifier.timing_statistics.bar_to_beat`)."""
-        keep = recording_folders(staging, self.recording_tasks)
+        profiling = self.profiling
+        keep = profiling.recordings.staging(staging, profiling.recording_tasks()) if profiling else {}
         settings = self.settings.verify
         to_beat = bar_to_beat(best.verdict if best else None)
 
@@ -187,7 +191,8 @@ class AttemptRunner:
             self.warm.give_back(child)
             first = "; ".join(verdict.conditions.noise)
             verdict = attrs.evolve(again, notes=(*again.notes, f"measured twice: the first timing was noisy ({first})"))
-        remember_recordings(keep, candidate, self.settings.verify.thread_count)
+        if profiling is not None:
+            profiling.recordings.keep_staged(keep, candidate, settings.thread_count)
         return verdict
 
 

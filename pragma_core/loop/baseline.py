@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 
 from ..files import atomic_write_text
+from ..profiling.session import ProfilingSession
 from ..records import Baseline, Task
 from .profiles import profile_each
 from .progress import PhaseClock
@@ -16,7 +17,11 @@ __all__ = ["measure_baseline"]
 
 
 def measure_baseline(
-    task: Task, settings: OptimizeSettings, run: RunDirectory, unavailable: dict[str, str]
+    task: Task,
+    settings: OptimizeSettings,
+    run: RunDirectory,
+    unavailable: dict[str, str],
+    profiling: ProfilingSession | None = None,
 ) -> Baseline:
     """Before attempt 1: the reference's time here, the task's roofline floor (computed once per
     run), and the reference's profile from each profiler that can watch it (perf can, through
@@ -41,6 +46,7 @@ def measure_baseline(
         folder=folder,
         verify=settings.verify,
         on_profiler=lambda name: clock.start(f"profiling:{name}"),
+        session=profiling,
     )
     skipped = {**unavailable, **failed}
     clock.start("timing")

@@ -30,6 +30,7 @@ import attrs
 
 from ..errors import PragmaError
 from ..plugin_api.registry import get_registry
+from ..profiling.session import ProfilingSession
 from ..records import Attempt, Baseline, RunResult, Task
 from ..verifier import WarmChild
 from ..verifier.build_ahead import BuildsAhead
@@ -40,7 +41,6 @@ from .conversation import Agents
 from .next_child import NextChild
 from .profiles import unavailable_profilers
 from .progress import AttemptListener, PhaseReporter, ProgressListener
-from .recordings import recording_tasks
 from .rounds import RoundPlanner
 from .run_directory import RunDirectory
 from .search import Step, strategy_named
@@ -183,15 +183,16 @@ def _prepare(
     if provider.prepare is not None:
         provider.prepare(task)
     progress = PhaseReporter(on_progress)
+    profilers = tuple(name for name in settings.profilers if name not in unavailable) if settings.profile else ()
+    profiling = ProfilingSession.for_task(task, profilers) if profilers else None  # each one's size, derived once
     if run is not None:
         progress.run_dir = run.root
         attempts = run.completed_attempts()
         run.append_event("resumed", after_attempt=attempts[-1].number if attempts else 0)
         baseline = run.baseline()
     else:
-        run, baseline = _start(task, settings, progress, unavailable, threads_note)
+        run, baseline = _start(task, settings, progress, unavailable, threads_note, profiling)
         attempts = []
-    profilers = tuple(name for name in settings.profilers if name not in unavailable) if settings.profile else ()
     agents = Agents(provider=provider, model=settings.model, task=task, backend=settings.backend)
     builds = BuildsAhead(task, settings.verify, backend=settings.backend, workers=max(2, settings.branching))
     runner = AttemptRunner(
@@ -204,7 +205,7 @@ def _prepare(
         bound=baseline.bound if baseline is not None else None,
         progress=progress,
         warm=NextChild(task=task, settings=settings.verify),
-        recording_tasks=recording_tasks(task, profilers),
+        profiling=profiling,
         verified_after=verified_after,
     )
     rounds = RoundPlanner(agents=agents, task=task, run=run, progress=progress, branching=settings.branching)
@@ -223,7 +224,12 @@ def _completed(settings: OptimizeSettings) -> tuple[OptimizeSettings, str]:
 
 
 def _start(
-    task: Task, settings: OptimizeSettings, progress: PhaseReporter, unavailable: dict[str, str], threads_note: str
+    task: Task,
+    settings: OptimizeSettings,
+    progress: PhaseReporter,
+    unavailable: dict[str, str],
+    threads_note: str,
+    profiling: ProfilingSession | None,
 ) -> tuple[RunDirectory, Baseline]:
     """A new run folder, its first events, and the baseline measured before attempt 1."""
     run = RunDirectory.create(settings.runs_dir, task, run_info(settings))
@@ -234,7 +240,7 @@ def _start(
     for name, reason in unavailable.items():
         run.append_event("profiler_unavailable", profiler=name, reason=reason)
     progress(0, "baseline")
-    return run, measure_baseline(task, settings, run, unavailable)
+    return run, measure_baseline(task, settings, run, unavailable, profiling)
 
 
 def _time_fields(attempt: Attempt) -> dict[str, Any]:

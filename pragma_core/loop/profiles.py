@@ -14,6 +14,7 @@ from ..errors import PragmaError
 from ..files import atomic_write_text
 from ..plugin_api.components import DEFAULT_PROFILE_TIMEOUT_S
 from ..plugin_api.registry import get_registry
+from ..profiling.session import ProfilingSession
 from ..records import Candidate, Profile, Task
 from ..verifier import VerifySettings
 
@@ -44,9 +45,11 @@ def profile_each(
     verify: VerifySettings,
     metrics: Sequence[str] | None = None,
     on_profiler: Callable[[str], None],
+    session: ProfilingSession | None = None,
 ) -> tuple[list[Profile], dict[str, str]]:
     """Each profiler's profile of ``candidate`` (the reference when None), in ``profile-NAME`` under
-    ``folder``, and why each of the others gave none; ``on_profiler`` hears each profiler start."""
+    ``folder``, and why each of the others gave none; ``on_profiler`` hears each profiler start.
+    ``session`` is the run's: the sizes it derived and the recordings it keeps."""
     from ..profiling import profile
 
     profiles, skipped = [], {}
@@ -63,6 +66,7 @@ def profile_each(
                     out_dir=out_dir,
                     threads=verify.thread_count,
                     timeout_s=_profile_limit(verify),
+                    session=session,
                 )
             )
         except PragmaError as error:

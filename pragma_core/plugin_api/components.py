@@ -287,10 +287,6 @@ class Backend:
     recognizes: Callable[[str], bool] = attrs.field(default=lambda source: False)
     floor_ms: Callable[[TaskAnalysis, int], float | None] | None = None
 
-    @property
-    def records_calls(self) -> bool:  # TEMPORARY until verifier/worker reads replay
-        return self.replay is not None
-
 
 @attrs.frozen(kw_only=True)
 class Profiler:

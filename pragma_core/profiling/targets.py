@@ -136,7 +136,3 @@ def _record(folder: JobFolder, env: dict[str, str], timeout_s: float, replay: Ke
 def _sources_of(library: Path) -> list[Path]:
     """The source file the native build cache keeps next to each library."""
     return [path for path in (library.with_suffix(".cpp"), library.with_suffix(".c")) if path.exists()]
-
-
-def remember_recording(task: Task, candidate: Candidate, threads: int, recording_dir: Path) -> None:
-    """TEMPORARY, removed when the loop hands its ProfilingSession to profile(): does nothing."""

@@ -82,7 +82,7 @@ def verify(
     one forward's native calls on its task
     (``task`` itself, or ``task`` at a profiler's smaller sizes, where the candidate's output is
     checked against the reference's first), for profiling it without another child
-    (:func:`pragma_core.profiling.targets.remember_recording`); nothing is written where the
+    (a run keeps them in its :class:`~pragma_core.profiling.session.ProfilingSession`); nothing is written where the
     candidate was not found correct, or differed at those sizes.
     ``warm`` is a child started ahead for this task and settings (:class:`WarmChild`): used, and
     closed, when it fits; otherwise a child is started now. A candidate refused before it runs
@@ -142,10 +142,9 @@ def verify(
                 interpreted=bool(untimed),
             )
             verdict = run.execute(on_phase)
-            for number, kept in enumerate(keep_recordings or {}):
-                recorded = child.folder.work / f"recording-{number}"
-                if verdict.ok and (recorded / "calls.json").is_file():
-                    shutil.copytree(recorded, kept, symlinks=False, dirs_exist_ok=True)
+            for kept, folder in _recording_folders(keep_recordings).items():
+                if verdict.ok and folder in run.recorded:
+                    shutil.copytree(child.folder.work / folder, kept, symlinks=False, dirs_exist_ok=True)
 
     if not contained and _harness_hashes(task, settings) != hashes_before:
         if task_bytes is not None and task.path is not None and task.path.read_bytes() != task_bytes:
@@ -200,13 +199,20 @@ def _check_references(
     return trivial, own_error
 
 
+def _recording_folders(keep_recordings: Mapping[Path, Task] | None) -> dict[Path, str]:
+    """The folder of the child's ``work/`` where it records each recording the caller keeps."""
+    return {kept: f"recording-{number}" for number, kept in enumerate(keep_recordings or {})}
+
+
 def _recording_programs(child: WarmChild, keep_recordings: Mapping[Path, Task] | None) -> dict[str, str | None]:
     """The child's folder for each recording asked for, and the task program to record it at (None:
     the task's own, which the child already has)."""
-    return {
-        f"recording-{number}": None if task_program(sized) == child.folder.task_program else task_program(sized)
-        for number, sized in enumerate((keep_recordings or {}).values())
-    }
+    folders = _recording_folders(keep_recordings)
+    programs = {}
+    for kept, sized in (keep_recordings or {}).items():
+        program = task_program(sized)
+        programs[folders[kept]] = None if program == child.folder.task_program else program
+    return programs
 
 
 class _Verification:
@@ -236,6 +242,8 @@ class _Verification:
         self.rng = random.Random()  # which timed calls are checked: never derivable from the seeds
         # folder -> task program (None: the task's own) to record a correct candidate at
         self.record = dict(record or {})
+        self.recorded: set[str] = set()
+        """The folders of ``record`` the child saved a recording into."""
         self.to_beat = to_beat  # timing may stop once the candidate is clearly slower than this
         # An interpreted backend runs orders of magnitude slower than the reference: only the
         # whole verification's limit applies to it.
@@ -452,6 +460,8 @@ class _Verification:
                 self.notes.append(f"not recorded for profiling at other sizes: {one_line(str(said))[:300]}")
                 return
             wrong = message.header.get("wrong")
+            if message.header.get("saved"):
+                self.recorded.add(folder)
             if wrong:
                 self.notes.append(
                     f"not recorded for profiling at other sizes: its output differs from the reference's there "

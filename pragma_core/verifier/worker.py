@@ -24,11 +24,13 @@ Requests, one JSON line each on stdin:
 - ``idle`` (profiled): nothing, for the parent to measure the cost of a round trip.
 - ``calibrate`` (size): a fixed multithreaded matrix product, which the parent times to see how
   busy the machine is before and after timing.
-- ``record`` (seed, folder, program): one warm-up forward, then one under ``record_calls()``,
-  saved into ``work/<folder>`` for a profiler's replay (what the profiling child would record,
-  without importing torch a second time); with ``program`` (the task at a profiler's smaller
-  sizes) the models are built from it and the output is checked against the reference's there
-  (``wrong`` says how it differs, and nothing is saved); replies with the number of calls.
+- ``record`` (seed, folder, program): one warm-up forward, then one recorded by the backend's
+  replay (``Backend.replay.record()``), saved into ``work/<folder>`` for a profiler's replay (what
+  the profiling child would record, without importing torch a second time); with ``program`` (the
+  task at a profiler's smaller sizes) the models are built from it and the output is checked
+  against the reference's there (``wrong`` says how it differs, and nothing is saved); replies
+  with the number of calls and ``saved`` when it saved them. A backend without a replay records
+  nothing.
 - ``finish``: the monitors' last findings; then the child only records for profiling (``record``)
   until its input ends.
 

@@ -236,21 +236,20 @@ def _record(child: ChildState, request: dict[str, Any]) -> None:
             sized_reference = construct(sized_ns, sized_ns["Model"])
     recorded_inputs = make_inputs(sized_ns, request["seed"])
     originals = [t.clone() if isinstance(t, torch.Tensor) else t for t in recorded_inputs]
-    if not child.backend.records_calls:
+    replay = child.backend.replay
+    if replay is None:
         report.reply("recorded", calls=0, wrong="")
         return
-    from ..backends.cpu_cpp.native import record_calls
-
     with torch.no_grad():
         sized_model(*recorded_inputs)  # lazy builds and first touch happen outside the recording
-        with record_calls() as recording:
+        with replay.record() as recording:
             outputs = sized_model(*recorded_inputs)
         wrong = output_difference(outputs, sized_reference(*originals)) if sized_reference else ""
     if wrong:
         report.reply("recorded", calls=0, wrong=wrong)
         return
-    recording.save(root / "work" / str(request.get("folder") or "recording"))
-    report.reply("recorded", calls=len(recording.calls))
+    recording.save(root / "work" / str(request["folder"]))
+    report.reply("recorded", calls=len(recording.calls), saved=True)
 
 
 def _finish(child: ChildState, request: dict[str, Any]) -> None:
