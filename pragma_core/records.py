@@ -197,6 +197,10 @@ class Task:
     level: int | None = attrs.field(default=None, validator=v.optional(v.ge(1)))
     problem_id: int | None = attrs.field(default=None, validator=v.optional(v.ge(0)))
     analysis: TaskAnalysis | None = None
+    _program: str | None = attrs.field(default=None, init=False, eq=False, repr=False)
+    """The source with ``sizes`` applied, derived once per task by
+    :func:`~pragma_core.tasks.loading.task_program` (which every part asks) and kept here: not an
+    argument, not stored, and a task evolved to other sizes derives its own."""
 
     @property
     def key(self) -> str:

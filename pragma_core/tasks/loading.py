@@ -61,12 +61,13 @@ def load_task(path: str | Path, sizes: Mapping[str, Any] | None = None) -> Task:
     except (OSError, UnicodeDecodeError) as error:
         raise TaskError(f"{path}: cannot read the file ({error})") from None
     typed_sizes = _typed_sizes(path, source, sizes or {})
-    namespace = _execute(path, apply_sizes(source, typed_sizes, path=path))
+    program = apply_sizes(source, typed_sizes, path=path)
+    namespace = _execute(path, program)
     from .analysis import analyze_task_module  # imports torch: only when a task is loaded
 
     analysis = analyze_task_module(namespace, path)
     level, problem_id = _level_and_problem(path)
-    return Task(
+    task = Task(
         name=path.stem,
         source=source,
         path=path.resolve(),
@@ -76,6 +77,8 @@ def load_task(path: str | Path, sizes: Mapping[str, Any] | None = None) -> Task:
         problem_id=problem_id,
         analysis=analysis,
     )
+    object.__setattr__(task, "_program", program)  # derived here once: see task_program
+    return task
 
 
 def find_task_files(directory: str | Path) -> list[Path]:
@@ -131,8 +134,14 @@ def sizes_per_file(files: Iterable[Path], sizes: Mapping[str, Any], *, where: Pa
 
 
 def task_program(task: Task) -> str:
-    """The task's source with its size overrides applied: what the reference really runs."""
-    return apply_sizes(task.source, task.sizes, path=task.path)
+    """The task's source with its size overrides applied: what the reference really runs. Derived
+    once per task (the source parsed and the sizes applied) and kept with it."""
+    if task._program is None:
+        object.__setattr__(
+            task, "_program", apply_sizes(task.source, task.sizes, path=task.path)
+        )  # a frozen record's memo
+    assert task._program is not None
+    return task._program
 
 
 def task_namespace(task: Task) -> dict[str, Any]:
