@@ -25,10 +25,7 @@ from collections.abc import Mapping, Sequence
 
 from ..profiling import metric_selectors
 from ..records import Attempt, Candidate, ChatMessage, Diagnosis, Guidance, Metric, Profile, Task, Verdict
-from .clipping import clip
-from .history import MAX_HISTORY_ROWS, history_rows
-from .rendering import render_parts
-from .views import (
+from ._views import (
     METRIC_DOC_CHARS,
     SelectMetrics,
     comparison_rows,
@@ -40,6 +37,9 @@ from .views import (
     verdict_facts,
     verdict_remedies,
 )
+from .clipping import clip
+from .history import MAX_HISTORY_ROWS, history_rows
+from .rendering import render_parts
 
 __all__ = [
     "CODE_CHARS",

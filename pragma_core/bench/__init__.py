@@ -3,6 +3,6 @@
 
 from __future__ import annotations
 
-from .metrics import FAST_P_THRESHOLDS, BenchMetrics, Interval, TaskOutcome, bench_metrics, metrics_by_category
+from ._metrics import FAST_P_THRESHOLDS, BenchMetrics, Interval, TaskOutcome, bench_metrics, metrics_by_category
 
 __all__ = ["FAST_P_THRESHOLDS", "BenchMetrics", "Interval", "TaskOutcome", "bench_metrics", "metrics_by_category"]

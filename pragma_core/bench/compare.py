@@ -8,7 +8,7 @@ from typing import Any
 
 from rich.table import Table
 
-from .metrics import bench_metrics
+from ._metrics import bench_metrics
 from .store import BenchStore
 from .summary import outcomes, rows_of
 

@@ -1,6 +1,6 @@
 """Where a bench's tasks run: ``local`` worker processes on this machine, or Ray tasks on a cluster.
 
-Both run :func:`~pragma_core.bench.task_run.run_task` for each job and hand every progress event and
+Both run :func:`~pragma_core.bench._task_run.run_task` for each job and hand every progress event and
 every finished row to the driver, which alone writes ``bench.json``. On one machine the timing
 slot (:mod:`pragma_core.machine.timing_slot`) lets one verification time at a time while the other tasks'
 model calls, builds and profiling go on, and one task start at a time; on a Ray cluster each node
@@ -39,7 +39,7 @@ from typing import Any
 import attrs
 
 from ..errors import PragmaError
-from .task_run import Reporter, TaskJob, run_task
+from ._task_run import Reporter, TaskJob, run_task
 
 __all__ = ["RowHandler", "LocalExecutor", "RayExecutor", "RAY_INSTALL_HINT"]
 
@@ -89,7 +89,7 @@ class LocalExecutor:
             messages.close()
 
 
-_PRELOADED = ["pragma_core.bench.task_run"]
+_PRELOADED = ["pragma_core.bench._task_run"]
 """What the worker server imports once: everything a task's run imports (pragma, torch, plugins)."""
 
 

@@ -71,7 +71,7 @@ class BenchSettings:
     The loop's settings may also be given by name, the verification's too:
     ``BenchSettings(max_attempts=3, reps=10)`` holds ``OptimizeSettings(max_attempts=3,
     verify=VerifySettings(reps=10))``. ``loop.verify.threads`` None times each task with every CPU
-    here (:func:`~pragma_core.bench.task_run.machine_threads`)."""
+    here (:func:`~pragma_core.bench._task_run.machine_threads`)."""
 
     loop: OptimizeSettings = attrs.field(factory=OptimizeSettings)
     levels: tuple[int, ...] = attrs.field(default=(), converter=frozen_tuple)

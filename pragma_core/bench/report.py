@@ -10,8 +10,8 @@ from pathlib import Path
 from typing import Any
 
 from ..files import atomic_write_text
-from .metrics import ALL, FAST_P_THRESHOLDS, BenchMetrics, metrics_by_category
-from .plots import write_plots
+from ._metrics import ALL, FAST_P_THRESHOLDS, BenchMetrics, metrics_by_category
+from ._plots import write_plots
 from .summary import VARIANTS, bench_summary, metrics_json, outcomes, rows_of, usage_summary
 
 __all__ = ["write_report", "report_markdown"]

@@ -19,10 +19,10 @@ from ..loop.settings import configured_model, provider_name
 from ..progress import progress_bar
 from ..records import Task
 from ..tasks.loading import load_task, sizes_per_file
+from ._task_run import Reporter, TaskJob
 from .executors import RowHandler
 from .plan import BenchSettings, task_files, task_key
 from .store import BenchStore, begin_variant
-from .task_run import Reporter, TaskJob
 
 __all__ = ["Executor", "run_bench", "ENDED"]
 

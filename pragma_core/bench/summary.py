@@ -7,7 +7,7 @@ import math
 from typing import Any
 
 from ..serialization import to_dict
-from .metrics import BenchMetrics, TaskOutcome, metrics_by_category
+from ._metrics import BenchMetrics, TaskOutcome, metrics_by_category
 
 __all__ = ["VARIANTS", "rows_of", "outcomes", "bench_summary", "usage_summary", "metrics_json"]
 

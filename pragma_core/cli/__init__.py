@@ -16,16 +16,16 @@ import click
 
 from .._version import __version__
 from ..errors import PragmaError
-from .audit import audit_command
-from .bench import bench_command, compare_command, report_command
-from .knowledge import knowledge_group
-from .optimize import optimize_command, trace_command
-from .output import EXIT_BAD_INPUT
-from .plugins import plugins_command
-from .profile import profile_command
-from .roofline import roofline_command
-from .tasks import tasks_command
-from .verify import verify_command
+from ._audit import audit_command
+from ._bench import bench_command, compare_command, report_command
+from ._knowledge import knowledge_group
+from ._optimize import optimize_command, trace_command
+from ._output import EXIT_BAD_INPUT
+from ._plugins import plugins_command
+from ._profile import profile_command
+from ._roofline import roofline_command
+from ._tasks import tasks_command
+from ._verify import verify_command
 
 __all__ = ["cli", "main"]
 

@@ -10,7 +10,7 @@ entries by meaning through a local Chroma index that is built on first use;
 
 from __future__ import annotations
 
-from .citations import unmeasured_citations
+from ._citations import unmeasured_citations
 from .conductor_docs import conductor_documentation, diagnosis_query
 from .entries import Compendium, GuideEntry, MetricEntry, read_compendium, render_markdown, write_compendium
 from .library import (

@@ -13,10 +13,10 @@ times it in the sandbox; a correct candidate is profiled; rules turn verdict and
 speedup interval lies wholly above the best's. Everything is written to the run directory as it
 happens; ``resume`` continues a run after its last complete attempt.
 
-One attempt is :class:`~pragma_core.loop.attempt.AttemptRunner`'s; the next round's attempts are
-chosen by :class:`~pragma_core.loop.rounds.RoundPlanner`, and written (ahead, for a round of
-several) by :class:`~pragma_core.loop.writing.Writer`; the reference is measured once, before
-attempt 1 (:mod:`~pragma_core.loop.baseline`), and the run ends by :mod:`~pragma_core.loop.stopping`'s
+One attempt is :class:`~pragma_core.loop._attempt.AttemptRunner`'s; the next round's attempts are
+chosen by :class:`~pragma_core.loop._rounds.RoundPlanner`, and written (ahead, for a round of
+several) by :class:`~pragma_core.loop._writing.Writer`; the reference is measured once, before
+attempt 1 (:mod:`~pragma_core.loop._baseline`), and the run ends by :mod:`~pragma_core.loop._stopping`'s
 rules.
 """
 
@@ -35,18 +35,18 @@ from ..records import Attempt, Baseline, RunResult, Task
 from ..verifier import WarmChild
 from ..verifier.build_ahead import BuildsAhead
 from ..verifier.timing_statistics import best_of, improves_on
-from .attempt import AttemptRunner
-from .baseline import measure_baseline
-from .conversation import Agents
-from .next_child import NextChild
+from ._attempt import AttemptRunner
+from ._baseline import measure_baseline
+from ._conversation import Agents
+from ._next_child import NextChild
+from ._rounds import RoundPlanner
+from ._stopping import reason_to_stop
+from ._writing import Writer, WrittenAhead
 from .profiles import unavailable_profilers
 from .progress import AttemptListener, PhaseReporter, ProgressListener
-from .rounds import RoundPlanner
 from .run_directory import RunDirectory
 from .search import Step, strategy_named
 from .settings import OptimizeSettings, check_agents, configured_model, provider_name, run_info, settings_of_run
-from .stopping import reason_to_stop
-from .writing import Writer, WrittenAhead
 
 __all__ = ["optimize"]
 

@@ -17,10 +17,10 @@ OFFLINE_MODEL = "pragma-offline"
 
 
 def complete(request: CompletionRequest) -> Completion:
+    from ._debugger import write_fix
+    from ._planner import plan
     from .coder import write_module_reply
     from .conductor import advise
-    from .debugger import write_fix
-    from .planner import plan
 
     if request.role is AgentRole.SUMMARIZER:
         raise PragmaError(

@@ -3,9 +3,9 @@ and one more try with the prompt cut when it did not fit the context window.
 
 Each call is ``litellm.completion`` with an explicit timeout and litellm's own retries off; the
 provider retries by itself, with exponential backoff and jitter, on transient errors only (rate
-limits, timeouts, lost connections, 5xx: :mod:`~pragma_core.providers.call_failures`). A prompt too
+limits, timeouts, lost connections, 5xx: :mod:`~pragma_core.providers._call_failures`). A prompt too
 long for the model is cut in the middle of its longest user message and sent once more
-(:mod:`~pragma_core.providers.context_window`).
+(:mod:`~pragma_core.providers._context_window`).
 """
 
 from __future__ import annotations
@@ -22,10 +22,10 @@ from attrs import validators as v
 
 from ..errors import PragmaError
 from ..records import Completion, CompletionRequest, TokenUsage
-from .call_failures import error_detail, from_litellm, gave_up_message, refusal_message, worth_retrying
-from .context_window import shrink_prompt
+from ._call_failures import error_detail, from_litellm, gave_up_message, refusal_message, worth_retrying
+from ._context_window import shrink_prompt
+from ._provider_setup import chosen_model
 from .litellm_import import imported_litellm
-from .provider_setup import chosen_model
 
 __all__ = ["DEFAULT_TIMEOUT_S", "LiteLLMProvider", "LiteLLMSettings"]
 

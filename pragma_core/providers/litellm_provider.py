@@ -33,10 +33,10 @@ from __future__ import annotations
 
 from ..plugin_api.components import LLMProvider
 from ..plugin_api.hookspecs import hookimpl
+from ._redaction import redact
 from .litellm_calls import DEFAULT_TIMEOUT_S, LiteLLMProvider, LiteLLMSettings
 from .litellm_import import preload, set_offline_switches
 from .preflight import CONNECT_TIMEOUT_S, check_model
-from .redaction import redact
 
 __all__ = [
     "DEFAULT_TIMEOUT_S",

@@ -10,8 +10,8 @@ import socket
 import urllib.parse
 
 from ..errors import PragmaError
+from ._provider_setup import SERVERS, chosen_model, server_address, setup_advice, start_server_advice
 from .litellm_import import imported_litellm
-from .provider_setup import SERVERS, chosen_model, server_address, setup_advice, start_server_advice
 
 __all__ = ["CONNECT_TIMEOUT_S", "check_model"]
 

@@ -29,9 +29,9 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from ..machine.timing_slot import busy_slot
 from ..plugin_api.registry import get_registry
 from ..records import Candidate, Task
+from ._verdicts import refused_before_running
 from .settings import VerifySettings
 from .static_checks import read_candidate
-from .verdicts import refused_before_running
 from .warm_child import WarmChild
 
 __all__ = ["BuildsAhead"]

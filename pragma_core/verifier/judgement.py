@@ -13,11 +13,11 @@ from collections.abc import Sequence
 
 from ..machine.load import best_calibration, block_drift, frequency_mhz, noise_reasons, usage_between
 from ..records import Task, TimingConditions, Verdict, VerdictStatus
+from ._verdicts import correct_message, rejected, trial_errors
 from .comparison import Comparison
 from .settings import VerifySettings, all_cpus
 from .timing import Timings
 from .timing_statistics import bootstrap_speedup, summarize
-from .verdicts import correct_message, rejected, trial_errors
 
 __all__ = ["ROOFLINE_MARGIN", "judge_timing"]
 

@@ -76,8 +76,8 @@ from collections.abc import Iterable
 import attrs
 
 from ..tasks.python_source import parse
-from .static_names import BUILTIN_ROOTS, Function, SourceNames, body_nodes, constant_attribute
-from .static_rules import (
+from ._static_names import BUILTIN_ROOTS, Function, SourceNames, body_nodes, constant_attribute
+from ._static_rules import (
     _ALLOWED_TORCH_CALLS,
     _C_COMMENTS,
     _C_PRECISION,

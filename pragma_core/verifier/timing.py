@@ -21,12 +21,12 @@ import torch
 
 from ..machine.load import CALIBRATION_SIZE, Snapshot, snapshot
 from ..sandbox.channel import Message
-from .conversation import Conversation, count
+from ._conversation import Conversation, count
+from ._verdicts import Rejected, rejected
 from .instrumentation import same_bits
 from .reference import References
 from .settings import VerifySettings
 from .timing_statistics import bootstrap_speedup
-from .verdicts import Rejected, rejected
 
 __all__ = ["CHECK_PROBABILITY", "Timings", "time_contenders"]
 

@@ -32,16 +32,8 @@ from ..plugin_api.registry import get_registry
 from ..records import Candidate, Task, Verdict, VerdictStatus
 from ..sandbox.child_run import ChildSession
 from ..tasks.loading import task_program
-from .comparison import Comparison, compare_outputs
-from .conversation import Conversation, count
-from .inputs import trial_seeds
-from .instrumentation import POISON_VALUES, same_bits
-from .judgement import judge_timing
-from .reference import References, compute_references, preflight, preflight_path, reference_error
-from .settings import FORWARD_LIMIT_FACTOR, FORWARD_LIMIT_FLOOR_S, VerifySettings
-from .static_checks import StaticFindings, read_candidate
-from .timing import time_contenders
-from .verdicts import (
+from ._conversation import Conversation, count
+from ._verdicts import (
     Ended,
     Rejected,
     correct_message,
@@ -52,6 +44,14 @@ from .verdicts import (
     rejected,
     trial_errors,
 )
+from .comparison import Comparison, compare_outputs
+from .inputs import trial_seeds
+from .instrumentation import POISON_VALUES, same_bits
+from .judgement import judge_timing
+from .reference import References, compute_references, preflight, preflight_path, reference_error
+from .settings import FORWARD_LIMIT_FACTOR, FORWARD_LIMIT_FLOOR_S, VerifySettings
+from .static_checks import StaticFindings, read_candidate
+from .timing import time_contenders
 from .warm_child import WarmChild
 
 __all__ = ["verify"]

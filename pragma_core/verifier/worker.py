@@ -35,7 +35,7 @@ Requests, one JSON line each on stdin:
   until its input ends.
 
 Each request after ``begin`` is handled by its entry in
-:data:`~pragma_core.verifier.worker_operations.OPERATIONS`, imported with torch before the candidate
+:data:`~pragma_core.verifier._worker_operations.OPERATIONS`, imported with torch before the candidate
 exists.
 
 Every candidate call, checked or timed, runs inside the same operator recorder (the torch
@@ -78,7 +78,7 @@ def _serve(root: Path, writer: Any) -> int:
     from ..errors import PragmaError
     from ..plugin_api.registry import get_registry
     from ..sandbox.child_run import load_candidate, load_task
-    from . import worker_operations
+    from . import _worker_operations as worker_operations
     from .inputs import construct
     from .instrumentation import CandidateAudit
 
@@ -164,7 +164,7 @@ def _identity_guard(task_ns: dict[str, Any], writer: Any, evidence: Any) -> Any:
     import torch.nn.functional as functional
 
     from ..sandbox import channel
-    from . import worker_operations
+    from . import _worker_operations as worker_operations
     from .instrumentation import IdentityGuard
 
     return IdentityGuard(

@@ -15,8 +15,8 @@ from importlib import resources
 from ...plugin_api.components import Availability, Backend
 from ...plugin_api.hookspecs import hookimpl
 from ..loading import exec_module
+from ._replay import KERNEL_REPLAY
 from .evidence import NativeCallEvidence
-from .replay import KERNEL_REPLAY
 
 __all__ = ["BACKEND_NAME", "KERNEL_HINT", "guide", "probe", "load_candidate", "recognizes"]
 

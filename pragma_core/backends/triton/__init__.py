@@ -19,7 +19,7 @@ from ...plugin_api.components import Availability, Backend, Clock
 from ...plugin_api.hookspecs import hookimpl
 from ..gpu.hardware import device_floor_ms
 from ..loading import load_module_file
-from .launches import TritonLaunchEvidence
+from ._launches import TritonLaunchEvidence
 
 __all__ = ["BACKEND_NAME", "KERNEL_HINT", "guide", "probe", "interpreted", "recognizes"]
 

@@ -32,8 +32,8 @@ import torch
 from ..graph import Node, OpGraph, Ref
 from ..modules import candidate_module
 from ..recipe import GenerationContext, Knob, Match
+from ._loss_kernels import TRIPLET_NORMS, cross_entropy_source, elementwise_loss_source, triplet_margin_source
 from .elementwise import ELEMENTWISE_OPS, UNARY
-from .loss_kernels import TRIPLET_NORMS, cross_entropy_source, elementwise_loss_source, triplet_margin_source
 
 __all__ = ["LossRecipe"]
 

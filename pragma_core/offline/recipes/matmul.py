@@ -27,8 +27,8 @@ from typing import Any, TypeGuard
 from ..graph import Node, OpGraph, Ref
 from ..modules import candidate_module, forward_argument, param_expr
 from ..recipe import GenerationContext, Knob, Match
+from ._matmul_kernels import matmul_kernel
 from .elementwise import c_float, elementwise_expression
-from .matmul_kernels import matmul_kernel
 
 __all__ = ["MatmulRecipe"]
 

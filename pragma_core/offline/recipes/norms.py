@@ -22,8 +22,8 @@ from typing import Any
 from ..graph import Node, OpGraph, Ref
 from ..modules import candidate_module, param_expr
 from ..recipe import GenerationContext, Knob, Match
+from ._norm_kernels import norm_kernel_source
 from .elementwise import c_float, elementwise_expression
-from .norm_kernels import norm_kernel_source
 
 __all__ = ["NormRecipe"]
 

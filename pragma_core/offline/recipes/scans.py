@@ -33,7 +33,7 @@ from typing import Any
 from ..graph import Node, OpGraph, Ref
 from ..modules import candidate_module
 from ..recipe import GenerationContext, Knob, Match
-from .scan_kernels import scan_kernel
+from ._scan_kernels import scan_kernel
 
 __all__ = ["ScanRecipe"]
 

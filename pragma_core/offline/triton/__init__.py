@@ -22,8 +22,11 @@ from typing import Any
 
 from ..graph import NotRecognized
 from ..recipe import GenerationContext, Knob, Match, Recipe
-from . import elementwise, norms, reduction, softmax
-from .module import KNOB_MEANINGS
+from . import _norms as norms
+from . import _reduction as reduction
+from . import _softmax as softmax
+from . import elementwise
+from ._module import KNOB_MEANINGS
 
 __all__ = ["TRITON_KNOBS", "KNOB_MEANINGS", "generate_triton"]
 

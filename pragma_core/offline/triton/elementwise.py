@@ -17,7 +17,7 @@ from typing import Any
 from ..graph import Node, NotRecognized, Ref
 from ..modules import forward_argument
 from ..recipe import GenerationContext, Knob, Match
-from .module import WARPS, launch_constants, tl_float, triton_module
+from ._module import WARPS, launch_constants, tl_float, triton_module
 
 __all__ = ["KNOBS", "TL_UNARY", "HELPERS", "tl_expression", "helpers_used", "generate"]
 

@@ -8,9 +8,9 @@ from pathlib import Path
 import click
 
 from ..serialization import to_dict
-from .inputs import load_one_task
-from .options import ALL_CPUS, json_option, size_options, threads_option
-from .output import stdout
+from ._inputs import load_one_task
+from ._options import ALL_CPUS, json_option, size_options, threads_option
+from ._output import stdout
 
 __all__ = ["roofline_command"]
 

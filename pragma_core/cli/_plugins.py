@@ -11,8 +11,8 @@ from rich.table import Table
 
 from ..plugin_api.components import Probe
 from ..plugin_api.registry import PluginRegistry, get_registry
-from .options import json_option
-from .output import stdout
+from ._options import json_option
+from ._output import stdout
 
 __all__ = ["plugins_command"]
 

@@ -2,7 +2,7 @@
 on it, its profiles, the rules' diagnosis and the Conductor's advice, written to the run folder.
 
 A noisy timing is measured once more; the sandbox child of the next verification is started as
-soon as nothing is timed any more (:class:`~pragma_core.loop.next_child.NextChild`), and the
+soon as nothing is timed any more (:class:`~pragma_core.loop._next_child.NextChild`), and the
 verifier's child records the kernel calls the profilers replay, into folders the run's
 :class:`~pragma_core.profiling.session.ProfilingSession` names and keeps.
 """
@@ -32,16 +32,16 @@ from ..records import (
 )
 from ..verifier import verify
 from ..verifier.timing_statistics import bar_to_beat
-from .advice import Advice, advise
-from .conversation import Agents, cost_sum, transcript
+from ._advice import Advice, advise
+from ._conversation import Agents, cost_sum, transcript
+from ._next_child import NextChild
+from ._writing import Writer, WrittenAhead
 from .diagnosis import diagnose
-from .next_child import NextChild
 from .profiles import profile_each
 from .progress import PhaseClock, PhaseReporter
 from .run_directory import RunDirectory
 from .search import Step
 from .settings import OptimizeSettings
-from .writing import Writer, WrittenAhead
 
 __all__ = ["AttemptRunner"]
 

@@ -14,8 +14,8 @@ from ..progress import progress_bar
 from ..records import Task
 from ..serialization import to_dict
 from ..tasks.loading import find_task_files, load_task, parse_size_assignments, sizes_per_file
-from .options import json_option, size_options
-from .output import EXIT_BAD_INPUT, si, stdout
+from ._options import json_option, size_options
+from ._output import EXIT_BAD_INPUT, si, stdout
 
 __all__ = ["tasks_command"]
 

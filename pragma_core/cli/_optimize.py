@@ -15,8 +15,8 @@ from rich.console import Console
 from ..errors import PragmaError
 from ..plugin_api.registry import get_registry
 from ..records import RunResult, Task
-from .inputs import checked_backend, load_one_task
-from .options import (
+from ._inputs import checked_backend, load_one_task
+from ._options import (
     IDLE_CPUS,
     SETTING_PARAMETERS,
     json_option,
@@ -27,7 +27,7 @@ from .options import (
     size_options,
     threads_option,
 )
-from .output import stdout
+from ._output import stdout
 
 if TYPE_CHECKING:
     from ..loop.progress import Progress

@@ -12,8 +12,8 @@ from rich.console import Console
 
 from ..errors import PragmaError
 from ..tasks.loading import parse_size_assignments
-from .inputs import checked_backend
-from .options import (
+from ._inputs import checked_backend
+from ._options import (
     ALL_CPUS,
     comma_separated,
     json_option,
@@ -23,7 +23,7 @@ from .options import (
     size_options,
     threads_option,
 )
-from .output import stdout
+from ._output import stdout
 
 if TYPE_CHECKING:
     from ..bench.plan import BenchSettings

@@ -10,9 +10,9 @@ import click
 from rich.console import Console
 
 from ..serialization import to_dict
-from .inputs import load_one_task, read_candidate
-from .options import candidate_backend_option, json_option, size_options, verification_options, verify_settings
-from .output import stdout
+from ._inputs import load_one_task, read_candidate
+from ._options import candidate_backend_option, json_option, size_options, verification_options, verify_settings
+from ._output import stdout
 
 __all__ = ["verify_command"]
 

@@ -20,9 +20,9 @@ from typing import Any
 from ..graph import NotRecognized, OpGraph, Ref
 from ..modules import forward_argument, param_expr
 from ..recipe import GenerationContext, Knob, Match
+from ._module import launch_constants, tl_float, triton_module
+from ._tiling import TILE_HELPER, kernel_prologue, tile_loads, tiled_launch
 from .elementwise import helpers_used, tl_expression
-from .module import launch_constants, tl_float, triton_module
-from .tiling import TILE_HELPER, kernel_prologue, tile_loads, tiled_launch
 
 __all__ = ["KNOBS", "generate"]
 

@@ -10,8 +10,8 @@ from rich.table import Table
 
 from ..progress import progress_bar
 from ..serialization import to_dict
-from .options import json_option
-from .output import stdout
+from ._options import json_option
+from ._output import stdout
 
 __all__ = ["audit_command"]
 

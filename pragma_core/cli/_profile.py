@@ -11,9 +11,9 @@ import click
 from rich.console import Console
 
 from ..serialization import to_dict
-from .inputs import load_one_task, read_candidate
-from .options import ALL_CPUS, candidate_backend_option, json_option, size_options, threads_option
-from .output import stdout
+from ._inputs import load_one_task, read_candidate
+from ._options import ALL_CPUS, candidate_backend_option, json_option, size_options, threads_option
+from ._output import stdout
 
 __all__ = ["profile_command"]
 

@@ -14,7 +14,7 @@ from ..agents.extraction import extract_code
 from ..agents.prompts import coder_messages, debugger_messages
 from ..records import AgentRole, Attempt, ChatMessage, Completion, Task
 from ..verifier.build_ahead import BuildsAhead
-from .conversation import Agents
+from ._conversation import Agents
 from .search import Step
 
 __all__ = ["Writer", "WrittenAhead"]

@@ -11,8 +11,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from .provider_setup import SERVERS, provider_of, server_address, setup_advice, start_server_advice
-from .redaction import redact
+from ._provider_setup import SERVERS, provider_of, server_address, setup_advice, start_server_advice
+from ._redaction import redact
 
 __all__ = ["error_detail", "from_litellm", "gave_up_message", "refusal_message", "worth_retrying"]
 

@@ -15,10 +15,10 @@ import torch
 
 from ..sandbox.channel import Message
 from ..sandbox.child_run import ChildSession
+from ._verdicts import Ended, Rejected, rejected
 from .checks import CHECKS
 from .comparison import Comparison, compare_outputs
 from .settings import VerifySettings
-from .verdicts import Ended, Rejected, rejected
 
 __all__ = ["Conversation", "count"]
 

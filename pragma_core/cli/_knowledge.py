@@ -10,8 +10,8 @@ import click
 from rich.table import Table
 
 from ..serialization import to_dict
-from .options import json_option
-from .output import stdout
+from ._options import json_option
+from ._output import stdout
 
 __all__ = ["knowledge_group"]
 

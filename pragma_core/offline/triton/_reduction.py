@@ -15,8 +15,8 @@ from typing import Any
 from ..graph import NotRecognized
 from ..modules import forward_argument
 from ..recipe import GenerationContext, Knob, Match
-from .module import WARPS, launch_constants, triton_module
-from .tiling import TILE_HELPER, kernel_prologue, tile_loads, tiled_launch
+from ._module import WARPS, launch_constants, triton_module
+from ._tiling import TILE_HELPER, kernel_prologue, tile_loads, tiled_launch
 
 __all__ = ["KNOBS", "generate"]
 

@@ -9,7 +9,7 @@ import attrs
 from ..agents.prompts import planner_messages
 from ..agents.replies import PlanParseError, parse_plan
 from ..records import AgentRole, Attempt, Plan, Task
-from .conversation import Agents
+from ._conversation import Agents
 from .progress import PhaseReporter
 from .run_directory import RunDirectory
 from .search import SearchStrategy, SearchTree, Step, round_seed

@@ -24,7 +24,7 @@ from ..records import (
     Task,
     Verdict,
 )
-from .conversation import Agents, transcript
+from ._conversation import Agents, transcript
 
 __all__ = ["Advice", "advise"]
 
