@@ -1,6 +1,6 @@
 """The options more than one command takes, and those whose default is a setting's: each declared here once.
 
-Their defaults are read from the settings classes (:class:`~pragma_core.loop.settings.OptimizeSettings`
+Their defaults and choices are read from the settings (:class:`~pragma_core.loop.settings.OptimizeSettings`
 and :class:`~pragma_core.verifier.settings.VerifySettings`), never written again here. Those classes
 import torch, which ``pragma --help``, ``pragma tasks`` or ``pragma knowledge`` must not wait for, so a
 default is read when click first needs it: to run a command that takes the option, or to show its
@@ -21,6 +21,7 @@ import attrs
 import click
 
 from ..loop.search import SEARCHES
+from ..verifier.settings import BASELINES, BUILD_LIMIT_S, FORWARD_LIMIT_FACTOR, FORWARD_LIMIT_FLOOR_S
 
 __all__ = [
     "ALL_CPUS",
@@ -290,7 +291,7 @@ verification_options = option_group(
     ),
     click.option(
         "--baseline",
-        type=click.Choice(["eager", "compile"]),  # VerifySettings' BASELINES, which would import torch
+        type=click.Choice(BASELINES),
         default=_verify_default("baseline"),
         show_default=True,
         help="compile: also time torch.compile of the reference.",
@@ -315,8 +316,9 @@ verification_options = option_group(
         "timeout_s",
         type=float,
         default=None,
-        help="One wall-time limit in seconds for the whole verification [default: building may take 600 s, "
-        "each forward 100x the reference's time, at least 20 s].",
+        help=f"One wall-time limit in seconds for the whole verification [default: building may take "
+        f"{BUILD_LIMIT_S:g} s, each forward {FORWARD_LIMIT_FACTOR:g}x the reference's time, at least "
+        f"{FORWARD_LIMIT_FLOOR_S:g} s].",
     ),
     click.option(
         "--memory-gb",
