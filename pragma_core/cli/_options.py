@@ -1,10 +1,10 @@
 """The options more than one command takes, and those whose default is a setting's: each declared here once.
 
 Their defaults and choices are read from the settings (:class:`~pragma_core.loop.settings.OptimizeSettings`
-and :class:`~pragma_core.verifier.settings.VerifySettings`), never written again here. Those classes
-import torch, which ``pragma --help``, ``pragma tasks`` or ``pragma knowledge`` must not wait for, so a
-default is read when click first needs it: to run a command that takes the option, or to show its
-``--help``.
+and :class:`~pragma_core.verifier.settings.VerifySettings`), never written again here. A default is
+read when click first needs it (to run a command that takes the option, or to show its ``--help``):
+the loop's settings import the plugin registry, which ``pragma --help`` and ``pragma knowledge``
+need not wait for.
 
 A group of options comes with the function that turns their values into the settings' keyword
 arguments (:func:`loop_settings`, :func:`verify_settings`), so a command's signature takes them as
