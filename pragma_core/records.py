@@ -38,6 +38,7 @@ __all__ = [
     "Timing",
     "TimingConditions",
     "Speedup",
+    "HeadToHead",
     "Verdict",
     "Metric",
     "Profile",
@@ -75,6 +76,7 @@ class VerdictStatus(str, enum.Enum):
     REJECTED = "rejected"
     OUT_OF_MEMORY = "out_of_memory"
     CORRECT = "correct"
+    UNCHANGED = "unchanged"
 
 
 class BoundClass(str, enum.Enum):
@@ -262,7 +264,10 @@ class TimingConditions:
     highest current frequency of the CPUs, where readable. ``calibration_ms`` is a fixed
     multithreaded kernel's median time before and after the timing, ``calibration_best_ms`` the
     fastest this machine has run it with these threads. ``drift`` is the highest speedup over the
-    lowest across consecutive blocks of the timing. ``noise`` holds the reasons the timing cannot
+    lowest across consecutive blocks of the timing. ``memory_probe_ms`` is a copy well beyond the
+    last-level cache, its median time before and after the timing (what memory-bound kernels depend
+    on, which the compute calibration does not see), ``memory_probe_best_ms`` the fastest this
+    machine has run it with these threads. ``noise`` holds the reasons the timing cannot
     be trusted, empty when it can; None fields were not readable here.
     """
 
@@ -281,6 +286,10 @@ class TimingConditions:
         default=None, converter=attrs.converters.optional(frozen_tuple)
     )
     calibration_best_ms: float | None = attrs.field(default=None, validator=_non_negative)
+    memory_probe_ms: tuple[float, float] | None = attrs.field(
+        default=None, converter=attrs.converters.optional(frozen_tuple)
+    )
+    memory_probe_best_ms: float | None = attrs.field(default=None, validator=_non_negative)
     drift: float | None = attrs.field(default=None, validator=_non_negative)
     noise: tuple[str, ...] = attrs.field(default=(), converter=frozen_strings)
 
@@ -288,6 +297,19 @@ class TimingConditions:
     def noisy(self) -> bool:
         """True when something disturbed the timing enough that its interval cannot be trusted."""
         return bool(self.noise)
+
+
+@attrs.frozen(kw_only=True)
+class HeadToHead:
+    """A candidate timed against the loop's best in the same process, their calls interleaved.
+
+    ``attempt`` is the best's attempt number (None outside a loop); ``best`` its timing there;
+    ``speedup`` the best's time over the candidate's, so above 1 means the candidate is faster.
+    """
+
+    attempt: int | None = None
+    best: Timing
+    speedup: Speedup
 
 
 @attrs.frozen(kw_only=True)
@@ -302,6 +324,12 @@ class Verdict:
     ``seed`` is the verification's base seed, drawn fresh each time, from which every input derives.
     ``conditions`` describe the machine while the timing ran (:class:`TimingConditions`); a
     ``noisy`` verdict's speedup is a rough figure, not a measurement to compare.
+    ``floor_ms`` is the physical floor (the machine's FMA and streaming peaks);
+    ``library_floor_ms`` the same at what torch's own sgemm and copy attain, shown beside it.
+    ``versus_best`` is the candidate timed side by side with the loop's best (:class:`HeadToHead`);
+    ``machine_code`` a fingerprint of what the candidate built and runs (its native libraries'
+    code and the module around them), equal for two candidates that run the same machine code.
+    An ``unchanged`` verdict is a candidate whose fingerprint is its parent's: not timed.
     """
 
     status: VerdictStatus = attrs.field(converter=VerdictStatus)
@@ -322,6 +350,9 @@ class Verdict:
     relative_error_norm: float | None = attrs.field(default=None, validator=_non_negative)
     seed: int | None = None
     conditions: TimingConditions | None = None
+    library_floor_ms: float | None = attrs.field(default=None, validator=_non_negative)
+    versus_best: HeadToHead | None = None
+    machine_code: str | None = None
 
     def __attrs_post_init__(self) -> None:
         if self.status is VerdictStatus.REJECTED and not self.failed_check:
