@@ -5,7 +5,12 @@ A busy machine slows a multithreaded reference (OpenMP waits for its slowest thr
 a serial candidate, so a speedup measured beside other work is inflated, not just noisy. Linux
 says how much CPU time everyone used; what pragma's own process tree used is subtracted, and the
 rest is other processes' share of the CPUs the timing ran on. Where ``/proc`` is missing (macOS),
-the readings are None and only the calibration kernel and the drift between blocks judge.
+the readings are None and only the calibration kernels and the drift between blocks judge.
+
+Two calibration kernels run before and after every timing: a matrix product that lives in the
+caches (what compute-bound work depends on: the CPUs) and a copy well beyond the last-level cache
+(what memory-bound work depends on: the memory bandwidth, which a virtual machine's neighbours take
+and give back over minutes; a compute kernel does not see it).
 """
 
 from __future__ import annotations
@@ -33,6 +38,9 @@ __all__ = [
     "CALIBRATION_SLOWDOWN_LIMIT",
     "DRIFT_LIMIT",
     "CALIBRATION_SIZE",
+    "MEMORY_PROBE_SHIFT_LIMIT",
+    "MEMORY_PROBE_SLOWDOWN_LIMIT",
+    "memory_probe_bytes",
     "Snapshot",
     "IdleCpus",
     "snapshot",
@@ -42,6 +50,7 @@ __all__ = [
     "block_drift",
     "noise_reasons",
     "best_calibration",
+    "best_memory_probe",
     "synthetic_load",
 ]
 
@@ -71,6 +80,18 @@ from sleep between calls)."""
 CALIBRATION_SIZE = 512
 """The calibration kernel is the product of two matrices of this size: about 2 ms on two cores,
 long enough not to jitter, short enough to run nine times before and after every timing."""
+
+MEMORY_PROBE_SHIFT_LIMIT = 1.3
+"""The memory probe's median after the timing over before (or the inverse) above this means the
+memory bandwidth changed while timing. Tighter than the compute calibration's: the issue it
+answers saw a memory-bound kernel read 2x apart a minute later on a virtual machine whose
+bandwidth moves with its neighbours, and a change of 1.3x is already beyond a timing's interval."""
+MEMORY_PROBE_SLOWDOWN_LIMIT = 1.3
+"""The memory probe's median over the fastest this machine has run it: above this, the timing ran
+in a window of reduced memory bandwidth, where memory-bound figures (and the attainment of a
+memory roof) do not hold; a bench times such a verdict again later."""
+_MEMORY_PROBE_MIN_BYTES = 32 * 1024**2
+_MEMORY_PROBE_MAX_BYTES = 256 * 1024**2
 
 _CLOCK_TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 _BUSY_SHARE = 0.3  # a CPU busier than this (others' work) is not counted idle for the thread default
@@ -196,6 +217,17 @@ def block_drift(reference_ms: Sequence[float], candidate_ms: Sequence[float]) ->
     return max(speedups) / min(speedups)
 
 
+def memory_probe_bytes() -> int:
+    """Size of each of the memory probe's two buffers: twice the last-level cache (all of it, every
+    instance), so a copy streams from memory; at least 32 MiB, at most 256 MiB (a few milliseconds
+    at tens of GB/s)."""
+    from .hardware import describe_cpu
+
+    hardware = describe_cpu()
+    cache = hardware.l3_total_bytes or hardware.l2_bytes or 0
+    return min(_MEMORY_PROBE_MAX_BYTES, max(_MEMORY_PROBE_MIN_BYTES, 2 * cache))
+
+
 def noise_reasons(
     *,
     cpus: int,
@@ -205,6 +237,8 @@ def noise_reasons(
     calibration_ms: tuple[float, float] | None,
     calibration_best_ms: float | None,
     drift: float | None,
+    memory_probe_ms: tuple[float, float] | None = None,
+    memory_probe_best_ms: float | None = None,
 ) -> tuple[str, ...]:
     """Why a timing of ``seconds`` cannot be trusted, by the limits above; empty when nothing says so."""
     reasons = []
@@ -222,6 +256,18 @@ def noise_reasons(
                 f"a calibration kernel ran {min(before, after) / calibration_best_ms:.1f}x slower than this "
                 "machine's best"
             )
+    if memory_probe_ms is not None:
+        before, after = memory_probe_ms
+        if max(before, after) > MEMORY_PROBE_SHIFT_LIMIT * min(before, after):
+            reasons.append(
+                f"the memory probe (a copy beyond the last-level cache) took {before:.3g} ms before the timing "
+                f"and {after:.3g} ms after: the memory bandwidth changed"
+            )
+        elif memory_probe_best_ms and min(before, after) > MEMORY_PROBE_SLOWDOWN_LIMIT * memory_probe_best_ms:
+            reasons.append(
+                f"the memory probe ran {min(before, after) / memory_probe_best_ms:.2f}x slower than this machine's "
+                "best: memory bandwidth was reduced"
+            )
     if drift is not None and drift > DRIFT_LIMIT:
         reasons.append(f"the speedup moved by {drift:.2f}x between parts of the timing")
     return tuple(reasons)
@@ -230,9 +276,21 @@ def noise_reasons(
 def best_calibration(threads: int, fastest_ms: float | None) -> float | None:
     """The fastest calibration time this machine has recorded for ``threads`` threads, before
     ``fastest_ms`` (this timing's) is recorded in turn when it is faster."""
+    return _fastest_recorded(f"{threads}t-mm{CALIBRATION_SIZE}", fastest_ms)
+
+
+def best_memory_probe(threads: int, nbytes: int, fastest_ms: float | None) -> float | None:
+    """The fastest memory probe (buffers of ``nbytes``) this machine has recorded for ``threads``
+    threads, before ``fastest_ms`` (this timing's) is recorded in turn when it is faster."""
+    return _fastest_recorded(f"{threads}t-copy{nbytes}", fastest_ms)
+
+
+def _fastest_recorded(kind: str, fastest_ms: float | None) -> float | None:
+    """The fastest time recorded for this machine (its CPU fingerprint) and ``kind``, before
+    ``fastest_ms`` is recorded in turn when it is faster; None when none was."""
     from .hardware import describe_cpu
 
-    path = cache_dir("calibration") / f"{describe_cpu().fingerprint()}-{threads}t-mm{CALIBRATION_SIZE}.json"
+    path = cache_dir("calibration") / f"{describe_cpu().fingerprint()}-{kind}.json"
     best = None
     try:
         value = json.loads(path.read_text()).get("fastest_ms")

@@ -75,6 +75,10 @@ def machine_text(conditions: TimingConditions) -> str:
         before, after = conditions.calibration_ms
         best = f", best {conditions.calibration_best_ms:.3g}" if conditions.calibration_best_ms else ""
         parts.append(f"calibration {before:.3g}/{after:.3g} ms{best}")
+    if conditions.memory_probe_ms is not None:
+        before, after = conditions.memory_probe_ms
+        best = f", best {conditions.memory_probe_best_ms:.3g}" if conditions.memory_probe_best_ms else ""
+        parts.append(f"memory probe {before:.3g}/{after:.3g} ms{best}")
     if conditions.drift is not None:
         parts.append(f"drift {conditions.drift:.2f}x")
     text = "; ".join(parts)

@@ -83,6 +83,7 @@ class ChildState:
         self.last_outputs: dict[str, list[Any]] = {}
         self.generated: tuple[int, list[Any]] | None = None
         self.calibration: tuple[Any, Any] | None = None
+        self.memory_probe: tuple[Any, Any] | None = None
 
     def stop_recording(self) -> None:
         recorder = self.recorder
@@ -220,6 +221,15 @@ def _calibrate(child: ChildState, request: dict[str, Any]) -> None:
     child.report.reply("calibrated")
 
 
+def _probe_memory(child: ChildState, request: dict[str, Any]) -> None:
+    if child.memory_probe is None:  # ones, not empty: every page is touched before the first copy
+        elements = int(request["bytes"]) // 4
+        child.memory_probe = (torch.ones(elements), torch.empty(elements))
+    source, destination = child.memory_probe
+    destination.copy_(source)
+    child.report.reply("probed")
+
+
 def _record(child: ChildState, request: dict[str, Any]) -> None:
     # At the task's sizes, or at a profiler's smaller ones (``program``: the task's program
     # with other size constants), where the output is checked against the reference's:
@@ -276,6 +286,7 @@ OPERATIONS: dict[str, Callable[[ChildState, dict[str, Any]], None]] = {
     "inputs": _inputs,
     "idle": _idle,
     "calibrate": _calibrate,
+    "probe_memory": _probe_memory,
     "record": _record,
     "finish": _finish,
 }

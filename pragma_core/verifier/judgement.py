@@ -11,7 +11,14 @@ from __future__ import annotations
 import statistics
 from collections.abc import Sequence
 
-from ..machine.load import best_calibration, block_drift, frequency_mhz, noise_reasons, usage_between
+from ..machine.load import (
+    best_calibration,
+    best_memory_probe,
+    block_drift,
+    frequency_mhz,
+    noise_reasons,
+    usage_between,
+)
 from ..records import Task, TimingConditions, Verdict, VerdictStatus
 from ._verdicts import correct_message, rejected, trial_errors
 from .comparison import Comparison
@@ -97,6 +104,9 @@ def _conditions(timings: Timings, settings: VerifySettings) -> TimingConditions:
     other, steal = usage_between(before, after, cpus)
     calibration = (statistics.median(calibrated_before), statistics.median(calibrated_after))
     best = best_calibration(settings.threads, min(calibrated_before + calibrated_after))
+    probed_before, probed_after = timings.memory_probe
+    probe = (statistics.median(probed_before), statistics.median(probed_after))
+    probe_best = best_memory_probe(settings.threads, timings.memory_probe_bytes, min(probed_before + probed_after))
     drift = block_drift(samples["reference"], samples["candidate"])
     loads = (before.load1, after.load1)
     return TimingConditions(
@@ -109,6 +119,8 @@ def _conditions(timings: Timings, settings: VerifySettings) -> TimingConditions:
         frequency_mhz=frequency_mhz(cpus),
         calibration_ms=calibration,
         calibration_best_ms=best,
+        memory_probe_ms=probe,
+        memory_probe_best_ms=probe_best,
         drift=drift,
         noise=noise_reasons(
             cpus=len(cpus),
@@ -118,6 +130,8 @@ def _conditions(timings: Timings, settings: VerifySettings) -> TimingConditions:
             calibration_ms=calibration,
             calibration_best_ms=best,
             drift=drift,
+            memory_probe_ms=probe,
+            memory_probe_best_ms=probe_best,
         ),
     )
 

@@ -1,7 +1,7 @@
 """The verifier's timing: the timed repetitions of the reference and the candidate in the child.
 
 :func:`time_contenders` measures the cost of asking (idle round trips), warms the contenders up,
-runs the calibration kernel before and after, then times repetitions on fresh inputs, alternating
+runs the calibration kernels (a matrix product in cache, a copy beyond it) before and after, then times repetitions on fresh inputs, alternating
 the contenders' order, until the repetitions, the time budget or the wanted precision are spent, or
 the candidate cannot beat the caller's bar. Every timed call is sampled against the reference, a
 few are checked whole (chosen after they return), and every call is read by both clocks: the
@@ -19,7 +19,7 @@ import time
 import attrs
 import torch
 
-from ..machine.load import CALIBRATION_SIZE, Snapshot, snapshot
+from ..machine.load import CALIBRATION_SIZE, Snapshot, memory_probe_bytes, snapshot
 from ..sandbox.channel import Message
 from ._conversation import Conversation, count
 from ._verdicts import Rejected, rejected
@@ -55,6 +55,7 @@ disagrees on every call however many there are."""
 _CALIBRATION_ROUNDS = 12  # round trips measured to know the cost of asking, with and without the recorder
 _CALIBRATION_KERNELS = 9  # runs of the calibration kernel before and after the timing (median of them)
 _CALIBRATION_WARMUP = 5  # unmeasured runs of it before the first
+_MEMORY_PROBES = 5  # runs of the memory probe before and after the timing (median of them), after one unmeasured
 
 
 @attrs.frozen(kw_only=True)
@@ -66,6 +67,8 @@ class Timings:
     calibration: dict[str, list[float]]  # cost of asking, ms per idle round trip, "plain" and "profiled"
     # the machine before and after, and the calibration kernel's times before and after
     machine: tuple[Snapshot, Snapshot, list[float], list[float]]
+    memory_probe: tuple[list[float], list[float]]  # the memory probe's times before and after, ms
+    memory_probe_bytes: int  # the size of each of its two buffers
     uncalled: int  # timed candidate calls that called no compiled kernel
     forged: str | None  # how the child's clock disagreed with the parent's, or None
 
@@ -113,6 +116,8 @@ class _TimedRepetitions:
         self._warm_up(seeds.randrange(2**31))  # warm-up calls are not measured: one draw serves them all
         self.child.where = "timing"
         self._calibrate(warming_up=True)
+        probe_bytes = memory_probe_bytes()
+        probed_before = self._probe_memory(probe_bytes, warming_up=True)
         calibrated_before = self._calibrate()
         self.forced = self.rng.randrange(min(_MIN_REPS, settings.reps))
         child = self.child.session.process.pid
@@ -147,6 +152,8 @@ class _TimedRepetitions:
             parent_samples=parent_samples,
             calibration=calibration,
             machine=(machine_before, machine_after, calibrated_before, self._calibrate()),
+            memory_probe=(probed_before, self._probe_memory(probe_bytes)),
+            memory_probe_bytes=probe_bytes,
             uncalled=self.uncalled,
             forged=forged,
         )
@@ -200,6 +207,19 @@ class _TimedRepetitions:
         for _ in range(_CALIBRATION_WARMUP if warming_up else _CALIBRATION_KERNELS):
             start = time.perf_counter()
             self.child.ask("calibrate", "calibrated", size=CALIBRATION_SIZE)
+            times.append((time.perf_counter() - start) * 1e3)
+        return times
+
+    def _probe_memory(self, nbytes: int, *, warming_up: bool = False) -> list[float]:
+        """A copy between two buffers of ``nbytes`` in the child, timed by the parent's clock: what
+        memory-bound work depends on, which the calibration kernel (in cache) does not see.
+        ``warming_up`` runs it once unmeasured first (the buffers' first copy)."""
+        if warming_up:
+            self.child.ask("probe_memory", "probed", bytes=nbytes)
+        times = []
+        for _ in range(_MEMORY_PROBES):
+            start = time.perf_counter()
+            self.child.ask("probe_memory", "probed", bytes=nbytes)
             times.append((time.perf_counter() - start) * 1e3)
         return times
 

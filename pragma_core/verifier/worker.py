@@ -24,6 +24,8 @@ Requests, one JSON line each on stdin:
 - ``idle`` (profiled): nothing, for the parent to measure the cost of a round trip.
 - ``calibrate`` (size): a fixed multithreaded matrix product, which the parent times to see how
   busy the machine is before and after timing.
+- ``probe_memory`` (bytes): a copy between two buffers of that size (beyond the last-level cache),
+  which the parent times to see the memory bandwidth before and after timing.
 - ``record`` (seed, folder, program): one warm-up forward, then one recorded by the backend's
   replay (``Backend.replay.record()``), saved into ``work/<folder>`` for a profiler's replay (what
   the profiling child would record, without importing torch a second time); with ``program`` (the
