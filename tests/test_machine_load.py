@@ -31,9 +31,18 @@ pytestmark = pytest.mark.serial  # these read the machine's load, and make their
 
 
 def test_a_quiet_reading_has_no_reason_and_each_disturbance_is_named():
-    quiet = dict(other_cpu=0.02, steal=0.0, calibration_ms=(1.0, 1.05), calibration_best_ms=0.95, drift=1.04)
+    quiet = dict(
+        other_cpu=0.02,
+        steal=0.0,
+        calibration_ms=(1.0, 1.05),
+        calibration_best_ms=0.95,
+        drift=1.04,
+        memory_probe_ms=(4.0, 4.4),
+        memory_probe_best_ms=3.6,
+    )
     assert noise_reasons(cpus=2, seconds=2.0, **quiet) == ()
     unreadable = dict(other_cpu=None, steal=None, calibration_ms=None, calibration_best_ms=None, drift=None)
+    unreadable |= dict(memory_probe_ms=None, memory_probe_best_ms=None)
     assert noise_reasons(cpus=2, seconds=2.0, **unreadable) == ()
     # over a few ticks, others' use is too coarse to judge
     assert noise_reasons(cpus=2, seconds=0.05, **{**quiet, "other_cpu": 0.3, "steal": 0.2}) == ()
@@ -43,6 +52,11 @@ def test_a_quiet_reading_has_no_reason_and_each_disturbance_is_named():
         "took 1 ms before the timing and 2 ms after": dict(calibration_ms=(1.0, 2.0)),
         "2.4x slower than this machine's best": dict(calibration_ms=(1.9, 2.0), calibration_best_ms=0.8),
         "moved by 2.40x": dict(drift=2.4),
+        # the memory probe: a change of 1.3x, before to after or against the best, is caught
+        "took 4 ms before the timing and 5.4 ms after: the memory bandwidth changed": dict(memory_probe_ms=(4.0, 5.4)),
+        "ran 1.35x slower than this machine's best: memory bandwidth was reduced": dict(
+            memory_probe_ms=(5.4, 5.5), memory_probe_best_ms=4.0
+        ),
     }
     for expected, change in cases.items():
         reasons = noise_reasons(cpus=2, seconds=2.0, **{**quiet, **change})
@@ -100,6 +114,9 @@ def test_a_serial_candidate_under_load_is_flagged_noisy_or_keeps_its_idle_speedu
     assert idle.ok, idle.message
     assert idle.conditions is not None and idle.conditions.threads == len(CPUS)
     assert tuple(idle.conditions.cpus) == tuple(CPUS) and idle.conditions.calibration_ms is not None
+    probe = idle.conditions.memory_probe_ms  # every verdict records the memory probe before and after
+    best = idle.conditions.memory_probe_best_ms  # the fastest before this one: None on a fresh machine
+    assert probe is not None and min(probe) > 0 and (best is None or best > 0)
     if idle.noisy:
         pytest.skip(f"the machine was not quiet for the idle measurement: {idle.conditions.noise}")
     with synthetic_load(len(CPUS)):
