@@ -208,8 +208,8 @@ loop_options = option_group(
         type=click.FloatRange(min=0, min_open=True),
         default=_loop_default("target_attainment"),
         show_default=True,
-        help="Stop once the best reaches this share of the task's roofline floor here; above 2 never stops a run "
-        "(a time under half the floor is rejected), for a fixed attempt budget.",
+        help="Stop once the best reaches this share of the task's physical roofline floor here (the machine's "
+        "FMA and streaming peaks); above 1.05 never stops a run, for a fixed attempt budget.",
     ),
     click.option(
         "--search",

@@ -5,7 +5,13 @@ from __future__ import annotations
 from ..records import Attempt
 from .settings import OptimizeSettings
 
-__all__ = ["reason_to_stop"]
+__all__ = ["ABOVE_FLOOR_LIMIT", "reason_to_stop"]
+
+ABOVE_FLOOR_LIMIT = 1.05
+"""An attainment above this (a time more than 5% under the physical roofline floor, which the
+machine's own FMA and streaming peaks set) is a measurement problem, not a result: the timing
+or the peaks are off, so it never ends a run. Up to it, a kernel at the floor with a timing's
+ordinary error."""
 
 
 def reason_to_stop(
@@ -25,7 +31,7 @@ def reason_to_stop(
         return "the Conductor saw no change left worth an attempt"
     if best is not None and best.verdict is not None:
         attainment = best.verdict.attainment
-        if attainment is not None and attainment >= settings.target_attainment:
+        if attainment is not None and settings.target_attainment <= attainment <= ABOVE_FLOOR_LIMIT:
             return f"roofline attainment {attainment:.0%} reached the target {settings.target_attainment:.0%}"
     last_improvement = best.number if best else 0
     if attempts[-1].number - last_improvement >= settings.patience:
