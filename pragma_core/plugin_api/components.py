@@ -268,6 +268,10 @@ class Backend:
       this backend runs, which the verifier rejects a time below; None for the host CPU's
       measured peaks (:func:`pragma_core.machine.roofline.machine_peaks`). A GPU backend's comes from the
       GPU's peaks (:mod:`pragma_core.backends.gpu.hardware`).
+    - ``machine_code``: in the child, called just before the candidate is loaded; returns a function
+      that, given the candidate's source once it has run, fingerprints the machine code it runs
+      (equal for two candidates that run the same code, None when it cannot say). None for a
+      backend whose builds cannot be fingerprinted: its candidates are never "unchanged".
     """
 
     name: str = attrs.field(validator=_name)
@@ -286,6 +290,7 @@ class Backend:
     replay: KernelReplay | None = None
     recognizes: Callable[[str], bool] = attrs.field(default=lambda source: False)
     floor_ms: Callable[[TaskAnalysis, int], float | None] | None = None
+    machine_code: Callable[[], Callable[[str], str | None]] | None = None
 
 
 @attrs.frozen(kw_only=True)

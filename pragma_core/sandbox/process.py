@@ -39,10 +39,12 @@ from ..files import read_tail
 
 __all__ = [
     "BUILD_FOLDER_VARIABLES",
+    "READ_BUILD_FOLDER_VARIABLES",
     "SandboxLimits",
     "SandboxOutcome",
     "SandboxedProcess",
     "build_environment",
+    "read_build_environment",
     "child_environment",
     "die_with_parent",
     "isolation_prefix",
@@ -112,6 +114,19 @@ def build_environment(build_dir: Path) -> dict[str, str]:
     for folder in folders.values():
         folder.mkdir(parents=True, exist_ok=True)
     return {"PRAGMA_CACHE_DIR": str(paths.cache_dir()), **{name: str(path) for name, path in folders.items()}}
+
+
+READ_BUILD_FOLDER_VARIABLES = {"PRAGMA_NATIVE_READ_DIR": "native"}
+"""The variables :func:`read_build_environment` points into another candidate's build folder."""
+
+
+def read_build_environment(build_dir: Path) -> dict[str, str]:
+    """Environment variables that let a child reuse what was built in another candidate's
+    ``build_dir`` (the loop's best, timed beside the candidate), reading it only: the child's own
+    builds still go to its own folder. The folder is readable in a contained child as every folder
+    outside the writable ones is (read-only)."""
+    build_dir = Path(build_dir).resolve()
+    return {name: str(build_dir / part) for name, part in READ_BUILD_FOLDER_VARIABLES.items()}
 
 
 _CPU_MARGIN_S = 10.0

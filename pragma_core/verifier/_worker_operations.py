@@ -10,6 +10,8 @@ module's functions and the table. The requests themselves are described in :mod:
 from __future__ import annotations
 
 import functools
+import os
+import sys
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -18,6 +20,7 @@ from typing import Any
 
 import torch
 
+from ..records import Candidate
 from .inputs import construct, make_inputs, make_probe_inputs
 from .instrumentation import (
     POISON_VALUES,
@@ -83,6 +86,7 @@ class ChildState:
         self.last_outputs: dict[str, list[Any]] = {}
         self.generated: tuple[int, list[Any]] | None = None
         self.calibration: tuple[Any, Any] | None = None
+        self.fingerprint: Callable[[], str | None] | None = None  # the backend's, None: cannot say
         self.memory_probe: tuple[Any, Any] | None = None
 
     def stop_recording(self) -> None:
@@ -228,6 +232,44 @@ def _probe_memory(child: ChildState, request: dict[str, Any]) -> None:
     source, destination = child.memory_probe
     destination.copy_(source)
     child.report.reply("probed")
+
+
+def _fingerprint(child: ChildState, request: dict[str, Any]) -> None:
+    machine_code = None
+    if child.fingerprint is not None:
+        try:
+            machine_code = child.fingerprint()
+        except Exception:  # noqa: BLE001 - a fingerprint that cannot be taken only means "changed"
+            machine_code = None
+    child.report.reply("fingerprint", machine_code=machine_code)
+
+
+def _incumbent(child: ChildState, request: dict[str, Any]) -> None:
+    # The loop's best, loaded beside the candidate, with the variables that let it reuse its own
+    # build folder (read only) set while it loads; the candidate's module stays "candidate".
+    env = {str(key): str(value) for key, value in (request.get("env") or {}).items()}
+    saved_env = {key: os.environ.get(key) for key in env}
+    saved_module = sys.modules.get("candidate")
+    workdir = child.root / "work" / "best"
+    try:
+        os.environ.update(env)
+        workdir.mkdir(parents=True, exist_ok=True)
+        model_new = child.backend.load(Candidate(source=request["source"], backend=request["backend"]), workdir)
+        with torch.no_grad():
+            best = construct(child.task_ns, model_new).to(child.device)
+    except BaseException as error:  # noqa: BLE001 - the best not loading costs only the head-to-head
+        child.report.reply("incumbent", error=f"{type(error).__name__}: {' '.join(str(error).split())[:300]}")
+        return
+    finally:
+        for key, value in saved_env.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+        if saved_module is not None:
+            sys.modules["candidate"] = saved_module
+    child.contenders["best"] = best
+    child.report.reply("incumbent", loaded=True)
 
 
 def _record(child: ChildState, request: dict[str, Any]) -> None:

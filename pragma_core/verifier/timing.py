@@ -3,8 +3,9 @@
 :func:`time_contenders` measures the cost of asking (idle round trips), warms the contenders up,
 runs the calibration kernels (a matrix product in cache, a copy beyond it) before and after, then times repetitions on fresh inputs, alternating
 the contenders' order, until the repetitions, the time budget or the wanted precision are spent, or
-the candidate cannot beat the caller's bar. Every timed call is sampled against the reference, a
-few are checked whole (chosen after they return), and every call is read by both clocks: the
+the candidate cannot beat the caller's bar. With the loop's best loaded beside the candidate, it is a
+contender too (``best``), timed on the same fresh inputs: the head-to-head a new best must win.
+Every timed call is sampled against the reference, a few are checked whole (chosen after they return), and every call is read by both clocks: the
 child's, which is the sample, and the parent's around it, which catches a forged one. What the
 timing says about the candidate is judged in :mod:`.judgement`.
 """
@@ -60,7 +61,7 @@ _MEMORY_PROBES = 5  # runs of the memory probe before and after the timing (medi
 
 @attrs.frozen(kw_only=True)
 class Timings:
-    """What the timing measured, per contender (``reference``, ``candidate``, ``compile``)."""
+    """What the timing measured, per contender (``reference``, ``candidate``, ``compile``, ``best``)."""
 
     samples: dict[str, list[float]]  # the child's clock, ms per call
     parent_samples: dict[str, list[float]]  # the parent's clock around the same calls
@@ -81,12 +82,14 @@ def time_contenders(
     rng: random.Random,
     to_beat: float | None,
     notes: list[str],
+    best: bool = False,
 ) -> Timings:
     """Time the contenders in the child (the module docstring says how); ``rng`` chooses which
     calls are checked and where they are sampled, ``to_beat`` is the speedup the candidate must
-    beat to matter; why timing stopped early goes to ``notes``. A timed call that fails its check
-    raises :class:`~.verdicts.Rejected`."""
-    return _TimedRepetitions(conversation, references, settings, rng=rng, to_beat=to_beat, notes=notes).run()
+    beat to matter; ``best`` times the loop's best too (loaded in the child), and timing stops early
+    once the candidate is clearly slower than it; why timing stopped early goes to ``notes``. A
+    timed call that fails its check raises :class:`~.verdicts.Rejected`."""
+    return _TimedRepetitions(conversation, references, settings, rng=rng, to_beat=to_beat, notes=notes, best=best).run()
 
 
 class _TimedRepetitions:
@@ -99,10 +102,12 @@ class _TimedRepetitions:
         rng: random.Random,
         to_beat: float | None,
         notes: list[str],
+        best: bool = False,
     ) -> None:
         self.child, self.references, self.settings = conversation, references, settings
         self.rng, self.to_beat, self.notes = rng, to_beat, notes
-        self.contenders = ["reference", "candidate"] + (["compile"] if settings.baseline == "compile" else [])
+        self.contenders = ["reference", "candidate"] + (["best"] if best else [])
+        self.contenders += ["compile"] if settings.baseline == "compile" else []
         self.slots = settings.input_sets or 2
         self.samples: dict[str, list[float]] = {who: [] for who in self.contenders}
         self.parent_samples: dict[str, list[float]] = {who: [] for who in self.contenders}
@@ -267,12 +272,21 @@ class _TimedRepetitions:
 
 
 def _outrun(samples: dict[str, list[float]], reps: int, to_beat: float | None) -> str:
-    """Why the candidate cannot clear ``to_beat``, or '' while it may: after :data:`_MIN_REPS`
+    """Why the candidate cannot clear ``to_beat``, or beat the loop's best timed beside it (whose
+    interval must lie above 1 to replace it), or '' while it may: after :data:`_MIN_REPS`
     repetitions its speedup interval lies wholly below it; after :data:`_PRECISE_REPS` its speedup
     itself is not above it (the interval's bottom, which would have to clear the bar, lies below
     the speedup, so only a speedup that moved up could). More repetitions would only narrow the
     interval of a verdict that cannot matter (looked at every few repetitions, quick bootstrap)."""
-    if to_beat is None or reps < _MIN_REPS or reps % _PRECISION_EVERY:
+    if reps < _MIN_REPS or reps % _PRECISION_EVERY:
+        return ""
+    if "best" in samples:
+        versus = bootstrap_speedup(samples["best"], samples["candidate"], resamples=500)
+        if versus.high < 1:
+            return f"side by side, the loop's best is faster ({versus.value:.3g}x, interval wholly below 1)"
+        if reps >= _PRECISE_REPS and versus.value <= 1:
+            return f"side by side, it is not faster than the loop's best ({versus.value:.3g}x)"
+    if to_beat is None:
         return ""
     speedup = bootstrap_speedup(samples["reference"], samples["candidate"], resamples=500)
     if speedup.high < to_beat:
@@ -286,12 +300,16 @@ def _outrun(samples: dict[str, list[float]], reps: int, to_beat: float | None) -
 
 
 def _precise_enough(samples: dict[str, list[float]], reps: int, precision: float) -> bool:
-    """Whether the speedup's interval is already within ``precision`` of its value (looked at every
-    few repetitions from :data:`_PRECISE_REPS` on, with a quick bootstrap)."""
+    """Whether the speedup's interval (and the head-to-head's, with the best timed) is already
+    within ``precision`` of its value (looked at every few repetitions from :data:`_PRECISE_REPS` on, with a quick bootstrap)."""
     if not precision or reps < _PRECISE_REPS or reps % _PRECISION_EVERY:
         return False
-    speedup = bootstrap_speedup(samples["reference"], samples["candidate"], resamples=500)
-    return speedup.high - speedup.low <= 2 * precision * speedup.value
+    pairs = [("reference", "candidate")] + ([("best", "candidate")] if "best" in samples else [])
+    for slower, faster in pairs:
+        speedup = bootstrap_speedup(samples[slower], samples[faster], resamples=500)
+        if speedup.high - speedup.low > 2 * precision * speedup.value:
+            return False
+    return True
 
 
 def _forged_timing(

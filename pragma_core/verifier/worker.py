@@ -18,7 +18,7 @@ Requests, one JSON line each on stdin:
   dispatch mode; input mutation, output types and work after return are checked here; replies
   with the outputs.
 - ``prepare`` (who, slot, seed): fresh input values for a contender's input slot, before a call.
-- ``call`` (who): one forward of ``reference``, ``candidate`` or ``compile`` on its prepared
+- ``call`` (who): one forward of ``reference``, ``candidate``, ``best`` or ``compile`` on its prepared
   inputs; replies with the child's clock reading and the compiled-kernel calls it made.
 - ``outputs`` / ``inputs`` (who): the last call's outputs, or its inputs as they are now.
 - ``idle`` (profiled): nothing, for the parent to measure the cost of a round trip.
@@ -33,6 +33,11 @@ Requests, one JSON line each on stdin:
   against the reference's there (``wrong`` says how it differs, and nothing is saved); replies
   with the number of calls and ``saved`` when it saved them. A backend without a replay records
   nothing.
+- ``fingerprint``: the fingerprint of the machine code the candidate runs (``machine_code``, None
+  where its backend cannot say: ``Backend.machine_code``), asked after the correctness trials.
+- ``incumbent`` (source, backend, env): load the loop's best beside the candidate, with ``env``
+  set while it loads (its build folder, read only), as the contender ``best`` of ``call``;
+  replies ``loaded`` or why not (``error``), which only costs the verdict its head-to-head.
 - ``finish``: the monitors' last findings; then the child only records for profiling (``record``)
   until its input ends.
 
@@ -104,6 +109,8 @@ def _serve(root: Path, writer: Any) -> int:
     evidence.install()
     threads_at_start = threading.active_count()
 
+    # before the candidate loads: what it then builds and maps is its machine code
+    watch = backend.machine_code() if backend.machine_code is not None else None
     try:
         model_new = load_candidate(root, job)
     except PragmaError as error:  # a backend's build error (NativeBuildError has its diagnostics)
@@ -142,6 +149,9 @@ def _serve(root: Path, writer: Any) -> int:
         reference=reference,
         model=model,
     )
+    if watch is not None:
+        source = (root / "candidate.py").read_text()
+        child.fingerprint = lambda: watch(source)
     report.reply("ready")
     operations = worker_operations.OPERATIONS
     stdin = sys.stdin.buffer

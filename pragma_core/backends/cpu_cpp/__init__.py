@@ -49,6 +49,13 @@ load_candidate = exec_module
 """Run the candidate's module (inside the sandbox child) and return its ``ModelNew``."""
 
 
+def watch_loads():  # noqa: ANN201 - the plugin API's machine_code hook
+    """In the child, before the candidate loads: what tells the machine code it then runs."""
+    from .native.fingerprint import LoadWatch
+
+    return LoadWatch().machine_code
+
+
 def recognizes(source: str) -> bool:
     """A module that loads its kernel through pragma's native path or builds C++ with torch's
     extension loader (and no CUDA sources)."""
@@ -70,5 +77,6 @@ def pragma_register_backends(register):
             kernel_hint=KERNEL_HINT,
             replay=KERNEL_REPLAY,
             recognizes=recognizes,
+            machine_code=watch_loads,
         )
     )

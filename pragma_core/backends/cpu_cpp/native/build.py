@@ -40,6 +40,8 @@ __all__ = [
     "rebuild",
     "cache_dir",
     "BUILD_DIR_VARIABLE",
+    "BUILD_READ_VARIABLE",
+    "builds_so_far",
     "compiler_for",
     "CompilerNotFoundError",
     "DEFAULT_FLAGS",
@@ -56,11 +58,24 @@ LANGUAGES = {
 }
 BUILD_DIR_VARIABLE = "PRAGMA_NATIVE_BUILD_DIR"
 """Where a process that may not write the shared cache builds its kernels (see the module docstring)."""
+BUILD_READ_VARIABLE = "PRAGMA_NATIVE_READ_DIR"
+"""A folder of another candidate's builds that this process only reads, looked in after the shared
+cache: the verifier's child sets it while it loads the loop's best beside the candidate, so the best's
+kernels are not compiled again (what is missing there is built in the child's own folder)."""
 # English, ASCII quotes and no colour: messages read the same on every machine and in a prompt.
 _COMPILER_ENV = {"LC_ALL": "C", "LANG": "C", "GCC_COLORS": ""}
 
 # (compiler path, its stat) -> first line of ``--version``; a new compiler binary is asked again.
 _versions: dict[tuple[str, int, int], str] = {}
+
+# (source, artifact) of every build_library call of this process, in order (see builds_so_far)
+_builds: list[tuple[str, Path]] = []
+
+
+def builds_so_far() -> list[tuple[str, Path]]:
+    """The source and artifact of each :func:`build_library` call this process made, in order: what
+    a candidate built is read from it (:mod:`.fingerprint`)."""
+    return list(_builds)
 
 
 class CompilerNotFoundError(PragmaError):
@@ -107,8 +122,22 @@ def build_library(
     The artifact is ``<key><output_suffix>`` in :func:`cache_dir`; with ``output_name`` it is
     ``<key>/<output_name><output_suffix>`` instead, for files whose name matters (Python
     extension modules). With ``$PRAGMA_NATIVE_BUILD_DIR`` set, an artifact missing from the cache is
-    built in that folder instead (the cache is only read). Raises :class:`NativeBuildError` when the source does not compile.
+    built in that folder instead (the cache is only read); ``$PRAGMA_NATIVE_READ_DIR`` is another
+    folder only read, after the cache. Raises :class:`NativeBuildError` when the source does not compile.
     """
+    artifact = _build_library(source, language, flags, include_dirs, output_suffix, output_name)
+    _builds.append((source, artifact))
+    return artifact
+
+
+def _build_library(
+    source: str,
+    language: str,
+    flags: Iterable[str],
+    include_dirs: Iterable[str | os.PathLike],
+    output_suffix: str,
+    output_name: str | None,
+) -> Path:
     _variable, _default, source_suffix, language_flags = _language(language)
     compiler = compiler_for(language)
     command_flags = [*DEFAULT_FLAGS, *language_flags]
@@ -121,6 +150,9 @@ def build_library(
     shared = _artifact(cache_dir(), key, output_suffix, output_name)
     if shared.exists():  # the fast path: no lock, no process
         return shared
+    read_only = os.environ.get(BUILD_READ_VARIABLE)
+    if read_only and (other := _artifact(Path(read_only), key, output_suffix, output_name)).exists():
+        return other
     folder = _build_dir()
     artifact = _artifact(folder, key, output_suffix, output_name)
     if artifact.exists():
