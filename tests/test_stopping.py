@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from pragma_core.loop._stopping import ABOVE_FLOOR_LIMIT, reason_to_stop
+from pragma_core.loop._stopping import reason_to_stop
 from pragma_core.loop.settings import OptimizeSettings
 from pragma_core.records import Attempt, Speedup, Timing, Verdict, VerdictStatus
+from pragma_core.verifier.judgement import ABOVE_FLOOR_LIMIT
 
 
 def _attempt(number: int, candidate_ms: float, floor_ms: float = 1.0) -> Attempt:

@@ -3,15 +3,10 @@
 from __future__ import annotations
 
 from ..records import Attempt
+from ..verifier.judgement import ABOVE_FLOOR_LIMIT
 from .settings import OptimizeSettings
 
-__all__ = ["ABOVE_FLOOR_LIMIT", "reason_to_stop"]
-
-ABOVE_FLOOR_LIMIT = 1.05
-"""An attainment above this (a time more than 5% under the physical roofline floor, which the
-machine's own FMA and streaming peaks set) is a measurement problem, not a result: the timing
-or the peaks are off, so it never ends a run. Up to it, a kernel at the floor with a timing's
-ordinary error."""
+__all__ = ["reason_to_stop"]
 
 
 def reason_to_stop(
