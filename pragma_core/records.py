@@ -580,10 +580,12 @@ class Baseline:
     """What a run measures before attempt 1: the reference's time on this machine, the task's
     roofline floor and bound, the reference's profiles, and why a profiler could not watch it
     (``skipped``: a profiler that cannot run on this machine at all is named there too, and the
-    run's attempts go on without it)."""
+    run's attempts go on without it). ``floor_ms`` is the physical floor (the machine's own
+    peaks), ``library_floor_ms`` the floor at torch's own sgemm and copy rates, shown beside it."""
 
     reference: Timing | None = None
     floor_ms: float | None = attrs.field(default=None, validator=_non_negative)
+    library_floor_ms: float | None = attrs.field(default=None, validator=_non_negative)
     bound: BoundClass | None = attrs.field(default=None, converter=attrs.converters.optional(BoundClass))
     profiles: tuple[Profile, ...] = attrs.field(default=(), converter=frozen_tuple)
     skipped: dict[str, str] = attrs.field(factory=dict)
