@@ -45,11 +45,11 @@ def verdict_table(task: Task, candidate_name: str, verdict: Verdict) -> Table:
         s = verdict.speedup_vs_compiled
         table.add_row("vs torch.compile", f"{s.value:.2f}x  ({s.confidence:.0%} CI {s.low:.2f}-{s.high:.2f})")
     if verdict.floor_ms is not None:
-        attainment = verdict.attainment
-        text = f"{verdict.floor_ms:.4g} ms"
-        if attainment is not None:
-            text += f"  (candidate at {attainment:.0%} of the roofline)"
-        table.add_row("roofline floor", text)
+        table.add_row("roofline floor", _floor_text(verdict.floor_ms, verdict.candidate, "this machine's peaks"))
+    if verdict.library_floor_ms is not None:
+        table.add_row(
+            "library floor", _floor_text(verdict.library_floor_ms, verdict.candidate, "torch's sgemm and copy")
+        )
     if verdict.seed is not None:
         table.add_row("seed", f"{verdict.seed}  (--seed repeats these inputs)")
     for diagnostic in verdict.diagnostics:
@@ -83,6 +83,14 @@ def machine_text(conditions: TimingConditions) -> str:
         parts.append(f"drift {conditions.drift:.2f}x")
     text = "; ".join(parts)
     return f"{text}  [yellow]noisy: {'; '.join(conditions.noise)}[/]" if conditions.noisy else text
+
+
+def _floor_text(floor_ms: float, candidate: Timing | None, what: str) -> str:
+    """A floor, what sets it, and the candidate's time as a share of it (its attainment)."""
+    text = f"{floor_ms:.4g} ms at {what}"
+    if candidate is not None and candidate.median_ms > 0:
+        text += f"; the candidate takes {candidate.median_ms / floor_ms:.2f}x it ({floor_ms / candidate.median_ms:.0%})"
+    return text
 
 
 def _timing(timing: Timing) -> str:
@@ -161,6 +169,8 @@ def trace_text(task: Task, attempts: list[Attempt], baseline: Baseline | None = 
     if baseline is not None:
         reference = f"{baseline.reference.median_ms:.4g} ms" if baseline.reference else "not timed"
         floor = f", roofline floor {baseline.floor_ms:.4g} ms" if baseline.floor_ms is not None else ""
+        if baseline.library_floor_ms is not None:
+            floor += f" (at torch's own sgemm and copy rates {baseline.library_floor_ms:.4g} ms)"
         bound = f" ({baseline.bound.value} bound)" if baseline.bound else ""
         lines.append(f"baseline: reference {reference}{floor}{bound}")
         lines += [f"   no {name} profile of the reference: {reason}" for name, reason in baseline.skipped.items()]
