@@ -329,6 +329,8 @@ OPERATIONS: dict[str, Callable[[ChildState, dict[str, Any]], None]] = {
     "idle": _idle,
     "calibrate": _calibrate,
     "probe_memory": _probe_memory,
+    "fingerprint": _fingerprint,
+    "incumbent": _incumbent,
     "record": _record,
     "finish": _finish,
 }
