@@ -12,6 +12,7 @@ timing says about the candidate is judged in :mod:`.judgement`.
 
 from __future__ import annotations
 
+import itertools
 import math
 import random
 import statistics
@@ -108,6 +109,12 @@ class _TimedRepetitions:
         self.rng, self.to_beat, self.notes = rng, to_beat, notes
         self.contenders = ["reference", "candidate"] + (["best"] if best else [])
         self.contenders += ["compile"] if settings.baseline == "compile" else []
+        # Every order of the contenders in turn, each followed by its reverse: each contender runs in
+        # each place as often (reversing alone would keep a third one always in the middle).
+        self.orders: list[list[str]] = []
+        for order in map(list, itertools.permutations(self.contenders)):
+            if order not in self.orders:
+                self.orders += [order, order[::-1]]
         self.slots = settings.input_sets or 2
         self.samples: dict[str, list[float]] = {who: [] for who in self.contenders}
         self.parent_samples: dict[str, list[float]] = {who: [] for who in self.contenders}
@@ -192,7 +199,7 @@ class _TimedRepetitions:
 
     def _repetition(self, rep: int, seeds: random.Random) -> None:
         seed, slot = seeds.randrange(2**31), rep % self.slots
-        order = self.contenders if rep % 2 == 0 else self.contenders[::-1]
+        order = self.orders[rep % len(self.orders)]
         for who in order:
             parent_ms, child_ms, message = self._one_call(who, slot, seed)
             self.parent_samples[who].append(parent_ms)
