@@ -11,9 +11,34 @@ import textwrap
 import torch
 from torch.utils._python_dispatch import _disable_current_modes
 
-from pragma_core.verifier.instrumentation import IdentityGuard, OperatorRecorder
+from pragma_core.verifier.instrumentation import IdentityGuard, OperatorRecorder, hooks_added
 
 from .conftest import REPO
+
+
+def test_a_hook_left_on_every_module_or_a_mode_left_on_the_stack_is_named_by_the_recorder():
+    """Global module hooks and torch-function modes run inside the harness's reference calls
+    (catalogue 28): the recorder names one left in place after a candidate's call, and removing it
+    clears the finding."""
+    from torch.overrides import TorchFunctionMode
+
+    assert hooks_added() == []
+    handle = torch.nn.modules.module.register_module_forward_hook(lambda module, args, output: None)
+    try:
+        assert hooks_added() == ["torch.nn.modules.module._global_forward_hooks"]
+        recorder = OperatorRecorder()
+        with recorder:
+            pass
+        assert "_global_forward_hooks" in recorder.disabled
+    finally:
+        handle.remove()
+    mode = TorchFunctionMode()
+    mode.__enter__()
+    try:
+        assert hooks_added() == ["a torch-function mode"]
+    finally:
+        mode.__exit__(None, None, None)
+    assert hooks_added() == []
 
 
 def test_the_recorder_counts_compute_but_not_allocation_views_or_reads():

@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 
 from pragma_core import VerifySettings, load_task
-from pragma_core.verifier.reference import ReferenceModel, compute_references
+from pragma_core.verifier.reference import FIXED_OUTPUT, ReferenceModel, compute_references, preflight
 
 IN_PLACE_TASK = """
 import torch
@@ -42,3 +42,39 @@ def test_references_record_the_size_of_each_tensor_input(tmp_path):
     assert references.input_sizes == (64 * 32, 5)
     again = compute_references(load_task(path), VerifySettings(trials=2), seed=7)
     assert all(torch.equal(a[0], b[0]) for a, b in zip(references.trials, again.trials))
+
+
+SCALE_TASK = """
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.scale = nn.Parameter(torch.randn(32))
+
+    def forward(self, x):
+        return torch.softmax(x.sum(dim=1, keepdim=True), dim=1) * self.scale{tail}
+
+
+def get_inputs():
+    return [torch.randn(16, 32)]
+
+
+def get_init_inputs():
+    return []
+"""
+
+
+def test_the_preflight_names_a_task_whose_output_does_not_depend_on_its_inputs(tmp_path):
+    """A softmax over one element is 1: the output is the scale whatever the input (catalogue 32).
+    The same task plus the input is not flagged, nor does zeros or a constant pass either."""
+    settings = VerifySettings(trials=3)
+    answers = {}
+    for name, tail in (("flawed", ""), ("sound", " + x")):
+        path = tmp_path / f"{name}.py"
+        path.write_text(SCALE_TASK.format(tail=tail))
+        task = load_task(path)
+        answers[name] = preflight(task, compute_references(task, settings, seed=11), settings)
+    assert answers == {"flawed": [FIXED_OUTPUT], "sound": []}

@@ -11,6 +11,11 @@
   candidate's own code.
 - :class:`IdentityGuard`: remembers the clocks, torch's functions and the task's definitions before
   the candidate is imported, and names any the candidate replaced.
+- :func:`hooks_added`: process-wide hooks that run code inside the harness's own calls (PyTorch's
+  global module hooks, torch-function and dispatch modes left on their stacks, Python's trace and
+  profile functions), added since this module was imported, before any candidate existed: a hook
+  on every module sees the child's reference run, its outputs and the inputs it shares with the
+  candidate, and can slow it (catalogue 28). The recorder looks after every candidate call.
 - :func:`background_activity`: whether outputs still change after forward returned, a Python thread
   it started still runs, or it started a process.
 
@@ -39,6 +44,7 @@ __all__ = [
     "IdentityGuard",
     "background_activity",
     "child_processes",
+    "hooks_added",
     "same_bits",
 ]
 
@@ -227,6 +233,12 @@ class OperatorRecorder:
         if not set(_SENTINELS) <= {event.name for event in events}:
             self.disabled = self.disabled or "the operator recorder was switched off or restarted during forward"
             return
+        added = hooks_added()
+        if added:
+            self.disabled = self.disabled or (
+                f"the candidate left {', '.join(added)} in place: code that runs inside the harness's own calls "
+                "(its reference run and its checks), which the operator recorder does not watch"
+            )
         for event in events:
             name = event.name
             if not name.startswith("aten::") or _inside_aten(event):
@@ -237,6 +249,51 @@ class OperatorRecorder:
 
 
 _SENTINELS = ("pragma.recorder.start", "pragma.recorder.end")
+
+_MODULE_HOOKS = (
+    "_global_forward_pre_hooks",
+    "_global_forward_hooks",
+    "_global_backward_pre_hooks",
+    "_global_backward_hooks",
+    "_global_buffer_registration_hooks",
+    "_global_module_registration_hooks",
+    "_global_parameter_registration_hooks",
+)
+"""torch.nn's process-wide hook tables (``register_module_forward_hook`` ...): each runs on every
+module's call, the child's reference model included."""
+
+
+def _hook_state() -> dict[str, Any]:
+    """What runs code inside every call now: the size of each global module hook table and of the
+    torch-function and dispatch mode stacks, and Python's trace and profile functions."""
+    from torch.nn.modules import module
+
+    state: dict[str, Any] = {
+        f"torch.nn.modules.module.{name}": len(getattr(module, name, ())) for name in _MODULE_HOOKS
+    }
+    state["a torch-function mode"] = torch._C._len_torch_function_stack()
+    state["a dispatch mode"] = torch._C._len_torch_dispatch_stack()
+    state["sys.settrace"], state["sys.setprofile"] = sys.gettrace(), sys.getprofile()
+    return state
+
+
+_HOOKS_AT_IMPORT = tuple(_hook_state().items())
+"""The state before any candidate code runs: the worker imports this module before the candidate."""
+
+
+def hooks_added(since: tuple[tuple[str, Any], ...] = _HOOKS_AT_IMPORT) -> list[str]:
+    """The hooks and modes in place now that were not in ``since`` (default: at this module's
+    import); empty when none were added. Meant for moments when the harness itself holds no mode
+    (between calls)."""
+    before = dict(since)
+    added = []
+    for what, now in _hook_state().items():
+        was = before.get(what)
+        if isinstance(now, int) and isinstance(was, int) and now > was:
+            added.append(what)
+        elif not isinstance(now, int) and now is not was:
+            added.append(what)
+    return added
 
 
 def _inside_aten(event: Any) -> bool:
@@ -384,7 +441,8 @@ class CandidateAudit:
 
 
 class IdentityGuard:
-    """Snapshot of callables by identity; :meth:`changes` names those replaced since.
+    """Snapshot of callables by identity; :meth:`changes` names those replaced since, and the
+    process-wide hooks added since (:func:`hooks_added`).
 
     torch wraps some of its own functions when a part of it is first imported (``torch._dynamo``
     wraps ``torch.manual_seed``, which the worker would otherwise pay a second import of torch for,
@@ -399,6 +457,7 @@ class IdentityGuard:
             for name, value in list(namespace.items())
             if callable(value) and not isinstance(value, type(os))
         }
+        self._hooks = tuple(_hook_state().items())
 
     def changes(self) -> list[str]:
         changed = []
@@ -406,7 +465,7 @@ class IdentityGuard:
             current = self._namespaces[label].get(name)
             if current is not original and not _torch_wrapper_of(current, original):
                 changed.append(f"{label}.{name}")
-        return sorted(changed)
+        return sorted(changed) + hooks_added(self._hooks)
 
 
 _TORCH_PACKAGE = str(Path(torch.__file__).resolve().parent) + os.sep

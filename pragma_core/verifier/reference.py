@@ -6,9 +6,11 @@ computed here, in pragma's own process, from seeds drawn fresh for each verifica
 references, so nothing it does can change what it is compared against, and it cannot know an input
 before it is asked to run on it. :class:`ReferenceModel` computes the reference on any further seed
 (the timed calls the parent checks). The preflight asks whether
-trivial outputs (zeros, a constant, a copy of the input) would pass the task at the configured
-tolerance; where one would, comparisons add a whole-output relative check. Its answer is cached per
-task, sizes and tolerance.
+trivial outputs (zeros, a constant, a copy of the input, or one fixed output whatever the input)
+would pass the task at the configured tolerance; where one would, comparisons add a whole-output
+relative check. A fixed output that passes means the task is flawed: its result does not depend on
+its inputs (:data:`FIXED_OUTPUT`), so a kernel that computes nothing is correct on it (catalogue 32).
+Its answer is cached per task, sizes and tolerance.
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ from .settings import VerifySettings
 from .timing_statistics import summarize
 
 __all__ = [
+    "FIXED_OUTPUT",
     "ReferenceModel",
     "References",
     "compute_references",
@@ -44,6 +47,15 @@ __all__ = [
     "preflight_path",
     "reference_timing",
 ]
+
+
+FIXED_OUTPUT = "fixed (the task's output is the same whatever its inputs)"
+"""The preflight's name for one output returned for every input: when it passes, the task's result
+does not depend on its inputs (a flawed task), which every verdict on the task notes."""
+
+_PREFLIGHT_VERSION = 2
+"""Part of the preflight cache's key: answers cached before :data:`FIXED_OUTPUT` was asked are
+asked again."""
 
 
 def fresh_seed() -> int:
@@ -140,7 +152,7 @@ def compute_references(task: Task, settings: VerifySettings, *, seed: int | None
 def preflight_path(task: Task, settings: VerifySettings) -> Path:
     """Where the preflight answer for this task, sizes and tolerance is cached."""
     key = hashlib.sha256(
-        json.dumps([task_program(task), settings.trials, settings.atol, settings.rtol]).encode()
+        json.dumps([_PREFLIGHT_VERSION, task_program(task), settings.trials, settings.atol, settings.rtol]).encode()
     ).hexdigest()[:32]
     return cache_dir("preflight") / f"{key}.json"
 
@@ -235,7 +247,11 @@ def _trivial_outputs(namespace: dict[str, Any], references: References):  # noqa
             return None
         return [first]
 
-    return [("zeros", zeros), ("constant", constant), ("input copy", input_copy)]
+    def fixed(_seed: int, _want: list[torch.Tensor]) -> list[torch.Tensor] | None:
+        # The first trial's outputs for every trial: with one trial there is nothing to tell.
+        return references.trials[0] if len(references.trials) > 1 else None
+
+    return [("zeros", zeros), ("constant", constant), ("input copy", input_copy), (FIXED_OUTPUT, fixed)]
 
 
 def _run(model: torch.nn.Module, inputs: list[Any], *, keep_inputs: bool) -> list[torch.Tensor]:
