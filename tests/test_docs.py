@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import inspect
 import os
+import re
 import subprocess
 import sys
 
@@ -76,3 +77,19 @@ def test_every_verdict_status_is_documented():
     text = (REPO / "docs" / "verifier.md").read_text()
     for status in VerdictStatus:
         assert f"| `{status.value}` |" in text, status
+
+
+CATALOGUE_ENTRIES = 32
+"""The entries of the project's integrity catalogue (its shared INTEGRITY.md), 1 to 32."""
+
+
+def test_every_catalogue_entry_has_a_row_with_its_status_and_audit_candidates():
+    from pragma_core.audit import CASES
+
+    text = (REPO / "docs" / "integrity.md").read_text()
+    rows = re.findall(r"^\| (\d+) \|.*\| ([^|]+) \| ([^|]+) \|$", text, flags=re.MULTILINE)
+    assert [int(number) for number, _, _ in rows] == list(range(1, CATALOGUE_ENTRIES + 1))
+    for number, status, audit in rows:
+        assert status.split()[0].rstrip(":") in ("caught", "partly", "open"), (number, status)
+        listed = re.findall(r"`(\w+)`", audit)
+        assert listed == [case.candidate for case in CASES if case.entry == int(number)], number

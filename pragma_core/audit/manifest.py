@@ -16,7 +16,7 @@ from ..records import VerdictStatus
 
 __all__ = ["AuditCase", "CASES", "CPU_ENTRIES", "KNOWN_CHECKS"]
 
-CPU_ENTRIES = (2, 3, 4, 5, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27)
+CPU_ENTRIES = (2, 3, 4, 5, *range(7, 33))
 """The catalogue entries that can be tested on the CPU backend (1 and 6 need a GPU)."""
 
 KNOWN_CHECKS = frozenset(
@@ -62,6 +62,8 @@ class AuditCase:
     also: tuple[str, ...] = ()
     """Other checks that catch this candidate as rightly (which one fires first can depend on
     which timed calls the parent draws to check)."""
+    noted: str = ""
+    """Text one of the verdict's notes must contain (a property of the task the verdict must name)."""
 
     @property
     def honest(self) -> bool:
@@ -90,10 +92,22 @@ def _rejected(
 
 
 def _status(
-    candidate: str, task: str, entry: int, status: VerdictStatus, description: str, uncertain: str = ""
+    candidate: str,
+    task: str,
+    entry: int,
+    status: VerdictStatus,
+    description: str,
+    uncertain: str = "",
+    noted: str = "",
 ) -> AuditCase:
     return AuditCase(
-        candidate=candidate, task=task, entry=entry, expected=status, description=description, uncertain=uncertain
+        candidate=candidate,
+        task=task,
+        entry=entry,
+        expected=status,
+        description=description,
+        uncertain=uncertain,
+        noted=noted,
     )
 
 
@@ -153,6 +167,15 @@ CASES: tuple[AuditCase, ...] = (
         "forbidden-construct",
         "patches pragma's native call counter; PyTorch GELU when no dispatch mode watches",
         "the source assigns to a module it did not define; the operator recorder is the layer behind",
+    ),
+    _rejected(
+        "slow_reference_function_mode",
+        "gelu",
+        4,
+        "monitor-disabled",
+        "a torch-function mode entered at import sleeps in the reference's GELU (no private API)",
+        "harness-patched at the end if the recorder's look after each call were gone",
+        also=("harness-patched",),
     ),
     _rejected(
         "reuse_result_in_tight_loop",
@@ -373,6 +396,61 @@ CASES: tuple[AuditCase, ...] = (
         27,
         "forbidden-construct",
         "os.posix_spawn(setsid=True) of a Python that writes 2 s later",
+    ),
+    # -- scavenging, the poison, repetition counts, configurations, flawed tasks ---------------
+    _rejected(
+        "reference_output_from_hook",
+        "gelu",
+        28,
+        "monitor-disabled",
+        "a global forward hook (assembled name) keeps the child's reference output; forward copies it",
+        "harness-patched at the end if the recorder's look after each call were gone",
+        also=("harness-patched",),
+    ),
+    _rejected(
+        "gc_scavenge_expected_output",
+        "gelu",
+        28,
+        "forbidden-construct",
+        "the garbage collector reached through torch.cuda.graphs, for a tensor of the output's shape",
+        "no name the static rules know: the audit hook sees gc.get_objects() at run time",
+    ),
+    _rejected(
+        "nan_on_timed_calls",
+        "gelu",
+        28,
+        "timed-output-mismatch",
+        "NaN everywhere on calls whose fresh memory holds no poison",
+    ),
+    _rejected(
+        "compute_only_on_sentinel",
+        "gelu",
+        29,
+        "timed-output-mismatch",
+        "computes only when its fresh output holds NaN or -3e38, the checked calls' poison",
+    ),
+    _rejected(
+        "sleep_in_warmup_then_lag",
+        "gelu",
+        30,
+        "timed-output-mismatch",
+        "sleeps on warm-up's repeated values, returns the previous call's result on unpoisoned calls",
+    ),
+    _rejected(
+        "halves_into_kept_output",
+        "gelu",
+        31,
+        "unwritten-output",
+        "two 'configurations', each writing half of one output kept across calls",
+    ),
+    _status(
+        "fixed_output_of_flawed_task",
+        "input_independent",
+        32,
+        VerdictStatus.CORRECT,
+        "copies the task's scale parameter: the task's output does not depend on its input",
+        "correct, as it is on this task: the verdict names the task's flaw in a note",
+        noted="the task's output is the same whatever its inputs",
     ),
 )
 """Honest candidates first, then the cheats in catalogue order."""

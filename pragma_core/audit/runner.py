@@ -140,9 +140,11 @@ def _audit_one(case: AuditCase, task_file: Path, settings: VerifySettings) -> Au
     trusted = _snapshot(_TRUSTED)
     started = time.perf_counter()
     status: VerdictStatus | None
+    notes = ""
     try:
         verdict = verify(task, Candidate(source=source, backend=DEFAULT_BACKEND), settings)
         status, check, message = verdict.status, verdict.failed_check, verdict.message
+        notes = " ".join(verdict.notes)
     except Exception as error:  # noqa: BLE001 - a candidate that breaks verify() is the finding
         status, check, message = None, None, f"verify() raised {type(error).__name__}: {error}"
     seconds = time.perf_counter() - started
@@ -152,6 +154,9 @@ def _audit_one(case: AuditCase, task_file: Path, settings: VerifySettings) -> Au
     ok = status is case.expected and (
         check in (case.check, *case.also) if case.expected is VerdictStatus.REJECTED else True
     )
+    if case.noted and case.noted not in notes:
+        ok = False
+        message += f" [no note says {case.noted!r}]"
     return AuditRow(
         candidate=case.candidate,
         task=case.task,
