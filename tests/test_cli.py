@@ -296,4 +296,4 @@ def test_roofline_as_json(capsys, examples):
     assert document["task"] == "level1/10_Matmul" and document["flops"] > 0
     floor, peaks = document["floor"], document["peaks"]
     assert floor["floor_ms"] == max(floor["memory_ms"], floor["compute_ms"]) and floor["bound"] in ("memory", "compute")
-    assert peaks["bandwidth_gbs"] > 0 and peaks["flops_gflops"] > 0 and peaks["hardware"]["model_name"]
+    assert peaks["dram_gbs"] > 0 and peaks["fma_gflops"] > 0 and peaks["hardware"]["model_name"]

@@ -25,7 +25,7 @@ from pragma_core.paths import cache_dir
 for _path in cache_dir("roofline").glob("*.json"):
     try:
         _data = json.loads(_path.read_text())
-        for _key in ("bandwidth_gbs", "flops_gflops"):
+        for _key in ("dram_gbs", "fma_gflops"):
             if isinstance(_data.get(_key), (int, float)):
                 _data[_key] *= 1000
         _path.write_text(json.dumps(_data))
