@@ -73,6 +73,13 @@ STATUS_REMEDIES: dict[VerdictStatus, Remedy] = {
                 "an integrity check failed: the candidate computed its result in a way the verifier does not accept",
                 "follow the remedy for the failed check below",
             ),
+            "unchanged": (
+                "the candidate is correct, but the code it built and runs is identical to the attempt it "
+                "changed: the change was folded away by the compiler, or touched only comments, names or "
+                "a setting the code does not depend on",
+                "make a change the compiler cannot fold away: another loop structure, blocking, "
+                "vectorization or parallel split, not a comment, a name or an equivalent constant",
+            ),
             "correct": (
                 "the candidate is correct",
                 "make it faster: attack the bottleneck the profile and the diagnosis point to",

@@ -31,6 +31,7 @@ from ..records import (
     VerdictStatus,
 )
 from ..verifier import verify
+from ..verifier.head_to_head import incumbent_of, parent_code_of
 from ..verifier.timing_statistics import bar_to_beat
 from ._advice import Advice, advise
 from ._conversation import Agents, cost_sum, transcript
@@ -81,7 +82,7 @@ class AttemptRunner:
         phase("writing")
         messages, reply = ahead.written.result() if ahead is not None else self.writer.write(step, history, best)
         files = {f"{step.writer.value}_prompt": transcript(messages), f"{step.writer.value}_reply": reply.text}
-        candidate, verdict = self._candidate_and_verdict(number, reply, ahead, phase, staging, best)
+        candidate, verdict = self._candidate_and_verdict(number, reply, ahead, phase, staging, best, parent)
         if candidate is not None:
             files["candidate.py"] = candidate.source
         profiles: list[Profile] = []
@@ -138,6 +139,7 @@ class AttemptRunner:
         phase: Callable[[str], None],
         staging: Path,
         best: Attempt | None,
+        parent: Attempt | None,
     ) -> tuple[Candidate | None, Verdict]:
         """The candidate the writer's reply holds, and the Verifier's verdict on it (a compile
         error when the reply holds none). A candidate written ahead was built meanwhile: its build
@@ -155,10 +157,16 @@ class AttemptRunner:
             built = ahead.built.result()  # its kernels, built beside the round's other children
             if built is not None:
                 self.run.append_event("built_ahead", attempt=number, seconds=round(built[1] - built[0], 3))
-        return candidate, self._verify(number, candidate, phase, staging, best)
+        return candidate, self._verify(number, candidate, phase, staging, best, parent)
 
     def _verify(
-        self, number: int, candidate: Candidate, phase: Callable[[str], None], staging: Path, best: Attempt | None
+        self,
+        number: int,
+        candidate: Candidate,
+        phase: Callable[[str], None],
+        staging: Path,
+        best: Attempt | None,
+        parent: Attempt | None,
     ) -> Verdict:
         """The Verifier's verdict; a noisy timing is measured once more, and the second verdict
         kept (still noisy if the machine stayed busy: it then replaces a best only by more than the
@@ -166,11 +174,16 @@ class AttemptRunner:
         the run profiles, the verifier's child also records the kernel calls the profilers replay,
         at the sizes each profiles, so profiling starts no child of its own to import torch
         again. Timing stops early for a candidate clearly slower than the best or than the
-        reference (:func:`~pragma_core.verifier.timing_statistics.bar_to_beat`)."""
+        reference (:func:`~pragma_core.verifier.timing_statistics.bar_to_beat`). With a correct, timed
+        best, the candidate is timed side by side with it in the same child (the head-to-head a new
+        best must win), and timing stops early once it is clearly slower than the best or than
+        the reference. A candidate whose built machine code is its parent's is ``unchanged``: not
+        timed."""
         profiling = self.profiling
         keep = profiling.recordings.staging(staging, profiling.recording_tasks()) if profiling else {}
         settings = self.settings.verify
-        to_beat = bar_to_beat(best.verdict if best else None)
+        incumbent = incumbent_of(best)
+        to_beat = 1.0 if incumbent is not None else bar_to_beat(best.verdict if best else None)
 
         def on_phase(name: str) -> None:
             phase(name)
@@ -179,7 +192,15 @@ class AttemptRunner:
 
         child = self.warm.take()
         verdict = verify(
-            self.task, candidate, settings, on_phase=on_phase, keep_recordings=keep, warm=child, to_beat=to_beat
+            self.task,
+            candidate,
+            settings,
+            on_phase=on_phase,
+            keep_recordings=keep,
+            warm=child,
+            to_beat=to_beat,
+            incumbent=incumbent,
+            parent_code=parent_code_of(parent),
         )
         self.warm.give_back(child)
         if verdict.noisy:  # measured again with the child started meanwhile, or a new one
@@ -187,7 +208,9 @@ class AttemptRunner:
             self.run.append_event("remeasuring", attempt=number, noise=list(verdict.conditions.noise))
             phase("building")
             child = self.warm.take()
-            again = verify(self.task, candidate, settings, on_phase=on_phase, warm=child, to_beat=to_beat)
+            again = verify(
+                self.task, candidate, settings, on_phase=on_phase, warm=child, to_beat=to_beat, incumbent=incumbent
+            )
             self.warm.give_back(child)
             first = "; ".join(verdict.conditions.noise)
             verdict = attrs.evolve(again, notes=(*again.notes, f"measured twice: the first timing was noisy ({first})"))

@@ -33,6 +33,7 @@ _FIXES = {
     VerdictStatus.OUT_OF_MEMORY: "allocate only the outputs and small scratch buffers",
     VerdictStatus.WRONG_OUTPUT: "compare the formula with the reference; check indexing, reductions and edge rows",
     VerdictStatus.REJECTED: "do the whole computation in the kernel, on every call, with nothing left running",
+    VerdictStatus.UNCHANGED: "the change built the same machine code as its parent: make one the compiler cannot fold away",
 }
 
 

@@ -9,8 +9,9 @@
 Per attempt (the design's loop): the Coder's reply becomes a candidate; the Verifier checks and
 times it in the sandbox; a correct candidate is profiled; rules turn verdict and profile into a
 :class:`~pragma_core.records.Diagnosis`; the Conductor turns everything into
-:class:`~pragma_core.records.Guidance`. The best correct attempt is replaced only by one whose
-speedup interval lies wholly above the best's. Everything is written to the run directory as it
+:class:`~pragma_core.records.Guidance`. The best correct attempt is replaced only by one faster
+than it side by side (timed in the same child, the ratio's interval above 1); a move whose machine
+code is its parent's is ``unchanged``, not timed. Everything is written to the run directory as it
 happens; ``resume`` continues a run after its last complete attempt.
 
 One attempt is :class:`~pragma_core.loop._attempt.AttemptRunner`'s; the next round's attempts are

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from ..records import Attempt, Baseline, Plan, RunResult, Speedup, TokenUsage
+from ..records import Attempt, Baseline, Plan, RunResult, Speedup, TokenUsage, Verdict
 from ..serialization import to_dict
 from ..verifier.timing_statistics import improves_on
 from .run_directory import RunDirectory
@@ -109,6 +109,8 @@ def trace_document(result_id: str, task_key: str, baseline: Baseline | None, att
                 "message": verdict.message if verdict else None,
                 "speedup": _speedup(verdict.speedup if verdict else None),
                 "noisy": verdict.noisy if verdict else None,
+                "versus_best": _versus_best(verdict),
+                "machine_code": verdict.machine_code if verdict else None,
                 "best_before": best.number if best else None,
                 "best_before_speedup": _speedup(best.verdict.speedup if best and best.verdict else None),
                 "diagnosis": to_dict(attempt.diagnosis) if attempt.diagnosis else None,
@@ -135,3 +137,10 @@ def _speedup(speedup: Speedup | None) -> dict[str, float] | None:
     if speedup is None:
         return None
     return {"value": speedup.value, "low": speedup.low, "high": speedup.high, "confidence": speedup.confidence}
+
+
+def _versus_best(verdict: Verdict | None) -> dict[str, Any] | None:
+    """The attempt timed side by side with the best: which best, and how much faster than it."""
+    if verdict is None or verdict.versus_best is None:
+        return None
+    return {"attempt": verdict.versus_best.attempt, "speedup": _speedup(verdict.versus_best.speedup)}

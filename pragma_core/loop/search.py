@@ -29,7 +29,7 @@ from typing import Protocol
 import attrs
 
 from ..errors import PragmaError
-from ..records import AgentRole, Attempt, attempt_speed, frozen_tuple
+from ..records import AgentRole, Attempt, VerdictStatus, attempt_speed, frozen_tuple
 
 __all__ = [
     "SEARCHES",
@@ -91,7 +91,8 @@ class SearchTree:
 
     def to_debug(self) -> list[Attempt]:
         """Children that applied a planned instruction and failed, with no child yet, newest first:
-        each gets one fix by the debugger (a failed fix is not fixed again)."""
+        each gets one fix by the debugger (a failed fix is not fixed again). An ``unchanged`` child
+        did not fail: its instruction did nothing, and there is nothing to fix."""
         failed = [
             a
             for a in self.attempts
@@ -99,6 +100,7 @@ class SearchTree:
             and a.instruction is not None
             and a.verdict is not None
             and not a.verdict.ok
+            and a.verdict.status is not VerdictStatus.UNCHANGED
             and not self.children(a.number)
         ]
         return sorted(failed, key=lambda a: -a.number)

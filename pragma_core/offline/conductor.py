@@ -26,7 +26,7 @@ from typing import Any
 
 import attrs
 
-from ..records import Attempt, CompletionRequest, Profile, Task, Verdict
+from ..records import Attempt, CompletionRequest, Profile, Task, Verdict, VerdictStatus
 from ..verifier.timing_statistics import improves_on
 from .coder import recognized
 from .knobs import defaults, format_move, knobs_of
@@ -43,6 +43,7 @@ _VECTORIZED = 1.0
 _D1_HIGH, _D1_LOW = 5.0, 1.0  # %
 _MISPREDICT_HIGH, _MISPREDICT_LOW = 2.0, 0.5  # %
 _STEP_BACK = 6  # a numeric knob's step back: after the neutral forward moves, before those the evidence is against
+_IDLE = 10  # a forward move of a knob an earlier move of which built the same machine code: last
 _PROMISING = 1.5  # median speedup over the best's that is worth building on while the intervals still overlap
 
 
@@ -118,7 +119,10 @@ def advise(request: CompletionRequest) -> str:
     evidence = read_evidence(request.profiles, task)
     diagnosis = request.diagnosis
     attainment = verdict.attainment if verdict.ok else None
-    moves = rank_moves(knobs, base_knobs, tried, evidence, attainment=attainment, profiled=bool(request.profiles))
+    idle = _idle_knobs(current, history, recipe.family, knobs)
+    moves = rank_moves(
+        knobs, base_knobs, tried, evidence, attainment=attainment, profiled=bool(request.profiles), idle=idle
+    )
 
     analysis = [_judgement(current, verdict, best, new_best, promising)]
     if diagnosis is not None and verdict.ok:
@@ -162,8 +166,10 @@ def rank_moves(
     *,
     attainment: float | None,
     profiled: bool,
+    idle: frozenset[str] = frozenset(),
 ) -> list[tuple[dict[str, Any], str]]:
-    """Untried moves from ``base``, best first, each with its reason."""
+    """Untried moves from ``base``, best first, each with its reason; a knob in ``idle`` (one whose
+    move built the same machine code: it does nothing here) moves only after every other."""
     moves: list[tuple[int, int, dict[str, Any], str]] = []
     seen = [dict(t) for t in tried]
     for order, name in enumerate(LADDER):
@@ -173,6 +179,8 @@ def rank_moves(
         value = knob.after(base[name])
         if value is not None:
             priority, reason = _judge(name, value, base, evidence, attainment, profiled)
+            if name in idle:
+                priority, reason = _IDLE, f"{reason}; an earlier move of {name} built the same machine code"
             options = [{name: value}]
             if name == "fast_math" and priority == 1 and "simd" in knobs and not base["simd"]:
                 options.insert(0, {"fast_math": value, "simd": True})  # library calls vectorize only with both
@@ -244,7 +252,32 @@ def _metrics_moves_need(knobs: Mapping[str, Knob], profiles: Sequence[Profile]) 
     return []
 
 
+def _idle_knobs(current: Attempt, history: Sequence[Attempt], family: str, knobs: Mapping[str, Knob]) -> frozenset[str]:
+    """The knobs an ``unchanged`` attempt moved: where its knobs differ from those of the attempt
+    whose machine code it repeats (the latest earlier one with the same fingerprint), here and
+    in the history, so "this knob did nothing here" is remembered."""
+    idle: set[str] = set()
+    seen: list[Attempt] = []
+    for attempt in [*history, current]:
+        verdict = attempt.verdict
+        if verdict is not None and verdict.status is VerdictStatus.UNCHANGED and verdict.machine_code:
+            twin = next(
+                (a for a in reversed(seen) if a.verdict is not None and a.verdict.machine_code == verdict.machine_code),
+                None,
+            )
+            mine, theirs = knobs_of(attempt, family, knobs), knobs_of(twin, family, knobs) if twin else None
+            if mine is not None and theirs is not None:
+                idle |= {name for name in mine if mine[name] != theirs.get(name)}
+        seen.append(attempt)
+    return frozenset(idle)
+
+
 def _judgement(current: Attempt, verdict: Verdict, best: Attempt | None, new_best: bool, promising: bool) -> str:
+    if verdict.status is VerdictStatus.UNCHANGED:
+        return (
+            f"Attempt {current.number} built the same machine code as the attempt it changed: its move did "
+            "nothing here, so another knob moves next."
+        )
     if not verdict.ok:
         back = f"back to attempt {best.number}" if best else "back to the plain version"
         return f"Attempt {current.number} is {verdict.status.value}: {verdict.message.splitlines()[0]}; {back}."

@@ -9,7 +9,11 @@ from ..records import Attempt, Baseline, Profile, RunResult, Task, Timing, Timin
 
 __all__ = ["verdict_table", "machine_text", "profile_table", "attempt_line", "run_table", "trace_text"]
 
-_STATUS_STYLE = {VerdictStatus.CORRECT: "bold green", VerdictStatus.REJECTED: "bold red"}
+_STATUS_STYLE = {
+    VerdictStatus.CORRECT: "bold green",
+    VerdictStatus.REJECTED: "bold red",
+    VerdictStatus.UNCHANGED: "bold cyan",  # correct, the same code as its parent: not timed
+}
 
 
 def verdict_table(task: Task, candidate_name: str, verdict: Verdict) -> Table:
@@ -158,7 +162,10 @@ def run_table(result: RunResult) -> Table:
             str(attempt.usage.prompt),
             f"{attempt.elapsed_s:.0f}",
         )
-    table.caption = "* the best: replaced only by a candidate whose interval lies wholly above"
+    table.caption = (
+        "* the best: replaced only by a candidate faster than it side by side (the ratio's interval above 1); "
+        "unchanged: the same machine code as its parent, not timed"
+    )
     return table
 
 

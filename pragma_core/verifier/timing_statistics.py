@@ -97,8 +97,14 @@ def inflation_bound(conditions: TimingConditions | None) -> float | None:
 
 def improves_on(verdict: Verdict | None, best: Attempt | None) -> bool:
     """The loop's rule for a new best: a correct, timed verdict that beats the best's speedup, or
-    any such verdict when there is no timed best yet; a correct verdict that could not be timed
-    (a backend that runs interpreted here) only when there is no correct best. A noisy verdict
+    any such verdict when there is no timed best yet. A verdict timed side by side with this very
+    best (its ``versus_best`` names the best's attempt) replaces it only when the head-to-head's
+    interval lies wholly above 1 (divided by the inflation bound when noisy, as below): measured in
+    one process on the same inputs, that is the comparison that holds, and a candidate identical in
+    code to the best cannot pass it on a lucky draw. Otherwise (no head-to-head, or one against
+    another attempt, as in runs recorded before it) the two verdicts' own intervals are compared.
+    A correct verdict that could not be timed (a backend that runs interpreted here) replaces only
+    a best that is not correct. A noisy verdict
     (timed on a busy machine) replaces a best only when its interval's low end, divided by the
     most the machine could have inflated it (:func:`inflation_bound`), is still above the bar
     (:func:`bar_to_beat`); with no bound it can only be the first best, so a run on a machine
@@ -109,6 +115,12 @@ def improves_on(verdict: Verdict | None, best: Attempt | None) -> bool:
         return best is None or best.verdict is None or not best.verdict.ok
     if best is None or best.verdict is None or best.verdict.speedup is None:
         return True
+    versus = verdict.versus_best
+    if versus is not None and versus.attempt == best.number:  # timed side by side with this best
+        if verdict.noisy:
+            inflation = inflation_bound(verdict.conditions)
+            return inflation is not None and versus.speedup.low / inflation > 1
+        return versus.speedup.low > 1
     if verdict.noisy:
         inflation = inflation_bound(verdict.conditions)
         return inflation is not None and verdict.speedup.low / inflation > _bar(best.verdict)
@@ -118,7 +130,8 @@ def improves_on(verdict: Verdict | None, best: Attempt | None) -> bool:
 
 
 def best_of(attempts: Sequence[Attempt]) -> Attempt | None:
-    """The best of a run's attempts, in the order they ran, by :func:`improves_on`."""
+    """The best of a run's attempts, in the order they ran, by :func:`improves_on` (each verdict's
+    head-to-head names the best it was timed against, so the choice replays from the attempts alone)."""
     best = None
     for attempt in attempts:
         if improves_on(attempt.verdict, best):

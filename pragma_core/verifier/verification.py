@@ -45,6 +45,7 @@ from ._verdicts import (
     trial_errors,
 )
 from .comparison import Comparison, compare_outputs
+from .head_to_head import Incumbent, ParentCode, head_to_head
 from .inputs import trial_seeds
 from .instrumentation import POISON_VALUES, same_bits
 from .judgement import judge_timing
@@ -69,6 +70,8 @@ def verify(
     keep_recordings: Mapping[Path, Task] | None = None,
     warm: WarmChild | None = None,
     to_beat: float | None = None,
+    incumbent: Incumbent | None = None,
+    parent_code: ParentCode | None = None,
 ) -> Verdict:
     """Check ``candidate`` (a :class:`Candidate` or the source of a module defining ``ModelNew``)
     against ``task`` in a sandboxed child process, and time it when it is correct.
@@ -89,8 +92,14 @@ def verify(
     (it does not parse, or a static rule rejects it) leaves ``warm`` unused and open. ``to_beat``
     is the speedup the candidate must beat to matter to the caller (the loop's best): timing stops
     once the candidate's interval lies wholly below it (after at least 10 repetitions), or its
-    speedup is not above it (after at least 30), and a note says so. A candidate whose backend
-    cannot run here (its probe says why) raises :class:`~pragma_core.errors.BackendUnavailable`.
+    speedup is not above it (after at least 30), and a note says so. ``incumbent`` is the loop's
+    best: loaded in the same child and timed interleaved with the candidate on the same inputs,
+    it gives the verdict's ``versus_best`` (a best that fails to load gives a note instead), and
+    timing stops early once the candidate is clearly slower than it. Every verdict that passes the
+    correctness trials carries ``machine_code``, its backend's fingerprint of the code it runs;
+    when it equals ``parent_code``'s, the verdict is ``unchanged`` and the candidate is not timed.
+    A candidate whose backend cannot run here (its probe says why) raises
+    :class:`~pragma_core.errors.BackendUnavailable`.
     """
     settings = settings or VerifySettings()
     settings, threads_note = settings.with_threads()
@@ -140,6 +149,8 @@ def verify(
                 to_beat=to_beat,
                 kernel_hint=backend.kernel_hint,
                 interpreted=bool(untimed),
+                incumbent=incumbent,
+                parent_code=parent_code,
             )
             verdict = run.execute(on_phase)
             for kept, folder in _recording_folders(keep_recordings).items():
@@ -233,8 +244,12 @@ class _Verification:
         to_beat: float | None = None,
         kernel_hint: str = "",
         interpreted: bool = False,
+        incumbent: Incumbent | None = None,
+        parent_code: ParentCode | None = None,
     ) -> None:
         self.session, self.task, self.settings, self.references = session, task, settings, references
+        self.incumbent, self.parent_code = incumbent, parent_code
+        self.machine_code: str | None = None
         self.kernel_hint, self.interpreted = kernel_hint, interpreted
         self.notes, self.floor = notes, floor
         self.trial_outputs: list[list[torch.Tensor]] = []
@@ -272,6 +287,11 @@ class _Verification:
                 if on_phase is not None:
                     on_phase("verifying")
                 self._correctness()
+                self.machine_code = self._fingerprint()
+                if self.parent_code is not None and self.machine_code == self.parent_code.machine_code:
+                    self._finish()
+                    outcome = session.finish()
+                    return self._unchanged(outcome.notes)
                 if not settings.time:
                     self._finish()
                     outcome = session.finish()
@@ -280,13 +300,21 @@ class _Verification:
                         status=VerdictStatus.CORRECT,
                         message=correct_message(settings, None) + untimed,
                         notes=[*self.notes, *outcome.notes],
+                        machine_code=self.machine_code,
                         **trial_errors(self.trial_results),
                     )
+                with_best = self._load_incumbent()
                 if on_phase is not None:
                     on_phase("timing")
                 with timing_slot():  # other tasks' builds and profiling wait; their model calls go on
                     timings = time_contenders(
-                        self.child, self.references, settings, rng=self.rng, to_beat=self.to_beat, notes=self.notes
+                        self.child,
+                        self.references,
+                        settings,
+                        rng=self.rng,
+                        to_beat=self.to_beat,
+                        notes=self.notes,
+                        best=with_best,
                     )
                 if on_phase is not None:
                     on_phase("finishing")
@@ -310,7 +338,7 @@ class _Verification:
                 return self._ended_early(crashed, ended.error)
             outcome = session.finish()
         self.notes += list(outcome.notes)
-        return judge_timing(
+        verdict = judge_timing(
             timings,
             task=self.task,
             settings=settings,
@@ -318,6 +346,51 @@ class _Verification:
             notes=self.notes,
             trial_results=self.trial_results,
         )
+        return self._with_head_to_head(attrs.evolve(verdict, machine_code=self.machine_code), timings.samples)
+
+    # -- the machine code and the best ----------------------------------------------------------
+
+    def _fingerprint(self) -> str | None:
+        """The child's fingerprint of the machine code the candidate runs (None: cannot say)."""
+        self.child.where = "fingerprinting the built code"
+        value = self.child.ask("fingerprint", "fingerprint").header.get("machine_code")
+        return value if isinstance(value, str) and value else None
+
+    def _unchanged(self, notes: tuple[str, ...] | list[str]) -> Verdict:
+        assert self.parent_code is not None
+        which = f"attempt {self.parent_code.attempt}" if self.parent_code.attempt is not None else "its parent"
+        return Verdict(
+            status=VerdictStatus.UNCHANGED,
+            message=(
+                f"correct in {self.settings.trials} trials; its built machine code is identical to {which}'s: "
+                "not timed (the change did nothing to the code that runs)"
+            ),
+            notes=[*self.notes, *notes],
+            machine_code=self.machine_code,
+            **trial_errors(self.trial_results),
+        )
+
+    def _load_incumbent(self) -> bool:
+        """Load the loop's best in the child beside the candidate; False (and a note) when it has
+        no best or the best does not load there."""
+        if self.incumbent is None:
+            return False
+        self.child.where = "loading the loop's best beside the candidate"
+        message = self.child.ask("incumbent", "incumbent", limited=False, **self.incumbent.request())
+        if message.header.get("loaded") is True:
+            return True
+        why = one_line(str(message.header.get("error") or "it did not load"))[:300]
+        self.notes.append(f"not timed against the loop's best (attempt {self.incumbent.attempt}): {why}")
+        return False
+
+    def _with_head_to_head(self, verdict: Verdict, samples: dict[str, list[float]]) -> Verdict:
+        versus = head_to_head(verdict, samples, self.incumbent.attempt if self.incumbent else None)
+        if versus is None:
+            return verdict
+        which = f"attempt {versus.attempt}" if versus.attempt is not None else "the best"
+        speedup = versus.speedup
+        side = f"; side by side {speedup.value:.2f}x {which} (95% CI {speedup.low:.2f}-{speedup.high:.2f})"
+        return attrs.evolve(verdict, versus_best=versus, message=verdict.message + side)
 
     def _ended_early(self, crashed: bool, error: dict[str, object] | None) -> Verdict:
         outcome = self.session.finish(ended=crashed)
