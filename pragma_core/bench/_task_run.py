@@ -5,8 +5,11 @@ schema in docs/bench.md). It runs in a worker process (local executor) or a Ray 
 nothing from the driver after it starts and tells it where it is through ``report``.
 
 A task's run folder is resumed when it exists: a run that ended is not run again (only its row is
-made, from the files), a run killed mid-way continues after its last complete attempt, and the
-confirmation, once written (``confirmation.json`` in the run folder), is not timed again.
+made, from the files), a run killed mid-way continues after its last complete attempt, and a
+confirmation, once written (``confirmation.json``, ``confirmation-2.json``... in the run folder),
+is not timed again. A job asking for more confirmations than the folder holds (``TaskJob.confirmations``:
+the bench hands these out after the other tasks, :mod:`.confirmations`) times the best again, no
+sooner than ``retime_after_s`` after its previous confirmation, while the figures still call for it.
 """
 
 from __future__ import annotations
@@ -26,29 +29,45 @@ from ..loop.progress import Progress
 from ..loop.run_directory import RunDirectory
 from ..loop.run_summary import run_summary
 from ..machine.timing_slot import start_turn
-from ..records import Attempt, RunResult, Speedup, Task, Verdict
+from ..records import Attempt, RunResult, Speedup, Task
 from ..serialization import read_record, write_record
 from ..verifier import WarmChild
+from .confirmations import Confirmed, confirmation_file, confirmed, stored_confirmations
 from .plan import BenchSettings
 
-__all__ = ["TaskJob", "Reporter", "run_task", "machine_threads"]
+__all__ = ["TaskJob", "Reporter", "run_task", "machine_threads", "retime_job"]
 
 Reporter = Callable[[dict[str, Any]], None]
 """Hears ``{"key", "phase", "attempt", "detail"}`` as the task moves on."""
-
-CONFIRMATION = "confirmation.json"
 
 
 @attrs.frozen(kw_only=True)
 class TaskJob:
     """A task to run: its key, the task as loaded (with ``--set`` sizes), the bench's settings and
-    the folder its run goes in."""
+    the folder its run goes in. ``confirmations`` is how many confirmations of its best the row
+    may rest on after this job: 1 for a task's run, more for a re-timing job (:func:`retime_job`)."""
 
     key: str
     task: Task
     category: str
     settings: BenchSettings
     runs_dir: Path
+    confirmations: int = attrs.field(default=1, validator=attrs.validators.ge(1))
+
+
+def retime_job(key: str, row: dict[str, Any], settings: BenchSettings, runs_dir: Path) -> TaskJob:
+    """A job that times the best of a finished task's run again (its row's confirmation is
+    ``due``): the task as its run stored it, one confirmation more than the row holds."""
+    run_dir = Path(row["run_dir"])
+    held = sum(1 for m in row["confirmation"]["measurements"] if m["source"] != "loop")
+    return TaskJob(
+        key=key,
+        task=read_record(run_dir / "task.json", Task),
+        category=row.get("category") or "other",
+        settings=settings,
+        runs_dir=runs_dir,
+        confirmations=held + 1,
+    )
 
 
 def machine_threads() -> int:
@@ -72,6 +91,8 @@ def run_task(job: TaskJob, report: Reporter) -> dict[str, Any]:
     result, counted as a task without a correct kernel. Anything else that stops it (a model
     that stopped answering, a backend or profiler that cannot run) gives ``status: error``, which
     is not a result: a resumed bench runs the task again."""
+    if job.confirmations > 1:
+        _wait_to_retime(job, report)  # before its turn: a task waiting holds nothing
     with start_turn() as give_up:
         if job.settings.loop.model:  # part of starting: a Ray worker would import it at the first model call
             from ..providers.litellm_import import preload
@@ -96,6 +117,8 @@ def _run_task(job: TaskJob, report: Reporter) -> dict[str, Any]:
         return row | {"status": status, "error": str(error), "seconds": round(time.monotonic() - started, 3)}
 
     existing = _existing_run(job.runs_dir)
+    if existing is None and job.confirmations > 1:
+        return ended("error", PragmaError(f"{job.runs_dir}: no run folder to time the best of again"))
     try:
         if existing is None:
             task = _taken(job, threads, report)
@@ -120,8 +143,9 @@ def _run_task(job: TaskJob, report: Reporter) -> dict[str, Any]:
                     on_leftover_child=leftover.append,
                 )
                 run_dir = job.runs_dir / result.run_id
-        report({"key": job.key, "phase": "confirming", "attempt": len(result.attempts), "detail": ""})
-        confirmation = _confirmation(result, run_dir, settings, threads, leftover[0] if leftover else None)
+        confirmation = _confirmations(
+            job, result, run_dir, threads, leftover[0] if leftover else None, report, len(result.attempts)
+        )
     except PragmaError as error:
         return ended("error", error)
     finally:
@@ -178,29 +202,56 @@ def _progress_listener(key: str, report: Reporter) -> Callable[[Progress], None]
     return listener
 
 
-def _confirmation(
-    result: RunResult, run_dir: Path, settings: BenchSettings, threads: int, warm: WarmChild | None
-) -> Verdict | None:
+def _wait_to_retime(job: TaskJob, report: Reporter) -> None:
+    """Sleep until ``retime_after_s`` passed since the run's last confirmation was written."""
+    run_dir = _existing_run(job.runs_dir)
+    if run_dir is None:
+        return
+    held = stored_confirmations(run_dir)
+    if not held:
+        return
+    written = (run_dir / confirmation_file(len(held))).stat().st_mtime
+    left = job.settings.retime_after_s - (time.time() - written)
+    if left > 0:
+        report({"key": job.key, "phase": "waiting", "attempt": 0, "detail": f"{left:.0f} s"})
+        time.sleep(left)
+
+
+def _confirmations(
+    job: TaskJob,
+    result: RunResult,
+    run_dir: Path,
+    threads: int,
+    warm: WarmChild | None,
+    report: Reporter,
+    attempts: int,
+) -> Confirmed | None:
     """The best candidate verified once more against every baseline (an unbiased speedup: the
-    loop's best is the largest of several noisy figures), in ``warm`` when it fits; kept in the run
-    folder, so a resumed bench does not time it again. None when no attempt was correct."""
+    loop's best is the largest of several noisy figures), in ``warm`` when it fits; and again, up
+    to ``job.confirmations`` in all, while the figures call for it (:func:`.confirmations.confirmed`).
+    Each is kept in the run folder, so a resumed bench does not time it again. None when no
+    attempt was correct."""
     best = result.best
     if best is None or best.candidate is None:
         return None
-    path = run_dir / CONFIRMATION
-    if path.is_file():
-        return read_record(path, Verdict)
-    from ..verifier import verify
-
+    settings = job.settings
+    held = stored_confirmations(run_dir)
     baseline = "compile" if "compile" in settings.baselines else "eager"
-    verdict = verify(
-        result.task,
-        best.candidate,
-        attrs.evolve(settings.loop.verify, threads=threads, baseline=baseline),
-        warm=warm,
-    )
-    write_record(path, verdict)
-    return verdict
+    while not held or (len(held) < job.confirmations and confirmed(best.verdict, held, settings.baselines).due):
+        from ..verifier import verify
+
+        number = len(held) + 1
+        phase = "confirming" if number == 1 else "retiming"
+        report({"key": job.key, "phase": phase, "attempt": attempts, "detail": str(number)})
+        verdict = verify(
+            result.task,
+            best.candidate,
+            attrs.evolve(settings.loop.verify, threads=threads, baseline=baseline),
+            warm=warm if number == 1 else None,
+        )
+        write_record(run_dir / confirmation_file(number), verdict)
+        held.append(verdict)
+    return confirmed(best.verdict, held, settings.baselines)
 
 
 def _speedup(speedup: Speedup | None) -> dict[str, float] | None:
@@ -209,25 +260,47 @@ def _speedup(speedup: Speedup | None) -> dict[str, float] | None:
     return {"value": speedup.value, "low": speedup.low, "high": speedup.high}
 
 
+def _confirmation_part(confirmation: Confirmed) -> dict[str, Any]:
+    """The row's ``confirmation``: the verdict's status and message, every measurement (the loop's
+    best and each confirmation) with its speedups and noise, the spread, and whether another is due."""
+    return {
+        "status": confirmation.verdict.status.value,
+        "message": confirmation.verdict.message,
+        "measurements": [
+            {
+                "source": m.source,
+                "status": m.verdict.status.value,
+                "eager": _speedup(m.verdict.speedup),
+                "compile": _speedup(m.verdict.speedup_vs_compiled),
+                "noise": list(m.verdict.conditions.noise) if m.verdict.conditions is not None else [],
+            }
+            for m in confirmation.measurements
+        ],
+        "spread": {baseline: list(bounds) for baseline, bounds in confirmation.spread.items()},
+        "due": confirmation.due,
+    }
+
+
 def _result_row(
-    result: RunResult, confirmation: Verdict | None, run: RunDirectory, settings: BenchSettings
+    result: RunResult, confirmation: Confirmed | None, run: RunDirectory, settings: BenchSettings
 ) -> dict[str, Any]:
-    correct = confirmation is not None and confirmation.ok
+    correct = confirmation is not None and confirmation.correct
     speedups: dict[str, dict[str, float] | None] = {}
     if correct and confirmation is not None:
-        speedups["eager"] = _speedup(confirmation.speedup)
+        speedups["eager"] = _speedup(confirmation.speedups.get("eager"))
         if "compile" in settings.baselines:
-            speedups["compile"] = _speedup(confirmation.speedup_vs_compiled)
+            speedups["compile"] = _speedup(confirmation.speedups.get("compile"))
+    best = result.best.verdict if result.best is not None else None
     stored = run.info().get("settings", {})
     summary = run_summary(result, run_dir=run.root, model=stored.get("model"), provider=stored.get("provider") or "")
     return {
         "status": "finished",
         "correct": correct,
-        "timed": bool(correct and confirmation is not None and confirmation.speedup is not None),
+        "timed": bool(correct and speedups.get("eager") is not None),
         "speedup": speedups,
-        "confirmation": {"status": confirmation.status.value, "message": confirmation.message}
-        if confirmation is not None
-        else None,
+        "loop_best": _speedup(best.speedup) if best is not None else None,
+        "flags": list(confirmation.flags) if confirmation is not None else [],
+        "confirmation": _confirmation_part(confirmation) if confirmation is not None else None,
         "best_by_attempt": _best_by_attempt(result.attempts),
         "sizes": dict(result.task.sizes),
         "loop_seconds": round(_loop_seconds(run, result.attempts), 3),

@@ -226,7 +226,8 @@ class RayExecutor:
             while waiting or pending:
                 while waiting and len(pending) < limit:
                     job = waiting.pop(0)
-                    pending[remote.remote(job, events, token, self.ship)] = job
+                    inbound = _pack(job.runs_dir) if job.confirmations > 1 else None  # a re-timing needs its run
+                    pending[remote.remote(job, events, token, self.ship, inbound)] = job
                     on_event({"key": job.key, "phase": "queued", "attempt": 0, "detail": ""})
                 done, _ = ray.wait(list(pending), num_returns=1, timeout=_POLL_S)
                 while True:
@@ -270,8 +271,11 @@ def _bench_token(jobs: Sequence[TaskJob]) -> str:
     return token
 
 
-def _ray_task(job: TaskJob, events: Any, token: str, ship: bool) -> tuple[dict[str, Any], bytes | None]:
-    """On a Ray worker: the task run where the bench directory is, or in a folder of this node."""
+def _ray_task(
+    job: TaskJob, events: Any, token: str, ship: bool, inbound: bytes | None = None
+) -> tuple[dict[str, Any], bytes | None]:
+    """On a Ray worker: the task run where the bench directory is, or in a folder of this node (with
+    ``inbound``, the task's run folder as the driver has it, for a job that times its best again)."""
     root = job.runs_dir.parents[2]
     try:
         visible = (root / ".bench-token").read_text() == token
@@ -285,6 +289,9 @@ def _ray_task(job: TaskJob, events: Any, token: str, ship: bool) -> tuple[dict[s
         return run_task(job, report), None
     scratch = Path(tempfile.mkdtemp(prefix="pragma-bench-"))
     try:
+        if inbound is not None:
+            with tarfile.open(fileobj=io.BytesIO(inbound), mode="r:gz") as archive:
+                archive.extractall(scratch / "runs", filter="data")
         row = run_task(attrs.evolve(job, runs_dir=scratch / "runs"), report)
         return row, _pack(scratch / "runs")
     finally:

@@ -19,6 +19,7 @@ from ..records import Category, frozen_tuple
 from ..serialization import to_dict
 from ..tasks.loading import find_task_files
 from ..verifier.settings import BASELINES, VerifySettings
+from .confirmations import RETIME_AFTER_S
 
 __all__ = ["BenchSettings", "task_key", "task_level", "task_files", "variant_name"]
 
@@ -80,6 +81,7 @@ class BenchSettings:
     baselines: tuple[str, ...] = attrs.field(default=("eager",), converter=_baselines)
     sizes: dict[str, str] = attrs.field(factory=dict)
     fit_ms: float | None = None
+    retime_after_s: float = attrs.field(default=RETIME_AFTER_S, validator=attrs.validators.ge(0))
 
     def __init__(self, *, loop: OptimizeSettings | None = None, **settings: Any) -> None:
         own = {name: settings.pop(name) for name in _OWN_FIELDS if name in settings}

@@ -9,12 +9,14 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from rich.table import Table
+
 from ..files import atomic_write_text
 from ._metrics import ALL, FAST_P_THRESHOLDS, BenchMetrics, metrics_by_category
 from ._plots import write_plots
 from .summary import VARIANTS, bench_summary, metrics_json, outcomes, rows_of, usage_summary
 
-__all__ = ["write_report", "report_markdown"]
+__all__ = ["write_report", "report_markdown", "tasks_table", "interval", "flag_text", "measurements_text"]
 
 
 def write_report(root: Path, document: dict[str, Any]) -> dict[str, Any]:
@@ -81,34 +83,86 @@ def _ablation(document: dict[str, Any]) -> list[str]:
     return [*lines, ""]
 
 
+def interval(speedup: dict[str, float] | None) -> str:
+    """A row's speedup as ``7.93x [7.77-8.08]``; ``-`` when there is none."""
+    if not speedup:
+        return "-"
+    return f"{speedup['value']:.2f}x [{speedup['low']:.2f}-{speedup['high']:.2f}]"
+
+
+def flag_text(row: dict[str, Any]) -> str:
+    """Why a task's best was timed again (``disagreed``, ``disturbed``), whether that settled it
+    (``unsettled``), and whether another timing is still due; empty for a confirmation that agreed."""
+    said = list(row.get("flags") or [])
+    if ((row.get("confirmation") or {}).get("due")) and said:
+        said.append("to be timed again")
+    return ", ".join(said)
+
+
+def measurements_text(row: dict[str, Any]) -> str:
+    """How many confirmations the reported figure rests on and, when more than one, the lowest and
+    highest speedup over eager of every measurement (the loop's best among them)."""
+    confirmation = row.get("confirmation") or {}
+    measurements = confirmation.get("measurements")
+    if not measurements:
+        return "-"
+    count = sum(1 for m in measurements if m.get("source") != "loop")
+    spread = (confirmation.get("spread") or {}).get("eager")
+    if count < 2 or not spread:
+        return str(count)
+    return f"{count}: {spread[0]:.2f}-{spread[1]:.2f}"
+
+
+_TASK_COLUMNS = ("task", "category", "result", "loop's best", "confirmed", "confirmations", "flag")
+
+
+def _task_cells(key: str, row: dict[str, Any], baselines: list[str]) -> list[str]:
+    if row.get("status") == "failed":
+        result = "could not run"
+    else:
+        result = "correct" if row.get("correct") else "no correct candidate"
+    speedups = row.get("speedup") or {}
+    return [
+        key,
+        row.get("category") or "-",
+        result,
+        interval(row.get("loop_best")) if row.get("correct") else "-",
+        interval(speedups.get("eager")),
+        measurements_text(row) if row.get("correct") else "-",
+        flag_text(row) or "-",
+        *(interval(speedups.get(baseline)) for baseline in baselines if baseline != "eager"),
+        str(row.get("best_attempt") or "-"),
+        str(row.get("attempts", "-")),
+        f"{row.get('loop_seconds', row.get('seconds', 0)) / 60:.1f}",
+    ]
+
+
+def _task_head(baselines: list[str]) -> list[str]:
+    others = [f"confirmed vs {baseline}" for baseline in baselines if baseline != "eager"]
+    return [*_TASK_COLUMNS, *others, "best at", "attempts", "minutes"]
+
+
 def _task_table(rows: dict[str, dict[str, Any]], baselines: list[str]) -> list[str]:
-    head = ["task", "category", "result", *(f"vs {b}" for b in baselines), "best at", "attempts", "minutes"]
+    head = _task_head(baselines)
     lines = ["| " + " | ".join(head) + " |", "|" + "|".join(["---"] * 3 + ["---:"] * (len(head) - 3)) + "|"]
     for key, row in sorted(rows.items()):
-        if row.get("status") == "failed":
-            result = "could not run"
-        else:
-            result = "correct" if row.get("correct") else "no correct candidate"
-        speedups = []
-        for baseline in baselines:
-            speedup = (row.get("speedup") or {}).get(baseline)
-            speedups.append(f"{speedup['value']:.2f}x [{speedup['low']:.2f}-{speedup['high']:.2f}]" if speedup else "-")
-        lines.append(
-            "| "
-            + " | ".join(
-                [
-                    key,
-                    row.get("category") or "-",
-                    result,
-                    *speedups,
-                    str(row.get("best_attempt") or "-"),
-                    str(row.get("attempts", "-")),
-                    f"{row.get('loop_seconds', row.get('seconds', 0)) / 60:.1f}",
-                ]
-            )
-            + " |"
-        )
+        lines.append("| " + " | ".join(_task_cells(key, row, baselines)) + " |")
     return lines
+
+
+def tasks_table(document: dict[str, Any]) -> Table:
+    """Every task of every variant on the terminal: the loop's best beside its confirmation."""
+    variants = [variant for variant in VARIANTS if rows_of(document, variant)]
+    baselines = sorted(
+        {b for v in variants for b in document["variants"][v]["settings"]["baselines"]}, key=["eager", "compile"].index
+    )
+    table = Table(title="bench: every task (speedups over eager unless said; 95% intervals)", title_justify="left")
+    for column in ("variant", *_task_head(baselines)):
+        table.add_column(column, justify="left" if column in ("variant", *_TASK_COLUMNS[:3], "flag") else "right")
+    for variant in variants:
+        for key, row in sorted(rows_of(document, variant).items()):
+            table.add_row(variant, *_task_cells(key, row, baselines))
+    return table
 
 
 def report_markdown(document: dict[str, Any], plots: list[Path]) -> str:
@@ -124,6 +178,13 @@ def report_markdown(document: dict[str, Any], plots: list[Path]) -> str:
         "fast_p: tasks whose best is correct and more than p times as fast as the baseline, over all tasks "
         "(fast_0 is the success rate). Mean and geometric-mean speedups are over the correct tasks, with "
         "bootstrap 95% intervals over tasks. See docs/bench.md.",
+        "",
+        "Per task: the loop's best is the loop's own figure of its best (the largest of several noisy "
+        "ones); confirmed is the figure the metrics use, a fresh verification of that best. Where the two "
+        "disagreed (intervals apart and values more than 10% apart) or a confirmation was timed while the "
+        "machine was disturbed, the best was timed again later: confirmed is then the median measurement, "
+        "confirmations says how many with the lowest and highest speedup seen, and flag says why "
+        "(unsettled: still no two figures agreed).",
         "",
     ]
     summary = bench_summary(document)

@@ -3,12 +3,19 @@ comes, and write the report at the end.
 
 A bench is resumable by running the same command again: tasks with a row in ``bench.json`` are not
 run again (their files are not even traced), tasks whose worker was killed continue their run after
-its last complete attempt (:mod:`.task_run`), and tasks never started start.
+its last complete attempt (:mod:`._task_run`), and tasks never started start.
+
+Once every task ended, the tasks whose confirmation disagreed with the loop's best or was timed in
+a disturbed window (:mod:`.confirmations`) have their best timed again, in the same executor: up to
+:data:`~.confirmations.EXTRA_CONFIRMATIONS` rounds, each after the other tasks' (so a disturbance
+has passed, or at least ``--retime-after`` seconds). A bench resumed before a round finished times
+what is still due.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -19,9 +26,11 @@ from ..loop.settings import configured_model, provider_name
 from ..progress import progress_bar
 from ..records import Task
 from ..tasks.loading import load_task, sizes_per_file
-from ._task_run import Reporter, TaskJob
+from ._task_run import Reporter, TaskJob, retime_job
+from .confirmations import EXTRA_CONFIRMATIONS
 from .executors import RowHandler
 from .plan import BenchSettings, task_files, task_key
+from .report import flag_text, interval, write_report
 from .store import BenchStore, begin_variant
 
 __all__ = ["Executor", "run_bench", "ENDED"]
@@ -40,8 +49,6 @@ def run_bench(
     """Run (or resume) the bench of ``settings`` over ``tree`` into ``out``; returns ``bench.json``'s
     content. Every task's row is saved as soon as it ends. Ctrl-C (KeyboardInterrupt) propagates
     after the workers saved their complete attempts."""
-    from .report import write_report
-
     console = console or Console(stderr=True)
     tree = Path(tree).resolve()
     store = BenchStore(out)
@@ -78,19 +85,64 @@ def run_bench(
                 lines[key] = progress.add_task("", total=None)
             progress.update(lines[key], description=f"  {key}: {_phase(event)}")
 
-        def on_row(key: str, row: dict[str, Any]) -> None:
+        def on_row(key: str, row: dict[str, Any], *, counted: bool = True) -> None:
             rows[key] = row
             store.save(document)
             if key in lines:
                 progress.remove_task(lines.pop(key))
-            if row.get("status") in ENDED:
+            if counted and row.get("status") in ENDED:
                 progress.advance(overall)
             progress.console.print(_row_line(key, row), highlight=False, markup=False, soft_wrap=True)
 
         executor.run(jobs, on_event, on_row)
+        keys = [task_key(tree, path) for path in files]
+        for _ in range(EXTRA_CONFIRMATIONS):
+            due = [key for key in keys if ((rows.get(key) or {}).get("confirmation") or {}).get("due")]
+            if not due:
+                break
+            _retime(due, rows, settings, store, executor, progress, on_event, partial(on_row, counted=False))
     document["metrics"] = write_report(store.root, document)
     store.save(document)
     return document
+
+
+def _retime(
+    due: list[str],
+    rows: dict[str, Any],
+    settings: BenchSettings,
+    store: BenchStore,
+    executor: Executor,
+    progress: Any,
+    on_event: Reporter,
+    on_row: Callable[[str, dict[str, Any]], None],
+) -> None:
+    """One round of re-timing: each due task's best timed once more in a job of its own. A job
+    that could not time it (its run folder gone, the verification stopped) leaves the task's row
+    as it was, said in one line: the figures already there are not lost."""
+    progress.console.print(
+        f"pragma: timing the best of {len(due)} task(s) again, their confirmation disagreed with the loop's "
+        "best or was disturbed: " + ", ".join(due),
+        highlight=False,
+        markup=False,
+        soft_wrap=True,
+    )
+    before = {key: rows[key] for key in due}
+    jobs = [retime_job(key, rows[key], settings, store.runs_dir(settings.variant, key).resolve()) for key in due]
+
+    def on_retimed(key: str, row: dict[str, Any]) -> None:
+        if row.get("status") not in ENDED:
+            progress.console.print(
+                f"{key}: could not be timed again, its row stays as it was: {row.get('error')}",
+                highlight=False,
+                markup=False,
+                soft_wrap=True,
+            )
+            row = before[key]
+        else:
+            row = row | {"seconds": round(before[key].get("seconds", 0.0) + row.get("seconds", 0.0), 3)}
+        on_row(key, row)
+
+    executor.run(jobs, on_event, on_retimed)
 
 
 def _resolved(settings: BenchSettings) -> BenchSettings:
@@ -153,6 +205,8 @@ _PHASES: dict[str, Callable[[dict[str, Any]], str]] = {
     "baseline": lambda e: "timing and profiling the reference",
     "planning": lambda e: f"planning changes to attempt {e['attempt']}",
     "confirming": lambda e: "timing the best once more against the baselines",
+    "waiting": lambda e: f"waiting {e['detail']} before timing its best again",
+    "retiming": lambda e: f"timing the best again (confirmation {e['detail']})",
     "profiling": lambda e: f"attempt {e['attempt']}: profiling with {e['detail']}",
 }
 
@@ -177,6 +231,10 @@ def _row_line(key: str, row: dict[str, Any]) -> str:
     figures = []
     for baseline, speedup in (row.get("speedup") or {}).items():
         if speedup is not None:
-            figures.append(f"{speedup['value']:.2f}x [{speedup['low']:.2f}-{speedup['high']:.2f}] vs {baseline}")
+            figures.append(f"{interval(speedup)} vs {baseline}")
     said = ", ".join(figures) if figures else "correct (not timed)"
+    if figures and row.get("loop_best"):
+        said += f" (the loop's best read {interval(row['loop_best'])}"
+        flagged = flag_text(row)
+        said += f"; {flagged})" if flagged else ")"
     return f"{key}: {said}, best at attempt {row.get('best_attempt')} of {row.get('attempts')} ({minutes:.1f} min)"

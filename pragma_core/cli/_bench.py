@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 import click
 from rich.console import Console
 
+from ..bench.confirmations import RETIME_AFTER_S
 from ..errors import PragmaError
 from ..tasks.loading import parse_size_assignments
 from ._inputs import checked_backend
@@ -96,6 +97,16 @@ _executor_options = option_group(
 @threads_option(ALL_CPUS)
 @_executor_options
 @click.option(
+    "--retime-after",
+    "retime_after_s",
+    type=click.FloatRange(min=0),
+    default=RETIME_AFTER_S,
+    show_default=True,
+    metavar="SECONDS",
+    help="A best whose confirmation disagreed with the loop's or was disturbed is timed again, this long after "
+    "its last confirmation at the earliest.",
+)
+@click.option(
     "--out", type=click.Path(path_type=Path), default=Path("bench"), show_default=True, help="The bench directory."
 )
 def bench_command(
@@ -107,6 +118,7 @@ def bench_command(
     assignments: tuple[str, ...],
     fit_ms: float | None,
     threads: int | None,
+    retime_after_s: float,
     out: Path,
     **options: Any,
 ) -> None:
@@ -139,6 +151,7 @@ def bench_command(
         baselines=comma_separated(baselines),
         sizes=parse_size_assignments(assignments),
         fit_ms=fit_ms,
+        retime_after_s=retime_after_s,
         loop=OptimizeSettings(**loop, verify=VerifySettings(reps=options.pop("reps"), threads=threads)),
     )
     _check_agents_and_profilers(settings)
@@ -232,10 +245,14 @@ def _check_agents_and_profilers(settings: BenchSettings) -> None:
 
 
 def _print_summary(console: Console, document: dict[str, Any]) -> None:
-    """The overall row of each variant and baseline, on the terminal."""
+    """Every task (the loop's best beside its confirmation), then the overall row of each variant
+    and baseline, on the terminal."""
     from rich.table import Table
 
+    from ..bench.report import tasks_table
     from ..bench.summary import bench_summary
+
+    console.print(tasks_table(document))
 
     table = Table(title="bench: all tasks", title_justify="left")
     for column in ("variant", "baseline", "tasks", "correct", "fast_1", "fast_1.5", "fast_2", "geomean speedup"):
