@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 import os
+import subprocess
 from pathlib import Path
 
 import attrs
@@ -20,6 +21,7 @@ from pragma_core.machine.physical_peaks import (
     PeakMeasurementError,
     cache_array_bytes,
     dram_array_bytes,
+    kernel_flags,
     kernel_program,
     last_level_cache_bytes,
     measure_fma,
@@ -61,6 +63,23 @@ def test_the_widest_reported_isa_comes_first(hardware, expected):
 def test_fma_isas_are_built_to_fuse():
     avx2 = vector_isas(cpu("x86_64", "avx2", "fma"))[0]
     assert "-mfma" in avx2.flags
+
+
+def test_the_compiler_emits_fused_multiply_adds_here():
+    """The FMA kernel's loop compiles to vfmadd on an x86 CPU with FMA: the peak is the fused one."""
+    if HERE.architecture != "x86_64" or "fma" not in HERE.features:
+        pytest.skip("needs an x86_64 CPU with FMA")
+    isa = vector_isas(HERE)[0]
+    compiler = os.environ.get("CC") or "cc"
+    version = subprocess.run([compiler, "--version"], capture_output=True, text=True, check=True).stdout
+    source = Path(physical_peaks.__file__).parent / "peak_kernels" / "fma.c"
+    assembly = subprocess.run(
+        [compiler, str(source), *kernel_flags(isa, version), "-S", "-o", "-"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    assert assembly.count("vfmadd") >= isa.accumulators
 
 
 def test_stream_arrays_reach_beyond_the_cache_and_fit_in_half_of_it(monkeypatch):

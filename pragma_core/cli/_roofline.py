@@ -21,7 +21,10 @@ __all__ = ["roofline_command"]
 @threads_option(ALL_CPUS)
 @click.option("--refresh", is_flag=True, help="Measure the machine's peaks again.")
 @click.option(
-    "--reference", "time_reference", is_flag=True, help="Also time the task's reference here and show its attainment."
+    "--reference",
+    "time_reference",
+    is_flag=True,
+    help="Also time the task's reference here and show its attainment against both floors.",
 )
 @json_option("Print the task's floors and the machine's peaks as JSON.")
 def roofline_command(

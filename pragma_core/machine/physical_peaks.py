@@ -59,6 +59,7 @@ __all__ = [
     "dram_array_bytes",
     "cache_array_bytes",
     "kernel_program",
+    "kernel_flags",
     "measure_fma",
     "measure_stream",
     "quick_copy_gbs",
@@ -327,8 +328,9 @@ def _compiler_version(compiler: list[str]) -> str:
     return (result.stdout.splitlines() or ["unknown"])[0]
 
 
-def _build(kernel: str, isa: VectorIsa, compiler: list[str], version: str) -> Path:
-    sources = {name: (_KERNELS / name).read_text() for name in (f"{kernel}.c", *_HEADERS)}
+def kernel_flags(isa: VectorIsa, compiler_version: str) -> list[str]:
+    """The compiler flags the peak kernels are built with for ``isa``, by a compiler whose
+    ``--version`` starts with ``compiler_version``."""
     flags = [
         "-O2",
         *isa.flags,
@@ -337,8 +339,14 @@ def _build(kernel: str, isa: VectorIsa, compiler: list[str], version: str) -> Pa
         f"-DACCUMULATORS={isa.accumulators}",
         "-pthread",
     ]
-    if "clang" not in version.lower():
+    if "clang" not in compiler_version.lower():
         flags.append("-fno-tree-loop-distribute-patterns")  # GCC: keep the copy loop, not a memcpy call
+    return flags
+
+
+def _build(kernel: str, isa: VectorIsa, compiler: list[str], version: str) -> Path:
+    sources = {name: (_KERNELS / name).read_text() for name in (f"{kernel}.c", *_HEADERS)}
+    flags = kernel_flags(isa, version)
     identity = json.dumps(
         {"sources": sources, "flags": flags, "compiler": compiler, "version": version, "machine": platform.machine()},
         sort_keys=True,
