@@ -26,18 +26,20 @@ def measure_baseline(
     """Before attempt 1: the reference's time here, the task's roofline floor (computed once per
     run), and the reference's profile from each profiler that can watch it (perf can, through
     Python; cachegrind needs a native kernel). ``unavailable`` profilers are not tried."""
-    from ..machine.roofline import floor_ms, machine_peaks
+    from ..machine.roofline import floor_ms, library_floor_ms, machine_peaks
     from ..serialization import to_dict
     from ..verifier.reference import reference_timing
 
     clock = PhaseClock()
     folder = run.root / "baseline"
     folder.mkdir(exist_ok=True)
-    floor = None
+    floor = library_floor = None
     if task.analysis is not None:
         clock.start("roofline")  # measures the machine's peaks the first time a thread count needs them
-        floor = floor_ms(task.analysis, machine_peaks(settings.verify.thread_count))
-        atomic_write_text(folder / "roofline.json", json.dumps(to_dict(floor), indent=2) + "\n")
+        peaks = machine_peaks(settings.verify.thread_count)
+        floor, library_floor = floor_ms(task.analysis, peaks), library_floor_ms(task.analysis, peaks)
+        floors = {"physical": to_dict(floor), "library": to_dict(library_floor)}
+        atomic_write_text(folder / "roofline.json", json.dumps(floors, indent=2) + "\n")
     profilers = [name for name in settings.profilers if name not in unavailable] if settings.profile else []
     profiles, failed = profile_each(
         task,
@@ -55,6 +57,7 @@ def measure_baseline(
     baseline = Baseline(
         reference=reference,
         floor_ms=floor.floor_ms if floor else None,
+        library_floor_ms=library_floor.floor_ms if library_floor else None,
         bound=floor.bound if floor else None,
         profiles=profiles,
         skipped=skipped,
@@ -64,6 +67,7 @@ def measure_baseline(
         "baseline",
         reference_ms=baseline.reference.median_ms if baseline.reference else None,
         floor_ms=baseline.floor_ms,
+        library_floor_ms=baseline.library_floor_ms,
         bound=baseline.bound.value if baseline.bound else None,
         profiled=[p.profiler for p in profiles],
         skipped=skipped,

@@ -158,9 +158,9 @@ def _floor_binds(task: Task) -> bool:
     if analysis is None:
         return False
     from ..machine.hardware import describe_cpu
+    from ..machine.physical_peaks import last_level_cache_bytes
 
-    hardware = describe_cpu()
-    cache = hardware.l3_total_bytes or hardware.l2_bytes
+    cache = last_level_cache_bytes(describe_cpu())
     moved = sum(spec.nbytes for spec in analysis.inputs) + sum(spec.nbytes for spec in analysis.outputs)
     return cache is not None and moved >= 2 * cache
 

@@ -120,7 +120,7 @@ def verify(
         # peaks, so before any child works), seeds, references, preflight. A contained child cannot
         # write what they read, so they are computed while it imports torch and builds the candidate;
         # where the OS cannot contain it, before it begins, with the files it must not change hashed.
-        floor = _floor_ms(task, settings, backend)
+        floor, library_floor = _floors_ms(task, settings, backend)
         if warm is not None and (job_dir is not None or not warm.fits(task, settings)):
             warm.close()
             warm = None
@@ -145,6 +145,7 @@ def verify(
                 reference_error=own_error,
                 notes=notes,
                 floor=floor,
+                library_floor=library_floor,
                 record=_recording_programs(child, keep_recordings),
                 to_beat=to_beat,
                 kernel_hint=backend.kernel_hint,
@@ -240,6 +241,7 @@ class _Verification:
         reference_error: float = 0.0,
         notes: list[str],
         floor: float | None,
+        library_floor: float | None = None,
         record: Mapping[str, str | None] | None = None,
         to_beat: float | None = None,
         kernel_hint: str = "",
@@ -251,7 +253,7 @@ class _Verification:
         self.incumbent, self.parent_code = incumbent, parent_code
         self.machine_code: str | None = None
         self.kernel_hint, self.interpreted = kernel_hint, interpreted
-        self.notes, self.floor = notes, floor
+        self.notes, self.floor, self.library_floor = notes, floor, library_floor
         self.trial_outputs: list[list[torch.Tensor]] = []
         self.trial_results: list[Comparison] = []  # each trial's comparison, for the verdict's errors
         self.rng = random.Random()  # which timed calls are checked: never derivable from the seeds
@@ -343,6 +345,7 @@ class _Verification:
             task=self.task,
             settings=settings,
             floor=self.floor,
+            library_floor=self.library_floor,
             notes=self.notes,
             trial_results=self.trial_results,
         )
@@ -557,14 +560,17 @@ def _harness_hashes(task: Task, settings: VerifySettings) -> dict[str, str]:
     return {str(path): hashlib.sha256(path.read_bytes()).hexdigest() for path in paths if path.exists()}
 
 
-def _floor_ms(task: Task, settings: VerifySettings, backend: Backend) -> float | None:
+def _floors_ms(task: Task, settings: VerifySettings, backend: Backend) -> tuple[float | None, float | None]:
+    """The task's physical roofline floor here, and the floor at the library's own rates (torch's
+    sgemm and copy, shown beside it; None where the backend has no such figure)."""
     if task.analysis is None:
-        return None
+        return None, None
     if backend.floor_ms is not None:
-        return backend.floor_ms(task.analysis, settings.thread_count)
-    from ..machine.roofline import floor_ms, machine_peaks
+        return backend.floor_ms(task.analysis, settings.thread_count), None
+    from ..machine.roofline import floor_ms, library_floor_ms, machine_peaks
 
-    return floor_ms(task.analysis, machine_peaks(settings.thread_count)).floor_ms
+    peaks = machine_peaks(settings.thread_count)
+    return floor_ms(task.analysis, peaks).floor_ms, library_floor_ms(task.analysis, peaks).floor_ms
 
 
 def _same_outputs(a: list[torch.Tensor], b: list[torch.Tensor]) -> bool:
