@@ -16,6 +16,7 @@ from pragma_core.verifier.head_to_head import Incumbent, ParentCode, incumbent_o
 from pragma_core.verifier.timing_statistics import best_of, improves_on
 
 from .conftest import EXAMPLES
+from .test_optimizer import coder, conductor, scripted  # noqa: F401 - scripted: the scripted model fixture
 
 CANDIDATES = Path(__file__).parent / "candidates"
 GELU = EXAMPLES / "level1" / "1_GELUTanh.py"
@@ -149,3 +150,40 @@ def test_the_loop_passes_a_correct_timed_best_and_a_parents_fingerprint():
     assert incumbent_of(Attempt(number=1, candidate=_cpp(FAST), verdict=_timed(2.0, 1.9, 2.1))).attempt == 1
     untimed = Verdict(status=VerdictStatus.CORRECT, message="correct, not timed")
     assert incumbent_of(Attempt(number=1, candidate=_cpp(FAST), verdict=untimed)) is None
+
+
+# -- the loop -------------------------------------------------------------------------------------
+
+
+@pytest.mark.serial
+def test_the_loop_replaces_its_best_side_by_side_and_records_an_identical_child_as_unchanged(
+    scripted,  # noqa: F811 - the fixture imported above
+    tmp_path,
+):
+    from pragma_core import OptimizeSettings, optimize
+
+    reworded = FAST.replace("const float k0", "// reworded: the same code\n    const float k0")
+    scripted(
+        [coder(SLOW), coder(FAST), coder(reworded)],
+        [conductor("slow", ["vectorize"]), conductor("faster", ["reword"]), conductor("same", ["keep it"])],
+    )
+    run_settings = OptimizeSettings(
+        model="openai/gpt-4o-mini",
+        provider="scripted",
+        max_attempts=3,
+        profile=False,
+        patience=10,
+        runs_dir=tmp_path / "runs",
+        verify=attrs.evolve(QUICK, reps=10),
+    )
+    result = optimize(_task(), run_settings)
+    first, second, third = result.attempts
+    assert first.verdict.ok and first.verdict.versus_best is None  # no best to race yet
+    assert second.verdict.versus_best is not None and second.verdict.versus_best.attempt == 1
+    assert second.verdict.versus_best.speedup.low > 1, second.verdict.versus_best
+    assert third.verdict.status is VerdictStatus.UNCHANGED, third.verdict.message
+    assert "identical to attempt 2" in third.verdict.message
+    assert third.verdict.candidate is None and third.verdict.speedup is None  # not timed
+    if not second.verdict.noisy:  # a noisy head-to-head must win by more than the machine could inflate it
+        assert result.best_attempt == 2
+    assert best_of(list(result.attempts)).number == result.best_attempt  # the same best replayed from the records
