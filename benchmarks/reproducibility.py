@@ -53,6 +53,8 @@ def main() -> None:
     if args.runs < 1:
         parser.error(f"--runs {args.runs}: give at least 1")
     console = Console()
+    if not console.is_terminal:
+        console = Console(width=200)  # a file or a pipe: the table whole, one line per task
     try:
         document = json.loads((args.bench / "bench.json").read_text())
         variant = args.variant or next(v for v in VARIANTS if rows_of(document, v))
@@ -227,6 +229,7 @@ def _plot(figures: list[dict[str, Any]], path: Path) -> None:
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib import ticker
 
     figure, axis = plt.subplots(figsize=(max(6.0, 0.45 * len(figures) + 2), 4.8))
     for index, task in enumerate(figures):
@@ -248,14 +251,17 @@ def _plot(figures: list[dict[str, Any]], path: Path) -> None:
         axis.axhline(bound, color="black", linestyle="--", linewidth=0.8)
     axis.axhline(1.0, color="black", linewidth=0.5)
     axis.set_yscale("log")
+    axis.yaxis.set_major_formatter(ticker.FuncFormatter(lambda value, _: f"{value:g}"))
+    axis.yaxis.set_minor_formatter(ticker.FuncFormatter(lambda value, _: f"{value:g}"))
+    axis.set_xlim(-0.75, len(figures) - 0.25)
     axis.set_xticks(
         range(len(figures)), [task["task"].split("/")[-1][:22] for task in figures], rotation=60, ha="right", fontsize=7
     )
     axis.set_ylabel("re-verified speedup / reported speedup")
     axis.set_title(
         "a bench's best kernels re-verified in fresh processes\n"
-        f"grey: reported 95% interval; dashes: within {AGREEMENT:.0%}; dots: re-verifications "
-        "(red: outside both); x: the loop's own best",
+        f"grey: the reported 95% interval; dashes: within {AGREEMENT:.0%} of the reported figure\n"
+        "dots: re-verifications (red: outside both); x: the loop's own best",
         fontsize=9,
     )
     figure.tight_layout()

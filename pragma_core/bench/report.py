@@ -114,6 +114,7 @@ def measurements_text(row: dict[str, Any]) -> str:
 
 
 _TASK_COLUMNS = ("task", "category", "result", "loop's best", "confirmed", "confirmations", "flag")
+_LEFT = ("variant", "task", "category", "result", "flag")
 
 
 def _task_cells(key: str, row: dict[str, Any], baselines: list[str]) -> list[str]:
@@ -144,7 +145,8 @@ def _task_head(baselines: list[str]) -> list[str]:
 
 def _task_table(rows: dict[str, dict[str, Any]], baselines: list[str]) -> list[str]:
     head = _task_head(baselines)
-    lines = ["| " + " | ".join(head) + " |", "|" + "|".join(["---"] * 3 + ["---:"] * (len(head) - 3)) + "|"]
+    aligned = ["---" if column in _LEFT else "---:" for column in head]
+    lines = ["| " + " | ".join(head) + " |", "|" + "|".join(aligned) + "|"]
     for key, row in sorted(rows.items()):
         lines.append("| " + " | ".join(_task_cells(key, row, baselines)) + " |")
     return lines
@@ -158,7 +160,7 @@ def tasks_table(document: dict[str, Any]) -> Table:
     )
     table = Table(title="bench: every task (speedups over eager unless said; 95% intervals)", title_justify="left")
     for column in ("variant", *_task_head(baselines)):
-        table.add_column(column, justify="left" if column in ("variant", *_TASK_COLUMNS[:3], "flag") else "right")
+        table.add_column(column, justify="left" if column in _LEFT else "right")
     for variant in variants:
         for key, row in sorted(rows_of(document, variant).items()):
             table.add_row(variant, *_task_cells(key, row, baselines))
@@ -184,7 +186,7 @@ def report_markdown(document: dict[str, Any], plots: list[Path]) -> str:
         "disagreed (intervals apart and values more than 10% apart) or a confirmation was timed while the "
         "machine was disturbed, the best was timed again later: confirmed is then the median measurement, "
         "confirmations says how many with the lowest and highest speedup seen, and flag says why "
-        "(unsettled: still no two figures agreed).",
+        "(unsettled: after the extra confirmations, still no undisturbed one agreed with an earlier figure).",
         "",
     ]
     summary = bench_summary(document)
