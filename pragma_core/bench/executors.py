@@ -15,8 +15,9 @@ timing, which the timing slot cannot see.
 
 ``ray`` submits each task as a Ray task with its resource request; a task whose node sees the bench
 directory (one machine, or a shared filesystem) writes its run folder there, as a local worker
-does; elsewhere it works in a folder of its node and ships the run folder back with its row, for
-the driver to unpack.
+does; elsewhere it works in a folder of its node, which receives the task's run folder first when
+there is one (a task resumed, or its best timed again), and ships the run folder back with its row,
+for the driver to unpack.
 """
 
 from __future__ import annotations
@@ -226,7 +227,7 @@ class RayExecutor:
             while waiting or pending:
                 while waiting and len(pending) < limit:
                     job = waiting.pop(0)
-                    inbound = _pack(job.runs_dir) if job.confirmations > 1 else None  # a re-timing needs its run
+                    inbound = _pack(job.runs_dir)  # a task resumed or timed again goes on from its run folder
                     pending[remote.remote(job, events, token, self.ship, inbound)] = job
                     on_event({"key": job.key, "phase": "queued", "attempt": 0, "detail": ""})
                 done, _ = ray.wait(list(pending), num_returns=1, timeout=_POLL_S)
@@ -275,7 +276,7 @@ def _ray_task(
     job: TaskJob, events: Any, token: str, ship: bool, inbound: bytes | None = None
 ) -> tuple[dict[str, Any], bytes | None]:
     """On a Ray worker: the task run where the bench directory is, or in a folder of this node (with
-    ``inbound``, the task's run folder as the driver has it, for a job that times its best again)."""
+    ``inbound``, the task's run folders as the driver has them: a task resumed, or timed again)."""
     root = job.runs_dir.parents[2]
     try:
         visible = (root / ".bench-token").read_text() == token
