@@ -164,3 +164,30 @@ def test_the_next_move_builds_on_the_best_or_on_a_promising_candidate(current_sp
     reply = json.loads(advise(request).split("```json")[1].split("```")[0])
     assert reply["actions"][0].split("(from attempt ")[1].startswith(f"{base})")
     assert reply["new_best"] is (current_speedup[1] > 1.1)
+
+
+def test_an_unchanged_move_is_read_as_a_knob_that_did_nothing_and_another_moves_next():
+    plain = {"parallel": True, "simd": False, "fast_math": False, "vector_width": 256, "unroll": 1}
+    first = _gelu_attempt(1, plain, (2.0, 1.9, 2.1))
+    first = attrs.evolve(first, verdict=attrs.evolve(first.verdict, machine_code="same"))
+    moved = _gelu_attempt(2, {**plain, "vector_width": 512}, (2.0, 1.9, 2.1))
+    unchanged = Verdict(status="unchanged", message="identical to attempt 1's", machine_code="same")
+    moved = attrs.evolve(moved, verdict=unchanged)
+    request = CompletionRequest(
+        role="conductor",
+        messages=(ChatMessage(role="user", content="advise"),),
+        task=GELU,
+        candidate=moved.candidate,
+        verdict=unchanged,
+        best=first,
+        history=(first,),
+    )
+    reply = json.loads(advise(request).split("```json")[1].split("```")[0])
+    assert "did nothing" in reply["analysis"] and reply["new_best"] is False
+    assert "vector_width" not in reply["actions"][0] and "(from attempt 1)" in reply["actions"][0]
+    # the idle knob moves only after every other
+    moves = rank_moves(
+        ELEMENTWISE, plain, [plain], Evidence(), attainment=None, profiled=False, idle=frozenset({"vector_width"})
+    )
+    assert [changes for changes, _ in moves][-1] == {"vector_width": 512} and "built the same" in moves[-1][1]
+    assert all("vector_width" not in changes for changes, _ in moves[:-1])
