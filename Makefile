@@ -1,6 +1,7 @@
 # The README's two set-up commands: `make demo` (install, then run pragma on a bundled example)
 # and `make test` (install, then lint, types and every test). Both create .venv on first use.
 # `make check` is the quick loop while working: lint, types and the tests not marked slow.
+# `make test-release`, before a release: the long end-to-end runs that CI leaves to faster tests.
 # Maintainers rebuild the shipped metric compendium from the docs mirror with `make compendium`.
 
 PYTHON  ?= python3
@@ -24,10 +25,10 @@ STAMP   := $(VENV)/.installed
 # sees .venvs/core the same way and adds the plugins, the builder and the lint, docs and bench
 # tools: torch and the other heavy packages are installed once (`make install`: 3 minutes 27 on 2 cores, byte-compiling included).
 CORE_STAMP    := .venvs/core/.installed
-PLUGIN_STAMPS := $(foreach p,$(PLUGINS),.venvs/$(p)/.installed)
+PLUGIN_TESTS  := $(foreach p,$(PLUGINS),test-plugin-$(p))
 LINTED  := pragma_core $(foreach p,$(PLUGINS),plugins/$(p)/pragma_$(p)) knowledge_builder/knowledge_builder
 
-.PHONY: demo test check lint test-core test-plugins test-builder test-gpu install compendium clean
+.PHONY: demo test check lint beside-lint test-core test-release test-plugins $(PLUGIN_TESTS) test-builder test-gpu install compendium clean
 
 install: $(STAMP)
 
@@ -55,9 +56,11 @@ $(CORE_STAMP): pyproject.toml constraints.txt Makefile
 	$(call compile,.venvs/core)
 	touch $@
 
+# Without a pip of its own (ensurepip took 8 s of CPU per environment): the pip of .venvs/core,
+# which the environment sees, installs the plugin into it.
 .venvs/%/.installed: plugins/%/pyproject.toml $(CORE_STAMP)
 	rm -rf .venvs/$*
-	$(PYTHON) -m venv .venvs/$*
+	$(PYTHON) -m venv --without-pip .venvs/$*
 	$(call sees_core,.venvs/$*,pragma-core-alone.pth)
 	.venvs/$*/bin/python $(PIP) --no-deps -e plugins/$*
 	touch $@
@@ -71,18 +74,27 @@ demo: $(STAMP)
 	$(BIN)/pragma optimize $(DEMO_TASK) --set batch_size=256 --max-attempts 6 --reps 30 --runs-dir $(DEMO_RUNS)
 	$(BIN)/pragma trace $$(ls -td $(DEMO_RUNS)/*/ | head -1)
 
-# Lint beside the knowledge builder's tests (mypy keeps one core busy for 80 s or more; together
-# they take 2 min 14 s here, one after the other 2 min 41 s), then the rest one after the other. Not
-# lint beside the plugin tests: under mypy's load `perf stat` in the sandbox sometimes exits 0 for
-# a program that failed (perf 6.1; 5 of 120 runs beside two busy loops, never on a quiet machine),
-# and a perf plugin test fails.
+# Lint (one process; mypy alone keeps a core busy for 80 s or more) on one core, while the other
+# runs the knowledge builder's tests and then every plugin's but perf's (each one process; two at a
+# time once lint is done). Before, the plugin tests ran after lint beside the builder (2 min 14 s),
+# with one core idle: 1 min 46 s of tests and 4 environments made. The perf plugin's tests then run
+# alone: under mypy's load `perf stat` in the sandbox sometimes exits 0 for a program that failed
+# (perf 6.1; 5 of 120 runs beside two busy loops, never on a quiet machine), and a perf plugin test
+# fails. Then the core tests.
+BESIDE_LINT := test-builder $(filter-out test-plugin-perf,$(PLUGIN_TESTS))
+ALONE       := $(filter test-plugin-perf,$(PLUGIN_TESTS))
+
 test: $(STAMP)
-	$(MAKE) -j2 --output-sync=target lint test-builder
-	$(MAKE) test-plugins test-core
+	$(MAKE) -j2 --output-sync=target lint beside-lint
+	$(MAKE) $(ALONE) test-core
+
+# One job beside lint: its parts one after the other while lint runs.
+beside-lint: $(STAMP)
+	$(MAKE) $(BESIDE_LINT)
 
 # The quick loop: lint, types, and the core tests not marked slow (no plugin environments).
 check: lint
-	$(BIN)/python -m pytest -q -m "not slow"
+	$(BIN)/python -m pytest -q -m "not slow and not release"
 
 # lint-imports checks the layers written down in pyproject.toml ([tool.importlinter]).
 lint: $(STAMP)
@@ -92,21 +104,28 @@ lint: $(STAMP)
 	$(BIN)/mypy $(LINTED)
 
 # Two at a time (pytest-xdist), then alone the tests marked serial: those that time something or
-# load the machine on purpose, which a neighbouring test would disturb.
+# load the machine on purpose, which a neighbouring test would disturb. --dist loadgroup hands out
+# the tests one by one as --dist load does, but a module marked xdist_group goes whole to one
+# worker, so its module-scoped fixture is made once, not once per worker.
 test-core: $(STAMP)
-	$(BIN)/python -m pytest -n 2 -m "not serial" --durations=20
-	$(BIN)/python -m pytest -m serial --durations=5
+	$(BIN)/python -m pytest -n 2 --dist loadgroup -m "not serial and not release" --durations=20
+	$(BIN)/python -m pytest -m "serial and not release" --durations=5
+
+# Before a release, after `make test`: the tests marked release, long end-to-end runs whose
+# behaviour a faster test checks in CI (the list, and which test covers each: docs/install.md).
+test-release: $(STAMP)
+	$(BIN)/python -m pytest -m release --durations=10
 
 # On a machine with an NVIDIA or AMD GPU: only the tests marked gpu (they skip elsewhere).
 test-gpu: $(STAMP)
 	$(BIN)/python -m pytest -m gpu -rs
 
 # Each plugin's tests twice: alone with core, then beside every other plugin (in .venv).
-test-plugins: $(STAMP) $(PLUGIN_STAMPS)
-	@set -e; for p in $(PLUGINS); do \
-	  echo "== pragma-$$p alone with core"; .venvs/$$p/bin/python -m pytest -q -p no:cacheprovider plugins/$$p/tests; \
-	  echo "== pragma-$$p with every plugin"; $(BIN)/python -m pytest -q -p no:cacheprovider plugins/$$p/tests; \
-	done
+test-plugins: $(PLUGIN_TESTS)
+
+$(PLUGIN_TESTS): test-plugin-%: $(STAMP) .venvs/%/.installed
+	@echo "== pragma-$* alone with core"; .venvs/$*/bin/python -m pytest -q -p no:cacheprovider plugins/$*/tests
+	@echo "== pragma-$* with every plugin"; $(BIN)/python -m pytest -q -p no:cacheprovider plugins/$*/tests
 
 # The knowledge builder's tests, beside every profiler plugin (it reads their doc sources).
 test-builder: $(STAMP)

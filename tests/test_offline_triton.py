@@ -36,6 +36,10 @@ from pragma_core.verifier.static_checks import read_candidate
 
 from .conftest import EXAMPLES, KERNELBENCH, REPO
 
+# One xdist worker runs the whole module (`make test-core`: --dist loadgroup): the module's fixture
+# `generated` (every case's module run in a child, some 20 s) is then made once, not once per worker.
+pytestmark = pytest.mark.xdist_group("offline_triton")
+
 LEVEL1 = KERNELBENCH / "level1"
 DATA = REPO / "tests" / "data" / "offline_tasks"
 ROWS = {"batch_size": 4, "dim": 300}  # 300: not a power of two, longer than the smallest block

@@ -21,6 +21,10 @@ from pragma_core.verifier import VerifySettings
 
 from .conftest import EXAMPLES
 
+# One xdist worker runs the whole module (`make test-core`: --dist loadgroup): the one-attempt run of
+# the module's fixture `one_attempt` is then made once, not once per worker.
+pytestmark = pytest.mark.xdist_group("phase_times")
+
 PHASES = {"writing", "building", "verifying", "timing", "finishing", "profiling:valgrind", "diagnosing", "advising"}
 
 
