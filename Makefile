@@ -1,6 +1,7 @@
 # The README's two set-up commands: `make demo` (install, then run pragma on a bundled example)
 # and `make test` (install, then lint, types and every test but the release tier). Both create
-# .venv on first use. `make check` is the quick loop while working: lint, types and the tests not marked slow.
+# .venv on first use. `make check` is the quick loop while working: lint, types and the tests not
+# marked slow.
 # `make test-release`, before a release: the long end-to-end runs that CI leaves to faster tests.
 # Maintainers rebuild the shipped metric compendium from the docs mirror with `make compendium`.
 
