@@ -72,7 +72,9 @@ class BenchSettings:
     The loop's settings may also be given by name, the verification's too:
     ``BenchSettings(max_attempts=3, reps=10)`` holds ``OptimizeSettings(max_attempts=3,
     verify=VerifySettings(reps=10))``. ``loop.verify.threads`` None times each task with every CPU
-    here (:func:`~pragma_core.bench._task_run.machine_threads`)."""
+    here (:func:`~pragma_core.bench._task_run.machine_threads`). ``retime_after_s`` is the least
+    time between two confirmations of a task's best (:data:`~.confirmations.RETIME_AFTER_S`): it
+    decides when a figure is measured, not what it measures, so a resumed bench may change it."""
 
     loop: OptimizeSettings = attrs.field(factory=OptimizeSettings)
     levels: tuple[int, ...] = attrs.field(default=(), converter=frozen_tuple)
