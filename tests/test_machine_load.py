@@ -54,13 +54,18 @@ def test_a_quiet_reading_has_no_reason_and_each_disturbance_is_named():
         "moved by 2.40x": dict(drift=2.4),
         # the memory probe: a change of 1.3x, before to after or against the best, is caught
         "took 4 ms before the timing and 5.4 ms after: the memory bandwidth changed": dict(memory_probe_ms=(4.0, 5.4)),
-        "ran 1.35x slower than this machine's best: memory bandwidth was reduced": dict(
-            memory_probe_ms=(5.4, 5.5), memory_probe_best_ms=4.0
+        "ran 1.70x slower than this machine's best: memory bandwidth was reduced": dict(
+            memory_probe_ms=(6.8, 6.9), memory_probe_best_ms=4.0
         ),
     }
     for expected, change in cases.items():
         reasons = noise_reasons(cpus=2, seconds=2.0, **{**quiet, **change})
         assert len(reasons) == 1 and expected in reasons[0], (change, reasons)
+    # a slow memory does not disturb a compute-bound task's figure; a change during its timing does
+    slow_memory = {**quiet, "memory_probe_ms": (6.8, 6.9), "memory_probe_best_ms": 4.0, "memory_bound": False}
+    assert noise_reasons(cpus=2, seconds=2.0, **slow_memory) == ()
+    changing = {**slow_memory, "memory_probe_ms": (5.4, 7.1)}
+    assert "the memory bandwidth changed" in noise_reasons(cpus=2, seconds=2.0, **changing)[0]
 
 
 def test_drift_compares_blocks_of_the_timing():

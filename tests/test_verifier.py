@@ -183,7 +183,7 @@ def test_a_child_clock_that_reads_less_than_the_parents_is_forged_timing(monkeyp
 
 @pytest.mark.serial  # the timing's own clock checks come first, and a neighbour's load can trip them
 def test_a_time_below_the_roofline_floor_is_rejected(monkeypatch):
-    monkeypatch.setattr(verification, "_floors_ms", lambda task, settings, backend: (1e6, 2e6))
+    monkeypatch.setattr(verification, "_floors", lambda task, settings, backend: judgement.Floors(1e6, 2e6))
     monkeypatch.setattr(judgement, "_floor_binds", lambda task: True)
     verdict = check("gelu_correct_fast")
     assert verdict.failed_check == "below-roofline", verdict.message
@@ -198,7 +198,7 @@ def test_a_verdict_gives_the_physical_floor_and_the_library_floor_beside_it():
 
 
 def test_the_dram_floor_is_not_enforced_when_the_data_stays_in_cache(monkeypatch):
-    monkeypatch.setattr(verification, "_floors_ms", lambda task, settings, backend: (1e6, 2e6))
+    monkeypatch.setattr(verification, "_floors", lambda task, settings, backend: judgement.Floors(1e6, 2e6))
     verdict = check("gelu_correct_fast")  # small GELU: 256 KB of input and output
     assert verdict.status is VerdictStatus.CORRECT, verdict.message
     assert any("floor does not bound this timing" in note for note in verdict.notes)

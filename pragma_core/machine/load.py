@@ -86,10 +86,13 @@ MEMORY_PROBE_SHIFT_LIMIT = 1.3
 memory bandwidth changed while timing. Tighter than the compute calibration's: the issue it
 answers saw a memory-bound kernel read 2x apart a minute later on a virtual machine whose
 bandwidth moves with its neighbours, and a change of 1.3x is already beyond a timing's interval."""
-MEMORY_PROBE_SLOWDOWN_LIMIT = 1.3
+MEMORY_PROBE_SLOWDOWN_LIMIT = 1.6
 """The memory probe's median over the fastest this machine has run it: above this, the timing ran
-in a window of reduced memory bandwidth, where memory-bound figures (and the attainment of a
-memory roof) do not hold; a bench times such a verdict again later."""
+in a window of reduced memory bandwidth, where a memory-bound figure does not hold; a bench times
+such a verdict again later. Wider than the change limit: on the quiet 2-core VM the probe ran at
+1.31-1.57x its best in 14 of 24 verifications, the host's memory moving between two levels, and
+every one of those figures reproduced within 10% in fresh processes (interleaved timing keeps the
+ratio); the 2x windows that did move a figure are beyond it."""
 _MEMORY_PROBE_MIN_BYTES = 32 * 1024**2
 _MEMORY_PROBE_MAX_BYTES = 256 * 1024**2
 
@@ -239,8 +242,11 @@ def noise_reasons(
     drift: float | None,
     memory_probe_ms: tuple[float, float] | None = None,
     memory_probe_best_ms: float | None = None,
+    memory_bound: bool = True,
 ) -> tuple[str, ...]:
-    """Why a timing of ``seconds`` cannot be trusted, by the limits above; empty when nothing says so."""
+    """Why a timing of ``seconds`` cannot be trusted, by the limits above; empty when nothing says so.
+    The memory probe's slowdown against its best counts only for a ``memory_bound`` task (a
+    compute-bound one has the calibration kernel); its change during the timing, for every task."""
     reasons = []
     counted = seconds >= MIN_WINDOW_S
     if counted and other_cpu is not None and other_cpu > OTHER_CPU_LIMIT * cpus:
@@ -263,7 +269,11 @@ def noise_reasons(
                 f"the memory probe (a copy beyond the last-level cache) took {before:.3g} ms before the timing "
                 f"and {after:.3g} ms after: the memory bandwidth changed"
             )
-        elif memory_probe_best_ms and min(before, after) > MEMORY_PROBE_SLOWDOWN_LIMIT * memory_probe_best_ms:
+        elif (
+            memory_bound
+            and memory_probe_best_ms
+            and min(before, after) > MEMORY_PROBE_SLOWDOWN_LIMIT * memory_probe_best_ms
+        ):
             reasons.append(
                 f"the memory probe ran {min(before, after) / memory_probe_best_ms:.2f}x slower than this machine's "
                 "best: memory bandwidth was reduced"

@@ -11,6 +11,8 @@ from __future__ import annotations
 import statistics
 from collections.abc import Sequence
 
+import attrs
+
 from ..machine.load import (
     best_calibration,
     best_memory_probe,
@@ -26,7 +28,7 @@ from .settings import VerifySettings, all_cpus
 from .timing import Timings
 from .timing_statistics import bootstrap_speedup, summarize
 
-__all__ = ["ABOVE_FLOOR_LIMIT", "ROOFLINE_MARGIN", "judge_timing"]
+__all__ = ["ABOVE_FLOOR_LIMIT", "ROOFLINE_MARGIN", "Floors", "judge_timing"]
 
 ABOVE_FLOOR_LIMIT = 1.05
 """An attainment above this (a median more than 5% under the physical roofline floor, which the
@@ -42,20 +44,30 @@ below. Between this and the floor, the time is a measurement problem (the timing
 off), said in a note, never a result to stop on."""
 
 
+@attrs.frozen
+class Floors:
+    """A task's roofline floors here, in ms (None when unknown): the physical one (the machine's
+    own peaks), the one at the library's rates (torch's sgemm and copy, shown beside it), and
+    whether the physical one is set by memory (then a slowed memory disturbs the figure)."""
+
+    physical_ms: float | None = None
+    library_ms: float | None = None
+    memory_bound: bool = True
+
+
 def judge_timing(
     timings: Timings,
     *,
     task: Task,
     settings: VerifySettings,
-    floor: float | None,
-    library_floor: float | None = None,
+    floors: Floors,
     notes: list[str],
     trial_results: Sequence[Comparison],
 ) -> Verdict:
     """The verdict on a candidate found correct by its trials (``trial_results``) and timed
-    (``timings``), against the physical roofline ``floor`` (ms, None when unknown), with the floor
-    at the library's own rates (``library_floor``) recorded beside it; notes are added to
-    ``notes``."""
+    (``timings``), against the task's physical roofline floor, with the floor at the library's own
+    rates recorded beside it (``floors``); notes are added to ``notes``."""
+    floor = floors.physical_ms
     samples = timings.samples
     if timings.forged:
         return rejected("forged-timing", timings.forged, notes=notes)
@@ -88,7 +100,7 @@ def judge_timing(
     if "compile" in samples:
         compiled = summarize(samples["compile"])
         speedup_vs_compiled = bootstrap_speedup(samples["compile"], samples["candidate"])
-    conditions = _conditions(timings, settings)
+    conditions = _conditions(timings, settings, memory_bound=floors.memory_bound)
     notes.append(
         f"{len(samples['candidate'])} timed calls on fresh inputs, each sampled against the reference "
         "and timed by the parent's clock too; "
@@ -104,14 +116,16 @@ def judge_timing(
         compiled_reference=compiled,
         speedup_vs_compiled=speedup_vs_compiled,
         floor_ms=floor,
-        library_floor_ms=library_floor,
+        library_floor_ms=floors.library_ms,
         notes=notes,
         **trial_errors(trial_results),
     )
 
 
-def _conditions(timings: Timings, settings: VerifySettings) -> TimingConditions:
-    """The machine around the timing, and whether it makes the timing noisy."""
+def _conditions(timings: Timings, settings: VerifySettings, *, memory_bound: bool) -> TimingConditions:
+    """The machine around the timing, and whether it makes the timing noisy. The memory probe's
+    slowdown against its best counts only for a ``memory_bound`` task; its change during the
+    timing counts for every task."""
     assert settings.threads is not None
     before, after, calibrated_before, calibrated_after = timings.machine
     samples = timings.samples
@@ -147,6 +161,7 @@ def _conditions(timings: Timings, settings: VerifySettings) -> TimingConditions:
             drift=drift,
             memory_probe_ms=probe,
             memory_probe_best_ms=probe_best,
+            memory_bound=memory_bound,
         ),
     )
 

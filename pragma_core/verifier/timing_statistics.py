@@ -79,16 +79,15 @@ def inflation_bound(conditions: TimingConditions | None) -> float | None:
 
     The calibration kernel runs multithreaded on the timing's CPUs just before and after it, so its
     slowdown over the fastest this machine has run it is what the multithreaded reference suffered
-    (a serial candidate suffers less: that is the inflation); the memory probe's slowdown over its
-    best is what memory-bound work suffered, and multiplies it. Drift between blocks and the share of
+    (a serial candidate suffers less: that is the inflation). A slowed memory slows the reference
+    and the candidate, timed interleaved, alike, so the memory probe does not count here. Drift
+    between blocks and the share of
     the CPUs others used during the timing multiply it, so a load that came and went between the
     calibrations is not missed. Without a calibration against the machine's best there is no bound.
     """
     if conditions is None or conditions.calibration_ms is None or not conditions.calibration_best_ms:
         return None
     bound = max(1.0, max(conditions.calibration_ms) / conditions.calibration_best_ms)
-    if conditions.memory_probe_ms is not None and conditions.memory_probe_best_ms:
-        bound *= max(1.0, max(conditions.memory_probe_ms) / conditions.memory_probe_best_ms)
     bound *= max(1.0, conditions.drift or 1.0)
     taken = (conditions.other_cpu or 0.0) + (conditions.steal or 0.0)
     cpus = max(1, len(conditions.cpus))

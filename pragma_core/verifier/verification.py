@@ -29,7 +29,7 @@ from ..errors import BackendUnavailable
 from ..machine.timing_slot import busy_slot, timing_slot
 from ..plugin_api.components import Backend
 from ..plugin_api.registry import get_registry
-from ..records import Candidate, Task, Verdict, VerdictStatus
+from ..records import BoundClass, Candidate, Task, Verdict, VerdictStatus
 from ..sandbox.child_run import ChildSession
 from ..tasks.loading import task_program
 from ._conversation import Conversation, count
@@ -48,7 +48,7 @@ from .comparison import Comparison, compare_outputs
 from .head_to_head import Incumbent, ParentCode, head_to_head
 from .inputs import trial_seeds
 from .instrumentation import POISON_VALUES, same_bits
-from .judgement import judge_timing
+from .judgement import Floors, judge_timing
 from .reference import References, compute_references, preflight, preflight_path, reference_error
 from .settings import FORWARD_LIMIT_FACTOR, FORWARD_LIMIT_FLOOR_S, VerifySettings
 from .static_checks import StaticFindings, read_candidate
@@ -120,7 +120,7 @@ def verify(
         # peaks, so before any child works), seeds, references, preflight. A contained child cannot
         # write what they read, so they are computed while it imports torch and builds the candidate;
         # where the OS cannot contain it, before it begins, with the files it must not change hashed.
-        floor, library_floor = _floors_ms(task, settings, backend)
+        floors = _floors(task, settings, backend)
         if warm is not None and (job_dir is not None or not warm.fits(task, settings)):
             warm.close()
             warm = None
@@ -144,8 +144,7 @@ def verify(
                 relative_norm=bool(trivial),
                 reference_error=own_error,
                 notes=notes,
-                floor=floor,
-                library_floor=library_floor,
+                floors=floors,
                 record=_recording_programs(child, keep_recordings),
                 to_beat=to_beat,
                 kernel_hint=backend.kernel_hint,
@@ -240,8 +239,7 @@ class _Verification:
         relative_norm: bool,
         reference_error: float = 0.0,
         notes: list[str],
-        floor: float | None,
-        library_floor: float | None = None,
+        floors: Floors,
         record: Mapping[str, str | None] | None = None,
         to_beat: float | None = None,
         kernel_hint: str = "",
@@ -253,7 +251,7 @@ class _Verification:
         self.incumbent, self.parent_code = incumbent, parent_code
         self.machine_code: str | None = None
         self.kernel_hint, self.interpreted = kernel_hint, interpreted
-        self.notes, self.floor, self.library_floor = notes, floor, library_floor
+        self.notes, self.floors = notes, floors
         self.trial_outputs: list[list[torch.Tensor]] = []
         self.trial_results: list[Comparison] = []  # each trial's comparison, for the verdict's errors
         self.rng = random.Random()  # which timed calls are checked: never derivable from the seeds
@@ -344,8 +342,7 @@ class _Verification:
             timings,
             task=self.task,
             settings=settings,
-            floor=self.floor,
-            library_floor=self.library_floor,
+            floors=self.floors,
             notes=self.notes,
             trial_results=self.trial_results,
         )
@@ -560,17 +557,23 @@ def _harness_hashes(task: Task, settings: VerifySettings) -> dict[str, str]:
     return {str(path): hashlib.sha256(path.read_bytes()).hexdigest() for path in paths if path.exists()}
 
 
-def _floors_ms(task: Task, settings: VerifySettings, backend: Backend) -> tuple[float | None, float | None]:
-    """The task's physical roofline floor here, and the floor at the library's own rates (torch's
-    sgemm and copy, shown beside it; None where the backend has no such figure)."""
+def _floors(task: Task, settings: VerifySettings, backend: Backend) -> Floors:
+    """The task's physical roofline floor here, the floor at the library's own rates (torch's
+    sgemm and copy, shown beside it; None where the backend has no such figure), and which roof
+    sets the physical one."""
     if task.analysis is None:
-        return None, None
+        return Floors()
     if backend.floor_ms is not None:
-        return backend.floor_ms(task.analysis, settings.thread_count), None
+        return Floors(physical_ms=backend.floor_ms(task.analysis, settings.thread_count))
     from ..machine.roofline import floor_ms, library_floor_ms, machine_peaks
 
     peaks = machine_peaks(settings.thread_count)
-    return floor_ms(task.analysis, peaks).floor_ms, library_floor_ms(task.analysis, peaks).floor_ms
+    physical = floor_ms(task.analysis, peaks)
+    return Floors(
+        physical_ms=physical.floor_ms,
+        library_ms=library_floor_ms(task.analysis, peaks).floor_ms,
+        memory_bound=physical.bound is BoundClass.MEMORY,
+    )
 
 
 def _same_outputs(a: list[torch.Tensor], b: list[torch.Tensor]) -> bool:
