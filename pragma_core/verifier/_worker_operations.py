@@ -30,6 +30,7 @@ from .instrumentation import (
     OperatorRecorder,
     background_activity,
     child_processes,
+    hooks_added,
     same_bits,
 )
 
@@ -161,6 +162,8 @@ def _call(child: ChildState, request: dict[str, Any]) -> None:
     threads_before = threading.active_count()
     if who == "candidate":
         child.recorder.start()
+    else:
+        _no_hooks_around(child, who)  # one installed since the candidate's call returned (a finalizer)
     with torch.no_grad():
         if child.time_call is None:
             start = _clock()
@@ -174,6 +177,20 @@ def _call(child: ChildState, request: dict[str, Any]) -> None:
         if threading.active_count() > threads_before:
             child.report.finding("background-work", "a timed forward started a Python thread that is still running")
     child.last_outputs[who] = _as_list(outputs)
+    if who != "candidate":
+        _no_hooks_around(child, who)  # one installed while it ran
+
+
+def _no_hooks_around(child: ChildState, who: str) -> None:
+    """A process-wide hook in place around a harness call (the reference's, the best's): code of
+    the candidate that would see that call's outputs, which it could copy, or slow it (catalogue 28).
+    The recorder looks after each candidate call; this catches one installed between them."""
+    added = hooks_added()
+    if added:
+        child.report.finding(
+            "monitor-disabled",
+            f"{', '.join(added)} in place around the {who}'s call: code that runs inside the harness's own calls",
+        )
 
 
 def _outputs(child: ChildState, request: dict[str, Any]) -> None:
