@@ -138,8 +138,13 @@ def test_every_task_shows_the_loops_best_beside_its_confirmation(local_bench):
     tasks = rows(local_bench)
     report = (local_bench / "report.md").read_text()
     assert "| loop's best | confirmed | confirmations | flag |" in report
+    assert "| roofline (library) |" in report
     for key, row in tasks.items():
         if row["correct"]:
+            # both floors beside each other: torch's own copy cannot beat the machine's STREAM
+            roofline = row["roofline"]
+            assert 0 < roofline["floor_ms"] <= roofline["library_floor_ms"]
+            assert 0 < roofline["attainment"] <= roofline["library_attainment"]
             loop_best, confirmation = row["loop_best"], row["confirmation"]
             assert loop_best["low"] <= loop_best["value"] <= loop_best["high"]
             assert [m["source"] for m in confirmation["measurements"]][:2] == ["loop", "confirmation.json"]

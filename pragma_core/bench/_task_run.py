@@ -29,7 +29,7 @@ from ..loop.progress import Progress
 from ..loop.run_directory import RunDirectory
 from ..loop.run_summary import run_summary
 from ..machine.timing_slot import start_turn
-from ..records import Attempt, RunResult, Speedup, Task
+from ..records import Attempt, RunResult, Speedup, Task, Verdict
 from ..serialization import read_record, write_record
 from ..verifier import WarmChild
 from .confirmations import Confirmed, confirmation_file, confirmed, stored_confirmations
@@ -301,6 +301,7 @@ def _result_row(
         "loop_best": _speedup(best.speedup) if best is not None else None,
         "flags": list(confirmation.flags) if confirmation is not None else [],
         "confirmation": _confirmation_part(confirmation) if confirmation is not None else None,
+        "roofline": _roofline_part(confirmation.verdict) if correct and confirmation is not None else None,
         "best_by_attempt": _best_by_attempt(result.attempts),
         "sizes": dict(result.task.sizes),
         "loop_seconds": round(_loop_seconds(run, result.attempts), 3),
@@ -317,6 +318,22 @@ def _result_row(
             "tokens",
             "cost_usd",
         )
+    }
+
+
+def _roofline_part(verdict: Verdict) -> dict[str, float | None] | None:
+    """The confirmed best against the task's physical floor (this machine's own peaks) and against
+    the floor at torch's own sgemm and copy rates, shown beside it: each floor in ms, and the
+    share of it the best's median time reaches (its attainment)."""
+    if verdict.candidate is None or verdict.candidate.median_ms <= 0 or verdict.floor_ms is None:
+        return None
+    median = verdict.candidate.median_ms
+    library = verdict.library_floor_ms
+    return {
+        "floor_ms": verdict.floor_ms,
+        "attainment": verdict.floor_ms / median,
+        "library_floor_ms": library,
+        "library_attainment": library / median if library is not None else None,
     }
 
 

@@ -132,6 +132,7 @@ def _task_cells(key: str, row: dict[str, Any], baselines: list[str]) -> list[str
         measurements_text(row) if row.get("correct") else "-",
         flag_text(row) or "-",
         *(interval(speedups.get(baseline)) for baseline in baselines if baseline != "eager"),
+        _roofline_text(row.get("roofline")),
         str(row.get("best_attempt") or "-"),
         str(row.get("attempts", "-")),
         f"{row.get('loop_seconds', row.get('seconds', 0)) / 60:.1f}",
@@ -140,7 +141,16 @@ def _task_cells(key: str, row: dict[str, Any], baselines: list[str]) -> list[str
 
 def _task_head(baselines: list[str]) -> list[str]:
     others = [f"confirmed vs {baseline}" for baseline in baselines if baseline != "eager"]
-    return [*_TASK_COLUMNS, *others, "best at", "attempts", "minutes"]
+    return [*_TASK_COLUMNS, *others, "roofline (library)", "best at", "attempts", "minutes"]
+
+
+def _roofline_text(roofline: dict[str, Any] | None) -> str:
+    """The confirmed best's share of the physical floor, and in brackets of the floor at torch's
+    own rates: ``62% (95%)``."""
+    if not roofline or roofline.get("attainment") is None:
+        return "-"
+    library = roofline.get("library_attainment")
+    return f"{roofline['attainment']:.0%}" + (f" ({library:.0%})" if library is not None else "")
 
 
 def _task_table(rows: dict[str, dict[str, Any]], baselines: list[str]) -> list[str]:
@@ -186,7 +196,9 @@ def report_markdown(document: dict[str, Any], plots: list[Path]) -> str:
         "disagreed (intervals apart and values more than 10% apart) or a confirmation was timed while the "
         "machine was disturbed, the best was timed again later: confirmed is then the median measurement, "
         "confirmations says how many with the lowest and highest speedup seen, and flag says why "
-        "(unsettled: after the extra confirmations, still no undisturbed one agreed with an earlier figure).",
+        "(unsettled: after the extra confirmations, still no undisturbed one agreed with an earlier figure). "
+        "Roofline is the confirmed best's share of the task's physical floor (this machine's FMA and "
+        "streaming peaks), and in brackets of the floor at torch's own sgemm and copy rates.",
         "",
     ]
     summary = bench_summary(document)
