@@ -1,5 +1,5 @@
-"""Files pragma writes and reads back: written so a crash never leaves half of one behind, and
-logs read back by their tail."""
+"""Files pragma writes and reads back: written so a crash never leaves half of one behind, logs
+read back by their tail, and the folders a user names for output made or refused in one line."""
 
 from __future__ import annotations
 
@@ -8,7 +8,9 @@ import tempfile
 from pathlib import Path
 from typing import IO
 
-__all__ = ["atomic_write_text", "read_tail"]
+from .errors import PragmaError
+
+__all__ = ["atomic_write_text", "output_folder", "read_tail"]
 
 
 def atomic_write_text(path: Path, text: str) -> None:
@@ -36,3 +38,18 @@ def read_tail(handle: IO[bytes], limit: int) -> str:
     if len(text) > limit or size > limit * 4:
         return f"[... {size} bytes, last {limit} characters kept]\n" + text[-limit:]
     return text
+
+
+def output_folder(path: Path, option: str) -> Path:
+    """Make the folder ``path`` that ``option`` (``--out``, ``--runs-dir``) names for pragma's
+    output, if it is not there; a path that is a file, or that cannot be made, is a
+    :class:`~pragma_core.errors.PragmaError` naming it and what to do (nothing is written)."""
+    path = Path(path)
+    if path.exists() and not path.is_dir():
+        raise PragmaError(f"{path}: a file, not a folder; give {option} a folder (a new one, or the one used before)")
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        reason = error.strerror or str(error)
+        raise PragmaError(f"{path}: cannot make this folder ({reason}); give {option} a folder you can write") from None
+    return path

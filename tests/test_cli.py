@@ -116,6 +116,23 @@ def test_bad_input_prints_one_line_and_exits_2(capsys, tmp_path, make_args, expe
     assert "Traceback" not in err
 
 
+@pytest.mark.parametrize("command", ["bench", "optimize"])
+def test_an_output_folder_that_is_a_file_is_one_line_and_exit_2(capsys, tmp_path, examples, command):
+    existing = tmp_path / "results"
+    existing.write_text("kept\n")
+    if command == "bench":
+        args = ["bench", str(examples), "--only", "2_LeakyReLU", "--out", str(existing)]
+    else:
+        args = ["optimize", str(examples / "level1" / "2_LeakyReLU.py"), "--runs-dir", str(existing)]
+    code, out, err = run(capsys, *args, "--max-attempts", "1")
+    option = "--out" if command == "bench" else "--runs-dir"
+    assert code == 2 and "Traceback" not in err
+    assert err.strip().splitlines()[-1] == (
+        f"pragma: error: {existing}: a file, not a folder; give {option} a folder (a new one, or the one used before)"
+    )
+    assert existing.read_text() == "kept\n"  # nothing already written is lost
+
+
 def test_a_bad_file_in_a_tree_does_not_hide_the_good_ones(capsys, tmp_path):
     write(tmp_path, GOOD, "level1/1_Good.py")
     write(tmp_path, "x = (\n", "level1/2_Bad.py")

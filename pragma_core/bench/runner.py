@@ -22,6 +22,7 @@ from typing import Any, Protocol
 from rich.console import Console
 
 from ..errors import PragmaError, TaskError
+from ..files import output_folder
 from ..loop.settings import configured_model, provider_name
 from ..progress import progress_bar
 from ..records import Task
@@ -60,7 +61,7 @@ def run_bench(
     settings = _resolved(settings)
     files = task_files(tree, settings)
     variant = begin_variant(document, settings, tree)
-    store.root.mkdir(parents=True, exist_ok=True)
+    output_folder(store.root, "--out")
     store.save(document)
     rows: dict[str, Any] = variant["tasks"]
     todo = [path for path in files if rows.get(task_key(tree, path), {}).get("status") not in ENDED]

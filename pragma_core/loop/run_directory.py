@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import PragmaError
-from ..files import atomic_write_text
+from ..files import atomic_write_text, output_folder
 from ..records import Attempt, Baseline, Plan, RunResult, Task
 from ..serialization import read_record, write_record
 from ..tasks.loading import task_program
@@ -51,6 +51,7 @@ class RunDirectory:
 
     @classmethod
     def create(cls, runs_dir: Path, task: Task, info: dict[str, Any]) -> RunDirectory:
+        output_folder(runs_dir, "--runs-dir")  # a file there is one clear error, before anything runs
         root = Path(runs_dir) / new_run_id(task)
         suffix = 1
         while root.exists():
