@@ -291,6 +291,7 @@ def test_cli_run_killed_mid_attempt_resumes_without_losing_an_attempt(scripted, 
     assert summary["run_dir"] == str(run_dir) and summary["best_attempt"] == 3
     assert summary["provider"] == "scripted" and summary["stop_reason"] == "max attempts"
     assert "attempt  4" in err
+    assert f"pragma: resuming {run_dir} after attempt 2 (2 of 4 attempts left)" in err
     run = RunDirectory(run_dir)
     attempts = run.completed_attempts()
     assert [a.verdict.status.value for a in attempts] == ["compile_error", "correct", "correct", "compile_error"]

@@ -89,6 +89,8 @@ def optimize_command(
     if resume is None and provider_name(settings) == "offline" and not settings.provider:
         _offline_agents_answer(task, settings)
     console = Console(stderr=True) if as_json else stdout()
+    if resume is not None:
+        _say_resuming(resume, settings)
     result = _optimized(task, settings, resume, console)
     run_dir = settings.runs_dir / result.run_id
     if as_json:
@@ -159,6 +161,17 @@ def _offline_agents_answer(task: Task | None, settings: OptimizeSettings) -> Non
         "Coder and a rule-based Conductor",
         err=True,
     )
+
+
+def _say_resuming(run_dir: Path, settings: OptimizeSettings) -> None:
+    """One line on stderr before a resumed run goes on: after which attempt, and how many it may
+    still make."""
+    from ..loop.run_directory import RunDirectory
+
+    done = RunDirectory.open(run_dir).completed_attempts()
+    after = f"after attempt {done[-1].number}" if done else "before its first attempt"
+    left = max(0, settings.max_attempts - len(done))
+    click.echo(f"pragma: resuming {run_dir} {after} ({left} of {settings.max_attempts} attempts left)", err=True)
 
 
 def _optimized(task: Task | None, settings: OptimizeSettings, resume: Path | None, console: Console) -> RunResult:
