@@ -153,3 +153,37 @@ def test_a_best_that_fails_a_later_confirmation_is_not_correct():
     failed = Verdict(status="wrong_output", message="output 0 differs at [3]")
     result = confirmed(verdict(7.9), [verdict(3.9), failed], ("eager",))
     assert not result.correct and not result.due and result.verdict == failed
+
+
+def test_the_by_attempt_plot_shows_slowdowns_with_readable_ticks(tmp_path):
+    """A slowdown is not drawn as 1x: half as fast and twice as fast average to 1x, not above it;
+    the speedup axis has ticks at powers of two (0.5x, 1x) and the attempts are integers."""
+    import matplotlib.image
+
+    from pragma_core.bench._plots import _curve, write_plots
+
+    rows = {
+        "slower": {"status": "finished", "correct": True, "best_by_attempt": [0.5, 0.5]},
+        "faster": {"status": "finished", "correct": True, "best_by_attempt": [None, 2.0]},
+    }
+    attempts, geomeans, fast_1 = _curve(rows)
+    assert attempts == [1, 2]
+    assert geomeans == pytest.approx([math.sqrt(0.5), 1.0])  # no correct candidate yet counts as 1x
+    assert fast_1 == [0.0, 0.5]
+    speedups = {"slower": 0.5, "faster": 2.0}
+    for key, row in rows.items():
+        row.update(category="activation", speedup={"eager": {"value": speedups[key], "low": 0.4, "high": 2.2}})
+    document = {"variants": {"profiled": {"settings": {"baselines": ["eager"]}, "tasks": rows}}}
+    written = write_plots(tmp_path, document)
+    assert {path.name for path in written} == {"speedup_by_category.png", "speedup_by_attempt.png"}
+    assert all(matplotlib.image.imread(path).shape[0] > 100 for path in written)
+    import matplotlib.pyplot as plt
+
+    from pragma_core.bench._plots import _by_attempt
+
+    figure = _by_attempt(plt, document, ["profiled"])
+    figure.canvas.draw()
+    speedup_axis, _ = figure.axes
+    assert [label.get_text() for label in speedup_axis.get_yticklabels()] == ["0.5x", "1x"]
+    assert all(float(tick).is_integer() for tick in speedup_axis.get_xticks())
+    plt.close(figure)

@@ -76,7 +76,7 @@ def _by_category(plt: Any, document: dict[str, Any], variants: list[str]) -> Any
             )
             axis.scatter([x] * len(values), values, s=10, color=_COLOURS.get(variant, "grey"), zorder=3)
     axis.axhline(1.0, color="black", linewidth=0.8)
-    axis.set_yscale("log")
+    _speedup_scale(axis, "y", [value for rows in per_variant.values() for value in _speedups(rows).values()])
     axis.set_xticks(range(len(categories)), categories, rotation=20)
     axis.set_xlim(-0.6, len(categories) - 0.4)
     axis.set_ylabel("speedup over eager PyTorch (correct tasks)")
@@ -89,9 +89,27 @@ def _by_category(plt: Any, document: dict[str, Any], variants: list[str]) -> Any
     return figure
 
 
+def _speedup_scale(axes: Any, which: str, values: list[float]) -> None:
+    """A log scale for speedups on ``axes``' ``which`` axis ("x" or "y") that a reader takes in at
+    a glance: ticks at powers of two from below the smallest value to above the largest (and 1x),
+    all in view, labelled 0.5x, 1x, 2x..., no minor ticks."""
+    from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator
+
+    positive = [value for value in values if value > 0] + [1.0]
+    low = math.floor(math.log2(min(positive)))
+    high = math.ceil(math.log2(max(positive)))
+    (axes.set_xscale if which == "x" else axes.set_yscale)("log")
+    axis = axes.xaxis if which == "x" else axes.yaxis
+    axis.set_major_locator(FixedLocator([2.0**power for power in range(low, high + 1)]))
+    axis.set_major_formatter(FuncFormatter(lambda value, _position: f"{value:g}x"))
+    axis.set_minor_locator(NullLocator())
+    (axes.set_xlim if which == "x" else axes.set_ylim)(2.0**low / 1.15, 2.0**high * 1.15)  # every tick in view
+
+
 def _curve(rows: dict[str, dict[str, Any]]) -> tuple[list[int], list[float], list[float]]:
-    """Per attempt number: the geometric mean of the best speedup so far (a task with no correct
-    candidate yet counts as 1x, as if PyTorch were kept) and the share of tasks beating eager."""
+    """Per attempt number: the geometric mean of the best speedup so far, slowdowns included (a
+    task with no correct candidate yet counts as 1x, as if PyTorch were kept), and the share of
+    tasks beating eager."""
     curves = [row.get("best_by_attempt") or [] for row in rows.values() if row.get("status") == "finished"]
     longest = max((len(curve) for curve in curves), default=0)
     attempts, geomeans, fast_1 = [], [], []
@@ -101,7 +119,7 @@ def _curve(rows: dict[str, dict[str, Any]]) -> tuple[list[int], list[float], lis
             reached = curve[min(number, len(curve)) - 1] if curve else None  # a run that stopped keeps its best
             values.append(reached if reached is not None else 1.0)
         attempts.append(number)
-        geomeans.append(math.exp(statistics.fmean(math.log(max(value, 1.0)) for value in values)))
+        geomeans.append(math.exp(statistics.fmean(math.log(value) for value in values)))
         fast_1.append(sum(value > 1.0 for value in values) / len(rows))
     return attempts, geomeans, fast_1
 
@@ -121,12 +139,17 @@ def _by_attempt(plt: Any, document: dict[str, Any], variants: list[str]) -> Any:
     if not drawn:
         plt.close(figure)
         return None
+    from matplotlib.ticker import MaxNLocator
+
+    left.axhline(1.0, color="black", linewidth=0.8)
+    _speedup_scale(left, "y", [float(value) for line in left.get_lines() for value in line.get_ydata()])
     left.set_xlabel("attempt")
-    left.set_ylabel("geomean of best speedup so far (max(1, s))")
+    left.set_ylabel("geomean of the best speedup so far")
     right.set_xlabel("attempt")
     right.set_ylabel("fast_1 so far (share of all tasks)")
     right.set_ylim(0, 1)
     for axis in (left, right):
+        axis.xaxis.set_major_locator(MaxNLocator(integer=True))
         axis.legend(fontsize=8)
         axis.grid(alpha=0.3)
     figure.suptitle("Best speedup over eager PyTorch by attempt (the loop's own timings)", fontsize=10)
@@ -146,12 +169,9 @@ def _ablation(plt: Any, document: dict[str, Any], variants: list[str]) -> Any:
     ys = [with_profiles.get(key, 1.0) for key in common]
     figure, axis = plt.subplots(figsize=(5.5, 5))
     axis.scatter(xs, ys, s=18)
-    low, high = min(xs + ys + [1.0]) / 1.2, max(xs + ys + [1.0]) * 1.2
-    axis.plot([low, high], [low, high], color="black", linewidth=0.8)
-    axis.set_xscale("log")
-    axis.set_yscale("log")
-    axis.set_xlim(low, high)
-    axis.set_ylim(low, high)
+    axis.plot([1e-3, 1e3], [1e-3, 1e3], color="black", linewidth=0.8)  # the diagonal, cut by the limits below
+    _speedup_scale(axis, "x", xs + ys)
+    _speedup_scale(axis, "y", xs + ys)
     axis.set_xlabel("speedup without profiling (--no-profile)")
     axis.set_ylabel("speedup with profiling")
     above = sum(y > x for x, y in zip(xs, ys))
