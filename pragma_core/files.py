@@ -10,7 +10,7 @@ from typing import IO
 
 from .errors import PragmaError
 
-__all__ = ["atomic_write_text", "output_folder", "read_tail"]
+__all__ = ["atomic_write_text", "check_output_folder", "output_folder", "read_tail"]
 
 
 def atomic_write_text(path: Path, text: str) -> None:
@@ -40,13 +40,25 @@ def read_tail(handle: IO[bytes], limit: int) -> str:
     return text
 
 
+def check_output_folder(path: Path, option: str) -> Path:
+    """Refuse, before anything runs, a ``path`` for ``option`` that cannot be a folder: it, or a
+    folder above it, is a file (a :class:`~pragma_core.errors.PragmaError` naming it)."""
+    path = Path(path)
+    for place in (path, *path.parents):
+        if place.exists():
+            if not place.is_dir():
+                raise PragmaError(
+                    f"{place}: a file, not a folder; give {option} a folder (a new one, or the one used before)"
+                )
+            break
+    return path
+
+
 def output_folder(path: Path, option: str) -> Path:
     """Make the folder ``path`` that ``option`` (``--out``, ``--runs-dir``) names for pragma's
     output, if it is not there; a path that is a file, or that cannot be made, is a
     :class:`~pragma_core.errors.PragmaError` naming it and what to do (nothing is written)."""
-    path = Path(path)
-    if path.exists() and not path.is_dir():
-        raise PragmaError(f"{path}: a file, not a folder; give {option} a folder (a new one, or the one used before)")
+    path = check_output_folder(path, option)
     try:
         path.mkdir(parents=True, exist_ok=True)
     except OSError as error:

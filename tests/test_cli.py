@@ -127,9 +127,9 @@ def test_an_output_folder_that_is_a_file_is_one_line_and_exit_2(capsys, tmp_path
     code, out, err = run(capsys, *args, "--max-attempts", "1")
     option = "--out" if command == "bench" else "--runs-dir"
     assert code == 2 and "Traceback" not in err
-    assert err.strip().splitlines()[-1] == (
+    assert err.strip().splitlines() == [  # alone: no line on the agents before it
         f"pragma: error: {existing}: a file, not a folder; give {option} a folder (a new one, or the one used before)"
-    )
+    ]
     assert existing.read_text() == "kept\n"  # nothing already written is lost
 
 

@@ -12,6 +12,7 @@ from rich.console import Console
 
 from ..bench.confirmations import RETIME_AFTER_S
 from ..errors import PragmaError
+from ..files import check_output_folder
 from ..tasks.loading import parse_size_assignments
 from ._inputs import checked_backend
 from ._options import (
@@ -154,6 +155,7 @@ def bench_command(
         retime_after_s=retime_after_s,
         loop=OptimizeSettings(**loop, verify=VerifySettings(reps=options.pop("reps"), threads=threads)),
     )
+    check_output_folder(out, "--out")  # before the lines on agents and profilers: the error comes alone
     _check_agents_and_profilers(settings)
     executor = _executor(settings, **options)
     try:

@@ -13,6 +13,7 @@ from click.core import ParameterSource
 from rich.console import Console
 
 from ..errors import PragmaError
+from ..files import check_output_folder
 from ..plugin_api.registry import get_registry
 from ..records import RunResult, Task
 from ._inputs import checked_backend, load_one_task
@@ -86,6 +87,7 @@ def optimize_command(
     # Everything that can be wrong with the settings fails here, before the task is traced.
     _check(settings)
     task = load_one_task(task_path, assignments, fit_ms, options["threads"]) if task_path is not None else None
+    check_output_folder(settings.runs_dir, "--runs-dir")  # before the line on agents: the error comes alone
     if resume is None and provider_name(settings) == "offline" and not settings.provider:
         _offline_agents_answer(task, settings)
     console = Console(stderr=True) if as_json else stdout()
