@@ -374,3 +374,16 @@ def test_cheats_in_the_test_candidates_are_rejected_from_the_source():
     assert rejected_by(read_candidate((folder / "cheat_no_kernel.py").read_text()), float32_task=True) == (
         "library-fallback"
     )
+
+
+def test_a_source_without_model_new_is_a_compile_error_found_before_running(examples):
+    from pragma_core import Candidate, load_task
+    from pragma_core.records import VerdictStatus
+    from pragma_core.verifier import verify
+
+    task = load_task(examples / "level1" / "2_LeakyReLU.py")
+    source = "import torch\n\nclass Model2(torch.nn.Module):\n    pass\n"
+    verdict = verify(task, Candidate(source=source, backend="cpu-cpp"))
+    assert verdict.status is VerdictStatus.COMPILE_ERROR
+    assert verdict.message.startswith("the candidate defines no class ModelNew(nn.Module)")
+    assert verdict.reference is None and verdict.conditions is None  # nothing ran, nothing was timed

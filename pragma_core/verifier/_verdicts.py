@@ -55,7 +55,10 @@ def refused_before_running(task: Task, findings: StaticFindings) -> Verdict | No
     if findings.syntax_error:
         return Verdict(status=VerdictStatus.COMPILE_ERROR, message=findings.syntax_error)
     if findings.missing_model_new:
-        return Verdict(status=VerdictStatus.RUNTIME_ERROR, message="the candidate defines no class ModelNew(nn.Module)")
+        return Verdict(
+            status=VerdictStatus.COMPILE_ERROR,
+            message="the candidate defines no class ModelNew(nn.Module): found before running anything",
+        )
     if findings.reference_reuse:
         return rejected("reference-reuse", findings.reference_reuse)
     rejection = findings.rejection(float32_task=_float32_task(task))
