@@ -59,5 +59,6 @@ def test_the_cli_fits_and_shows_the_sizes(kernelbench, capsys):
     assert code == 0, err
     (task,) = json.loads(out)["tasks"]
     assert set(task["sizes"]) == {"batch_size", "dim"} and task["sizes"]["dim"] < 393216
+    assert "pragma: fitted 23_Softmax.py (1/1, " in err  # off a terminal, a line per fitted file, not silence
     code, _out, err = run(capsys, "tasks", str(kernelbench / "level1" / "23_Softmax.py"), "--fit-ms", "0")
     assert code == 2 and "--fit-ms" in err

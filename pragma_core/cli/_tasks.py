@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 from typing import Any
 
@@ -42,8 +43,9 @@ def tasks_command(path: Path, assignments: tuple[str, ...], fit_ms: float | None
     errors: list[tuple[Path, TaskError]] = []
     with progress_bar() as progress:
         bar = progress.add_task("tracing tasks", total=len(files))
-        for file in files:
+        for number, file in enumerate(files, 1):
             progress.update(bar, description=f"{'fitting' if fit_ms else 'tracing'} {file.name}")
+            started = time.monotonic()
             try:
                 task = load_task(file, plan[file])
                 if fit_ms is not None:
@@ -54,6 +56,9 @@ def tasks_command(path: Path, assignments: tuple[str, ...], fit_ms: float | None
             except TaskError as failure:
                 errors.append((file, failure))
             progress.advance(bar)
+            if fit_ms is not None and progress.disable:  # no bar off a terminal: a line per fitted file
+                took = time.monotonic() - started
+                click.echo(f"pragma: fitted {file.name} ({number}/{len(files)}, {took:.0f} s)", err=True)
     if as_json:
         listing = {
             "tasks": [_task_summary(task) for task in tasks],
