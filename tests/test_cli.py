@@ -116,6 +116,13 @@ def test_bad_input_prints_one_line_and_exits_2(capsys, tmp_path, make_args, expe
     assert "Traceback" not in err
 
 
+def test_a_table_piped_or_written_to_a_file_keeps_every_cell_whole(capsys, kernelbench):
+    name = "75_conv_transposed_2D_asymmetric_input_asymmetric_kernel_strided__grouped____padded____dilated__"
+    code, out, err = run(capsys, "tasks", str(kernelbench / "level1" / f"{name}.py"))
+    assert code == 0, err
+    assert f"level1/{name}" in out and "…" not in out  # no cell cut to fit 80 or 160 columns
+
+
 @pytest.mark.parametrize("command", ["bench", "optimize"])
 def test_an_output_folder_that_is_a_file_is_one_line_and_exit_2(capsys, tmp_path, examples, command):
     existing = tmp_path / "results"

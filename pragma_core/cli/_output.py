@@ -9,10 +9,15 @@ __all__ = ["EXIT_BAD_INPUT", "stdout", "si"]
 EXIT_BAD_INPUT = 2
 
 
+_UNBOUNDED_WIDTH = 100_000
+"""Off a terminal nothing sets a width: a table is printed as wide as its widest row needs, so a
+file or a pipe gets every cell whole (rich does not pad a table to the console's width)."""
+
+
 def stdout() -> Console:
-    """Tables keep their columns when piped: a wide console unless a terminal says otherwise."""
+    """Tables keep every cell whole when piped or written to a file; a terminal sets its own width."""
     probe = Console()
-    return probe if probe.is_terminal else Console(width=160)
+    return probe if probe.is_terminal else Console(width=_UNBOUNDED_WIDTH)
 
 
 def si(value: float, unit: str) -> str:
