@@ -187,3 +187,31 @@ def test_the_by_attempt_plot_shows_slowdowns_with_readable_ticks(tmp_path):
     assert [label.get_text() for label in speedup_axis.get_yticklabels()] == ["0.5x", "1x"]
     assert all(float(tick).is_integer() for tick in speedup_axis.get_xticks())
     plt.close(figure)
+
+
+def test_a_tasks_line_and_its_table_row_say_why_its_run_stopped():
+    """'best at attempt 1 of 1' under --max-attempts 3 reads as a setting ignored unless the reason
+    is beside it."""
+    from rich.console import Console
+
+    from pragma_core.bench.report import tasks_table
+    from pragma_core.bench.runner import _row_line
+
+    reason = "roofline attainment 93% reached the target 90%"
+    speedup = {"value": 1.5, "low": 1.4, "high": 1.6}
+    row = {
+        "status": "finished",
+        "correct": True,
+        "category": "activation",
+        "speedup": {"eager": speedup},
+        "loop_best": speedup,
+        "best_attempt": 1,
+        "attempts": 1,
+        "stop_reason": reason,
+        "loop_seconds": 30.0,
+    }
+    assert _row_line("level1/19_ReLU", row).endswith(f"best at attempt 1 of 1; stopped: {reason} (0.5 min)")
+    document = {"variants": {"profiled": {"settings": {"baselines": ["eager"]}, "tasks": {"level1/19_ReLU": row}}}}
+    console = Console(record=True, width=400)
+    console.print(tasks_table(document))
+    assert reason in console.export_text()

@@ -114,7 +114,7 @@ def measurements_text(row: dict[str, Any]) -> str:
 
 
 _TASK_COLUMNS = ("task", "category", "result", "loop's best", "confirmed", "confirmations", "flag")
-_LEFT = ("variant", "task", "category", "result", "flag")
+_LEFT = ("variant", "task", "category", "result", "flag", "stopped")
 
 
 def _task_cells(key: str, row: dict[str, Any], baselines: list[str]) -> list[str]:
@@ -135,13 +135,14 @@ def _task_cells(key: str, row: dict[str, Any], baselines: list[str]) -> list[str
         _roofline_text(row.get("roofline")),
         str(row.get("best_attempt") or "-"),
         str(row.get("attempts", "-")),
+        row.get("stop_reason") or "-",
         f"{row.get('loop_seconds', row.get('seconds', 0)) / 60:.1f}",
     ]
 
 
 def _task_head(baselines: list[str]) -> list[str]:
     others = [f"confirmed vs {baseline}" for baseline in baselines if baseline != "eager"]
-    return [*_TASK_COLUMNS, *others, "roofline (library)", "best at", "attempts", "minutes"]
+    return [*_TASK_COLUMNS, *others, "roofline (library)", "best at", "attempts", "stopped", "minutes"]
 
 
 def _roofline_text(roofline: dict[str, Any] | None) -> str:

@@ -227,8 +227,9 @@ def _row_line(key: str, row: dict[str, Any]) -> str:
     if status == "error":
         return f"{key}: stopped (run again when the bench is resumed): {row.get('error')}"
     minutes = row.get("loop_seconds", row.get("seconds", 0)) / 60
+    stopped = f"; stopped: {row['stop_reason']}" if row.get("stop_reason") else ""
     if not row.get("correct"):
-        return f"{key}: no correct candidate in {row.get('attempts')} attempts ({minutes:.1f} min)"
+        return f"{key}: no correct candidate in {row.get('attempts')} attempts{stopped} ({minutes:.1f} min)"
     figures = []
     for baseline, speedup in (row.get("speedup") or {}).items():
         if speedup is not None:
@@ -238,4 +239,5 @@ def _row_line(key: str, row: dict[str, Any]) -> str:
         said += f" (the loop's best read {interval(row['loop_best'])}"
         flagged = flag_text(row)
         said += f"; {flagged})" if flagged else ")"
-    return f"{key}: {said}, best at attempt {row.get('best_attempt')} of {row.get('attempts')} ({minutes:.1f} min)"
+    best = f"best at attempt {row.get('best_attempt')} of {row.get('attempts')}{stopped}"
+    return f"{key}: {said}, {best} ({minutes:.1f} min)"
