@@ -265,8 +265,9 @@ class _Verification:
         forward_limit = None if interpreted else settings.forward_limit_s(references.call_ms)
         if forward_limit is not None:
             notes.append(
-                f"time limit: {forward_limit:.3g} s per forward ({FORWARD_LIMIT_FACTOR:g}x the reference's "
-                f"{references.call_ms:.3g} ms, at least {FORWARD_LIMIT_FLOOR_S:g} s); building may take "
+                f"time limit: {forward_limit:.3g} s per forward ({FORWARD_LIMIT_FACTOR:g}x the {references.call_ms:.3g} ms "
+                "the reference took while its expected outputs were computed, beside the candidate's build, "
+                f"at least {FORWARD_LIMIT_FLOOR_S:g} s); building may take "
                 f"{settings.wall_limit_s:g} s; --timeout sets one limit for the whole verification instead"
             )
         self.child = Conversation(
