@@ -179,6 +179,9 @@ class TaskAnalysis:
     flops: int = attrs.field(validator=[v.instance_of(int), v.ge(0)])
     ops: dict[str, int] = attrs.field(factory=dict)
     traced_on: str = attrs.field(validator=v.in_(("meta", "cpu")))
+    warnings: tuple[str, ...] = attrs.field(default=(), converter=frozen_strings)
+    """What the task's own code warned while traced (a torch UserWarning about its arguments, say):
+    kept here, and so in every run folder's task.json, instead of on the user's terminal."""
 
     @property
     def min_bytes(self) -> int:

@@ -116,6 +116,14 @@ def test_bad_input_prints_one_line_and_exits_2(capsys, tmp_path, make_args, expe
     assert "Traceback" not in err
 
 
+def test_a_tasks_own_torch_warning_is_kept_in_its_analysis_not_printed(capsys, kernelbench):
+    path = kernelbench / "level2" / "28_BMM_InstanceNorm_Sum_ResidualAdd_Multiply.py"
+    code, out, err = run(capsys, "tasks", str(path), "--json")
+    assert code == 0 and err == ""  # the terminal is pragma's: torch's UserWarning is not on it
+    (task,) = json.loads(out)["tasks"]
+    assert any("does not match num_features" in warning for warning in task["warnings"])
+
+
 def test_a_table_piped_or_written_to_a_file_keeps_every_cell_whole(capsys, kernelbench):
     name = "75_conv_transposed_2D_asymmetric_input_asymmetric_kernel_strided__grouped____padded____dilated__"
     code, out, err = run(capsys, "tasks", str(kernelbench / "level1" / f"{name}.py"))

@@ -11,6 +11,7 @@ from the settings classes.
 from __future__ import annotations
 
 import sys
+import warnings
 
 import click
 
@@ -63,6 +64,9 @@ for _command in (
 
 def main(argv: list[str] | None = None) -> None:
     """Entry point of the ``pragma`` script."""
+    # torch's warnings about a task's own code (its arguments, its modules) are not pragma's to say:
+    # the task's analysis keeps the ones its trace raised (task.json in every run folder)
+    warnings.filterwarnings("ignore", category=UserWarning, module=r"torch(\.|$)")
     try:
         cli.main(args=argv, prog_name="pragma", standalone_mode=False)
     except PragmaError as error:

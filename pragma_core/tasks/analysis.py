@@ -9,6 +9,7 @@ A task that needs real values (``.item()``, data-dependent shapes) is run again 
 from __future__ import annotations
 
 import sys
+import warnings
 from contextlib import redirect_stdout
 from pathlib import Path
 from typing import Any
@@ -100,7 +101,8 @@ def _trace(namespace: dict[str, Any], path: Path, device: str) -> TaskAnalysis:
         except Exception as error:
             raise TaskError(f"{path}: {what} raised {describe_exception(error, path)}") from None
 
-    with torch.device(device), torch.no_grad():
+    with torch.device(device), torch.no_grad(), warnings.catch_warnings(record=True) as raised:
+        warnings.simplefilter("always")  # the task's own warnings: kept in its analysis, not printed
         torch.manual_seed(SEED)
         init_inputs = call("get_init_inputs()", namespace["get_init_inputs"])
         if not isinstance(init_inputs, (list, tuple)):
@@ -121,6 +123,7 @@ def _trace(namespace: dict[str, Any], path: Path, device: str) -> TaskAnalysis:
         flops=int(flop_counter.get_total_flops()),
         ops=dict(sorted(recorder.ops.items())),
         traced_on=device,
+        warnings=tuple(dict.fromkeys(f"{w.category.__name__}: {w.message}" for w in raised)),
     )
 
 
