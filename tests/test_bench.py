@@ -178,6 +178,29 @@ def _plant_disagreement(run_dir: Path) -> float:
     return value
 
 
+def test_a_summary_cut_short_is_made_again_from_the_run_folder_and_said(local_bench, tmp_path):
+    """A finished run whose row was not saved and whose summary.json was cut in half (a crash while
+    writing): the resumed bench makes the summary again from the run folder, equal to what it was,
+    and says so on a line of its own."""
+    from pragma_core.records import RunResult
+    from pragma_core.serialization import read_record
+
+    out = tmp_path / "damaged"
+    shutil.copytree(local_bench, out)
+    key, row = next((k, r) for k, r in sorted(rows(out).items()) if r["correct"])
+    run_dir = out / Path(row["run_dir"]).relative_to(local_bench)
+    summary = run_dir / "summary.json"
+    original = read_record(summary, RunResult)
+    summary.write_bytes(summary.read_bytes()[: summary.stat().st_size // 2])
+    _drop_row(out, key)
+
+    again = bench("bench", str(EXAMPLES), *only(key.split("/")[-1]), *FAST, "--out", str(out))
+    assert f"{key}: its summary.json could not be read (" in again.stderr
+    assert f"made again from its {len(original.attempts)} attempts in the run folder" in again.stderr
+    assert read_record(summary, RunResult) == original
+    assert rows(out)[key]["best_attempt"] == row["best_attempt"] and rows(out)[key]["speedup"] == row["speedup"]
+
+
 def test_a_confirmation_that_disagrees_is_timed_again_and_a_resume_reads_every_figure_from_disk(local_bench, tmp_path):
     """The loop's best and its confirmation apart: the best is timed a third time after the task
     ended, the row reports the median of the three with the spread, flagged; a resumed bench

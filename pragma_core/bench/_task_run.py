@@ -23,7 +23,7 @@ from typing import Any
 
 import attrs
 
-from ..errors import PragmaError
+from ..errors import PragmaError, RecordError
 from ..loop.optimizer import optimize
 from ..loop.progress import Progress
 from ..loop.run_directory import RunDirectory
@@ -127,12 +127,13 @@ def _run_task(job: TaskJob, report: Reporter) -> dict[str, Any]:
     leftover: list[WarmChild] = []  # the loop's child for an attempt that did not come: it confirms
     try:
         if existing is not None and (existing / "summary.json").is_file() and not _interrupted(existing):
-            result = read_record(existing / "summary.json", RunResult)
+            result = _finished_result(existing, job.key, report)
             run_dir = existing
         else:
             listener = _progress_listener(job.key, report)
             if existing is not None:
-                report({"key": job.key, "phase": "resuming", "attempt": 0, "detail": ""})
+                done = len(RunDirectory(existing).completed_attempts())
+                report({"key": job.key, "phase": "resuming", "attempt": done, "detail": ""})
                 result = optimize(None, None, resume=existing, on_progress=listener, on_leftover_child=leftover.append)
                 run_dir = existing
             else:
@@ -170,6 +171,17 @@ def _existing_run(runs_dir: Path) -> Path | None:
         path for path in runs_dir.iterdir() if (path / "run.json").is_file() and (path / "task.json").is_file()
     )
     return runs[-1] if runs else None
+
+
+def _finished_result(run_dir: Path, key: str, report: Reporter) -> RunResult:
+    """A finished run's result: its ``summary.json``, or, when that cannot be read (cut short by
+    a crash, say), the result made again from the run folder, and said."""
+    try:
+        return read_record(run_dir / "summary.json", RunResult)
+    except RecordError as damaged:
+        result = RunDirectory(run_dir).rebuilt_summary()
+        report({"key": key, "phase": "rebuilt", "attempt": len(result.attempts), "detail": str(damaged)})
+        return result
 
 
 def _interrupted(run_dir: Path) -> bool:

@@ -85,6 +85,9 @@ def run_bench(
             if key not in lines:
                 lines[key] = progress.add_task("", total=None)
             progress.update(lines[key], description=f"  {key}: {_phase(event)}")
+            said = _SAID.get(event["phase"])
+            if said is not None:  # a line that stays: what a resumed bench picked up, or mended
+                progress.console.print(f"{key}: {said(event)}", highlight=False, markup=False, soft_wrap=True)
 
         def on_row(key: str, row: dict[str, Any], *, counted: bool = True) -> None:
             rows[key] = row
@@ -202,7 +205,8 @@ _PHASES: dict[str, Callable[[dict[str, Any]], str]] = {
     "starting": lambda e: "starting",
     "queued": lambda e: "queued",
     "fitting": lambda e: f"fitting its sizes to {e['detail']}",
-    "resuming": lambda e: "resuming its run",
+    "resuming": lambda e: f"resuming its run after attempt {e['attempt']}",
+    "rebuilt": lambda e: "its summary made again from the run folder",
     "baseline": lambda e: "timing and profiling the reference",
     "planning": lambda e: f"planning changes to attempt {e['attempt']}",
     "confirming": lambda e: "timing the best once more against the baselines",
@@ -210,6 +214,20 @@ _PHASES: dict[str, Callable[[dict[str, Any]], str]] = {
     "retiming": lambda e: f"timing the best again (confirmation {e['detail']})",
     "profiling": lambda e: f"attempt {e['attempt']}: profiling with {e['detail']}",
 }
+
+
+_SAID: dict[str, Callable[[dict[str, Any]], str]] = {
+    "resuming": lambda e: (
+        f"resuming its run after attempt {e['attempt']}"
+        if e["attempt"]
+        else "resuming its run before its first attempt"
+    ),
+    "rebuilt": lambda e: (
+        f"its summary.json could not be read ({e['detail']}); made again from its "
+        f"{e['attempt']} attempts in the run folder"
+    ),
+}
+"""Events a resumed bench says on a line of their own, beside the status lines that come and go."""
 
 
 def _phase(event: dict[str, Any]) -> str:

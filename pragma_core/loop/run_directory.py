@@ -180,6 +180,25 @@ class RunDirectory:
     def write_summary(self, result: RunResult) -> None:
         write_record(self.root / "summary.json", result)
 
+    def rebuilt_summary(self) -> RunResult:
+        """The run's result made again from what its folder holds (the task, the baseline, every
+        completed attempt, and the last ``finished`` event's stop reason and best), for a
+        ``summary.json`` that cannot be read; written back."""
+        finished = [event for event in self.events() if event.get("event") == "finished"]
+        last = finished[-1] if finished else {}
+        attempts = tuple(self.completed_attempts())
+        best = last.get("best")
+        result = RunResult(
+            run_id=self.root.name,
+            task=self.task(),
+            baseline=self.baseline(),
+            attempts=attempts,
+            best_attempt=best if best in {attempt.number for attempt in attempts} else None,
+            stop_reason=str(last.get("stop_reason") or ""),
+        )
+        self.write_summary(result)
+        return result
+
 
 def _last_byte(path: Path) -> bytes:
     with open(path, "rb") as handle:
