@@ -130,17 +130,11 @@ def test_compile_error_fix_slow_then_fast(scripted, plugin_site, tmp_path):
     phases = [(p.attempt, p.phase, p.detail) for p in heard]
     assert phases[0] == (0, "baseline", "")
     second = [(phase, detail) for attempt, phase, detail in phases if attempt == 2]
-    assert second == [
-        ("writing", ""),
-        ("building", ""),
-        ("verifying", ""),
-        ("timing", ""),
-        ("finishing", ""),
-        ("profiling", "valgrind"),
-        ("profiling", "buggy"),
-        ("diagnosing", ""),
-        ("advising", ""),
-    ]
+    verification = [("building", ""), ("verifying", ""), ("timing", ""), ("finishing", "")]
+    after = [("profiling", "valgrind"), ("profiling", "buggy"), ("diagnosing", ""), ("advising", "")]
+    # a timing the noise check flagged (the VM's memory moving under the memory probe, say) is
+    # measured once more, and the status hears that verification's phases again
+    assert second in ([("writing", ""), *verification, *after], [("writing", ""), *verification * 2, *after])
     assert {p.run_dir for p in heard} == {tmp_path / "runs" / result.run_id}
     assert result.baseline.skipped["absent"] == "its tool is not installed here"
     assert "the buggy plugin failed (RuntimeError: the plugin's own bug)" in result.baseline.skipped["buggy"]
