@@ -164,14 +164,14 @@ def _drop_row(out: Path, key: str) -> None:
 
 
 def _plant_disagreement(run_dir: Path) -> float:
-    """The task's first confirmation rewritten as a figure half the loop's best, with a 2% interval
+    """The task's first confirmation rewritten as half the low end of the loop's best, a 2% interval
     and nothing disturbing it: what the VM's argmin read a minute after its loop (7.93x, then
     3.90x), without waiting for such a minute. Returns the planted value."""
     for extra in run_dir.glob("confirmation-*.json"):
         extra.unlink()
-    best = json.loads((run_dir / "best" / "attempt.json").read_text())["verdict"]["speedup"]["value"]
+    best = json.loads((run_dir / "best" / "attempt.json").read_text())["verdict"]["speedup"]
     confirmation = json.loads((run_dir / "confirmation.json").read_text())
-    value = best / 2
+    value = best["low"] / 2  # apart from the loop's interval, however wide that was
     confirmation["speedup"] = {"value": value, "low": value * 0.99, "high": value * 1.01, "confidence": 0.95}
     confirmation["conditions"]["noise"] = []
     (run_dir / "confirmation.json").write_text(json.dumps(confirmation))
