@@ -110,9 +110,10 @@ def collect(target: ProfileTarget, metrics: Sequence[str]) -> Profile:
     raw_paths = tuple(
         str(out_dir / name) for name in (OUT_FILE, LOG_FILE, STDOUT_FILE, STDERR_FILE) if (out_dir / name).exists()
     )
+    caches = simulated_caches()
     notes = [
-        _setup_note(valgrind, out),
-        f"{simulated_caches().describe()} (pragma_core.sizes.caches.simulated_caches)",
+        _setup_note(valgrind, out, caches),
+        f"{caches.describe()} (pragma_core.sizes.caches.simulated_caches)",
         _repetitions_note(target),
         "whole program, replay harness included: " + _summary(out.totals()),
     ]
@@ -277,10 +278,21 @@ def _summary(totals: dict[str, int]) -> str:
     return ", ".join(parts)
 
 
-def _setup_note(valgrind: str, out: CachegrindOut) -> str:
+def _setup_note(valgrind: str, out: CachegrindOut, caches: SimulatedCaches) -> str:
+    """The tool's version; valgrind's own description of its caches only where it is not what pragma
+    asked for (the next note says that in pragma's words, so the same caches are not said twice)."""
     _answered, version = valgrind_version(valgrind)
-    caches = "; ".join(out.desc) or "no cache simulation"
-    return f"{version} cachegrind, simulated {caches}"
+    if not out.desc:
+        return f"{version} cachegrind, no cache simulation"
+    asked = [("I1", caches.i1), ("D1", caches.d1), ("LL", caches.ll)]
+    expected = [
+        f"{name} cache: {cache.size_bytes} B, {cache.line_bytes} B, {cache.ways}-way associative"
+        for name, cache in asked
+        if cache is not None
+    ]
+    if all(any(line in desc for desc in out.desc) for line in expected):
+        return f"{version} cachegrind"
+    return f"{version} cachegrind, which simulated {'; '.join(out.desc)} (not what pragma asked for, below)"
 
 
 def _repetitions_note(target: ProfileTarget) -> str:

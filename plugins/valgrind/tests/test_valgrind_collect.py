@@ -8,6 +8,7 @@ argument says, as pragma's replay driver does. Each run takes well under a secon
 from __future__ import annotations
 
 import platform
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -173,7 +174,7 @@ def test_counts_are_deterministic_and_only_the_kernels(program, tmp_path):
     assert all(Path(path).is_file() for path in first.raw_paths)
 
     notes = " | ".join(first.notes)
-    assert "valgrind-" in notes and "D1 cache:" in notes
+    assert "valgrind-" in notes and "D1: " in notes  # the version, and the simulated caches in pragma's words
     assert f"totals over {REPETITIONS} replayed forward(s)" in notes
     assert f"whole program, replay harness included: Ir={program_totals['Ir']}" in notes
     assert f"source file {kernel_c}" in notes
@@ -279,6 +280,9 @@ def test_cachegrind_simulates_the_caches_pragma_chose_and_says_so(program, tmp_p
     assert caches.describe() in notes
     # valgrind warns that it sized the LL from the L3 it found even when --LL overrides that
     assert "using its data for the LL simulation" not in notes
+    # valgrind simulated what pragma asked: its own description of the caches is not said again
+    assert re.fullmatch(r"valgrind-[\d.]+ cachegrind", profile.notes[0])
+    assert "associative" not in notes
 
 
 @needs_tools
