@@ -15,7 +15,7 @@ they run against; :mod:`.manifest` pairs them with the expected status and integ
 from __future__ import annotations
 
 from .manifest import CASES, CPU_ENTRIES, KNOWN_CHECKS, AuditCase
-from .runner import AUDIT_SETTINGS, AuditError, AuditRow, audit_cases, run_audit
+from .runner import AUDIT_SETTINGS, AuditError, AuditRow, audit_case, audit_cases, run_audit
 
 __all__ = [
     "AUDIT_SETTINGS",
@@ -25,6 +25,7 @@ __all__ = [
     "AuditCase",
     "AuditError",
     "AuditRow",
+    "audit_case",
     "audit_cases",
     "run_audit",
 ]

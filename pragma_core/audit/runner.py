@@ -27,7 +27,7 @@ from ..records import Candidate, VerdictStatus
 from ..verifier import VerifySettings, verify
 from .manifest import CASES, AuditCase
 
-__all__ = ["AUDIT_SETTINGS", "AuditError", "AuditRow", "audit_cases", "run_audit"]
+__all__ = ["AUDIT_SETTINGS", "AuditError", "AuditRow", "audit_case", "audit_cases", "run_audit"]
 
 _HERE = Path(__file__).resolve().parent
 CANDIDATES = _HERE / "candidates"
@@ -123,6 +123,18 @@ def run_audit(
                     if on_result is not None:
                         on_result(row)
     return [rows[case.candidate] for case in cases]
+
+
+def audit_case(case: AuditCase, settings: VerifySettings | None = None) -> AuditRow:
+    """One case of the manifest verified as :func:`run_audit` verifies it (its task copied first),
+    in this process: a test suite spreads the cases over its own workers this way."""
+    settings = settings or AUDIT_SETTINGS
+    from ..machine.roofline import machine_peaks
+
+    machine_peaks(settings.thread_count)
+    with tempfile.TemporaryDirectory(prefix="pragma-audit-tasks-") as scratch:
+        task_files = _copy_tasks([case.task], Path(scratch))
+        return _audit_one(case, task_files[case.task], settings)
 
 
 def _builds_against_torch(case: AuditCase) -> bool:
