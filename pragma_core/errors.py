@@ -22,6 +22,8 @@ __all__ = [
     "ProfileParseError",
     "ProfilerUnavailable",
     "BackendUnavailable",
+    "ProviderError",
+    "PromptTooLong",
 ]
 
 
@@ -55,6 +57,17 @@ class ProfilerUnavailable(PragmaError):
 
 class BackendUnavailable(PragmaError):
     """A candidate's backend cannot run here; the message is the probe's reason."""
+
+
+class ProviderError(PragmaError):
+    """The model provider could not answer: a call refused, or failed after its retries (a server
+    that stopped, a wrong key). A run stops there with its finished attempts kept; resuming it
+    asks again."""
+
+
+class PromptTooLong(PragmaError):
+    """A prompt does not fit the model's context window even with every part that can give way
+    cut; the message says how many tokens it needs and how many the model takes."""
 
 
 class RecordError(PragmaError):

@@ -502,13 +502,21 @@ class CompletionRequest:
 
 @attrs.frozen(kw_only=True)
 class Completion:
-    """A provider's answer: text, token usage, cost in US dollars (None when unknown), latency."""
+    """A provider's answer: text, token usage, cost in US dollars (None when unknown), latency, and
+    why the model stopped (``finish_reason``: ``"stop"``, ``"length"`` when the reply was cut at
+    its token limit, None when the provider does not say)."""
 
     text: str = attrs.field(validator=v.instance_of(str))
     model: str = attrs.field(validator=_non_empty_str)
     usage: TokenUsage = attrs.field(factory=TokenUsage)
     cost_usd: float | None = attrs.field(default=None, validator=_non_negative)
     latency_s: float = attrs.field(default=0.0, validator=_non_negative)
+    finish_reason: str | None = None
+
+    @property
+    def cut_at_token_limit(self) -> bool:
+        """Whether the model stopped because the reply reached its token limit."""
+        return self.finish_reason == "length"
 
 
 # -- the loop -----------------------------------------------------------------------------------

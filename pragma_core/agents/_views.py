@@ -91,10 +91,11 @@ def verdict_remedies(verdict: Verdict) -> tuple[Remedy, ...]:
     return () if verdict.ok else remedies_for(verdict)
 
 
-def diagnostics_text(verdict: Verdict) -> str:
-    """The compiler's or the runtime's own output, bounded; empty when the verdict has none."""
+def diagnostics_text(verdict: Verdict, limit: int = DIAGNOSTICS_CHARS) -> str:
+    """The compiler's or the runtime's own output, at most ``limit`` characters; empty when the
+    verdict has none."""
     text = "\n".join(part.rstrip() for part in verdict.diagnostics if part.strip())
-    return clip(text, DIAGNOSTICS_CHARS) if text else ""
+    return clip(text, limit) if text else ""
 
 
 @attrs.frozen(kw_only=True)

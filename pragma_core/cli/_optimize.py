@@ -12,7 +12,7 @@ import click
 from click.core import ParameterSource
 from rich.console import Console
 
-from ..errors import PragmaError
+from ..errors import PragmaError, ProviderError
 from ..files import check_output_folder
 from ..plugin_api.registry import get_registry
 from ..records import RunResult, Task
@@ -199,6 +199,11 @@ def _optimized(task: Task | None, settings: OptimizeSettings, resume: Path | Non
         again = f"pragma optimize --resume {where[0]}" if where else "the same command (no run folder was created)"
         click.echo(f"pragma: interrupted; completed attempts are saved. Continue with: {again}", err=True)
         raise SystemExit(130) from None
+    except ProviderError as failure:
+        again = f"pragma optimize --resume {where[0]}" if where else "the same command (no run folder was created)"
+        raise PragmaError(
+            f"{failure}; the run stopped, its completed attempts are saved: once the model answers, continue with: {again}"
+        ) from None
 
 
 _PHASE_TEXT = {

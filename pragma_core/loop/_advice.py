@@ -8,6 +8,8 @@ from collections.abc import Sequence
 
 import attrs
 
+from ..agents.budget import FULL_BUDGET
+from ..agents.clipping import clip
 from ..agents.prompts import conductor_messages
 from ..agents.replies import GuidanceParseError, parse_guidance, repair_messages
 from ..knowledge import conductor_documentation, unmeasured_citations
@@ -60,17 +62,22 @@ def advise(
         related=RELATED_ENTRIES if agents.provider.reads_messages else 0,
     )
     previous = last.guidance.unmeasured_citations if last and last.guidance else ()
-    messages = conductor_messages(
-        task=task,
-        candidate=candidate,
-        verdict=verdict,
-        profiles=profiles,
-        diagnosis=diagnosis,
-        best=best,
-        metric_docs=documentation.metric_docs,
-        related_docs=documentation.related,
-        unmeasured_citations=previous,
+    prompt = agents.fit(
+        lambda budget: conductor_messages(
+            task=task,
+            candidate=candidate,
+            verdict=verdict,
+            profiles=profiles,
+            diagnosis=diagnosis,
+            best=best,
+            metric_docs=documentation.metric_docs,
+            related_docs=documentation.related,
+            unmeasured_citations=previous,
+            budget=budget,
+        ),
+        who="the Conductor's prompt",
     )
+    messages = prompt.messages
     files: dict[str, str] = {}
     if documentation.note:
         files["knowledge_note"] = documentation.note
@@ -84,7 +91,7 @@ def advise(
         best=best,
         history=tuple(history),
     )
-    files.update(conductor_prompt=transcript(messages), conductor_reply=reply.text)
+    files.update(conductor_prompt=transcript(messages, prompt.note()), conductor_reply=reply.text)
     guidance, repair, note = _read_guidance(agents, messages, reply, diagnosis)
     guidance = _check_citations(guidance, measured)
     if note:
@@ -99,9 +106,18 @@ def _read_guidance(
     diagnosis alone, noted."""
     try:
         return parse_guidance(reply.text), None, ""
-    except GuidanceParseError as first:
-        repair = repair_messages(messages, reply.text, str(first))
-        second = agents.ask(AgentRole.CONDUCTOR, repair, diagnosis=diagnosis)
+    except GuidanceParseError as unread:
+        first = f"{unread} (the reply was cut at the model's token limit)" if reply.cut_at_token_limit else str(unread)
+        repair = agents.fit(
+            lambda budget: repair_messages(
+                # given way: the system message, the reply and the request, without the first question
+                messages if budget is FULL_BUDGET else messages[:1],
+                clip(reply.text, budget.code_chars // 2),
+                first,
+            ),
+            who="the Conductor's repair request",
+        )
+        second = agents.ask(AgentRole.CONDUCTOR, repair.messages, diagnosis=diagnosis)
         try:
             return parse_guidance(second.text), second, f"repaired after: {first}"
         except GuidanceParseError as error:

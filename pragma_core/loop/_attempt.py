@@ -80,8 +80,11 @@ class AttemptRunner:
             self.progress(number, name, detail)
 
         phase("writing")
-        messages, reply = ahead.written.result() if ahead is not None else self.writer.write(step, history, best)
-        files = {f"{step.writer.value}_prompt": transcript(messages), f"{step.writer.value}_reply": reply.text}
+        prompt, reply = ahead.written.result() if ahead is not None else self.writer.write(step, history, best)
+        files = {
+            f"{step.writer.value}_prompt": transcript(prompt.messages, prompt.note()),
+            f"{step.writer.value}_reply": reply.text,
+        }
         candidate, verdict = self._candidate_and_verdict(number, reply, ahead, phase, staging, best, parent)
         if candidate is not None:
             files["candidate.py"] = candidate.source
@@ -145,10 +148,16 @@ class AttemptRunner:
         error when the reply holds none). A candidate written ahead was built meanwhile: its build
         is waited for first."""
         source = extract_code(reply.text)
+        cut = (
+            f" (the reply was cut at the model's token limit after {reply.usage.completion} tokens: "
+            "its module may be unfinished)"
+            if reply.cut_at_token_limit
+            else ""
+        )
         if source is None:
             verdict = Verdict(
                 status=VerdictStatus.COMPILE_ERROR,
-                message="the Coder's reply held no Python module defining class ModelNew",
+                message=f"the Coder's reply held no Python module defining class ModelNew{cut}",
             )
             return None, verdict
         candidate = Candidate(source=source, backend=self.settings.backend, attempt=number)
@@ -157,7 +166,10 @@ class AttemptRunner:
             built = ahead.built.result()  # its kernels, built beside the round's other children
             if built is not None:
                 self.run.append_event("built_ahead", attempt=number, seconds=round(built[1] - built[0], 3))
-        return candidate, self._verify(number, candidate, phase, staging, best, parent)
+        verdict = self._verify(number, candidate, phase, staging, best, parent)
+        if cut and not verdict.ok:
+            verdict = attrs.evolve(verdict, notes=(*verdict.notes, cut.strip(" ()")))
+        return candidate, verdict
 
     def _verify(
         self,

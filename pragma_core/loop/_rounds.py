@@ -64,9 +64,11 @@ class RoundPlanner:
         """The planner's ranked changes to ``node``, written to the run's ``plans/``. A reply that
         does not parse leaves the node's Conductor actions as its plan, and the plan says so."""
         self.progress(node.number, "planning")
-        messages = planner_messages(self.task, node, tree=attempts)
+        prompt = self.agents.fit(
+            lambda budget: planner_messages(self.task, node, tree=attempts, budget=budget), who="the planner's prompt"
+        )
         reply = self.agents.ask(
-            AgentRole.PLANNER, messages, parent=node, history=tuple(attempts), verdict=node.verdict,
+            AgentRole.PLANNER, prompt.messages, parent=node, history=tuple(attempts), verdict=node.verdict,
             profiles=node.profiles, diagnosis=node.diagnosis,
         )  # fmt: skip
         note = ""

@@ -10,9 +10,10 @@ from concurrent.futures import Future, ThreadPoolExecutor
 
 import attrs
 
+from ..agents.budget import FittedPrompt
 from ..agents.extraction import extract_code
 from ..agents.prompts import coder_messages, debugger_messages
-from ..records import AgentRole, Attempt, ChatMessage, Completion, Task
+from ..records import AgentRole, Attempt, Completion, Task
 from ..verifier.build_ahead import BuildsAhead
 from ._conversation import Agents
 from .search import Step
@@ -24,7 +25,7 @@ __all__ = ["Writer", "WrittenAhead"]
 class WrittenAhead:
     """A child of a round written in a thread (its prompt and reply) and built in another."""
 
-    written: Future[tuple[tuple[ChatMessage, ...], Completion]]
+    written: Future[tuple[FittedPrompt, Completion]]
     built: Future[tuple[float, float] | None]
 
 
@@ -38,31 +39,37 @@ class Writer:
     guide: str
     builds: BuildsAhead
 
-    def write(
-        self, step: Step, history: Sequence[Attempt], best: Attempt | None
-    ) -> tuple[tuple[ChatMessage, ...], Completion]:
-        """The prompt and reply of the agent that writes ``step``'s candidate: the Coder changes
-        ``step.parent`` (the linear loop: the last attempt) following its Conductor's advice, or
-        only ``step.instruction`` when one is given (tree and beam search); the debugger fixes the
-        failing parent from its evidence alone."""
+    def write(self, step: Step, history: Sequence[Attempt], best: Attempt | None) -> tuple[FittedPrompt, Completion]:
+        """The prompt (fitted to the model's context window) and reply of the agent that writes
+        ``step``'s candidate: the Coder changes ``step.parent`` (the linear loop: the last attempt)
+        following its Conductor's advice, or only ``step.instruction`` when one is given (tree and
+        beam search); the debugger fixes the failing parent from its evidence alone."""
         parent = last = step.parent
         if step.writer is AgentRole.DEBUGGER and parent is not None:
-            messages = debugger_messages(self.task, self.guide, parent)
+            failed = parent
+            prompt = self.agents.fit(
+                lambda budget: debugger_messages(self.task, self.guide, failed, budget=budget),
+                who="the debugger's prompt",
+            )
         else:
-            messages = coder_messages(
-                task=self.task,
-                guide=self.guide,
-                guidance=last.guidance if last else None,
-                best=best,
-                last=last,
-                history=history,
-                instruction=step.instruction,
+            prompt = self.agents.fit(
+                lambda budget: coder_messages(
+                    task=self.task,
+                    guide=self.guide,
+                    guidance=last.guidance if last else None,
+                    best=best,
+                    last=last,
+                    history=history,
+                    instruction=step.instruction,
+                    budget=budget,
+                ),
+                who="the Coder's prompt",
             )
         reply = self.agents.ask(
-            step.writer, messages, verdict=last.verdict if last else None, best=best, history=tuple(history),
-            parent=parent, instruction=step.instruction,
+            step.writer, prompt.messages, verdict=last.verdict if last else None, best=best,
+            history=tuple(history), parent=parent, instruction=step.instruction,
         )  # fmt: skip
-        return messages, reply
+        return prompt, reply
 
     def write_ahead(
         self, queue: Sequence[Step], history: Sequence[Attempt], best: Attempt | None
@@ -82,6 +89,6 @@ class Writer:
         return ahead
 
 
-def _source(written: Future[tuple[tuple[ChatMessage, ...], Completion]]) -> str | None:
+def _source(written: Future[tuple[FittedPrompt, Completion]]) -> str | None:
     """The module a writer's reply holds, once it has replied."""
     return extract_code(written.result()[1].text)

@@ -12,7 +12,10 @@ times it in the sandbox; a correct candidate is profiled; rules turn verdict and
 :class:`~pragma_core.records.Guidance`. The best correct attempt is replaced only by one faster
 than it side by side (timed in the same child, the ratio's interval above 1); a move whose machine
 code is its parent's is ``unchanged``, not timed. Everything is written to the run directory as it
-happens; ``resume`` continues a run after its last complete attempt.
+happens; ``resume`` continues a run after its last complete attempt. A model provider that stops
+answering (:class:`~pragma_core.errors.ProviderError`) ends the run as interrupted, saved, and the
+error is raised for the caller to say so; a prompt that cannot fit the model's context window
+(:class:`~pragma_core.errors.PromptTooLong`) ends it with that as its stop reason.
 
 One attempt is :class:`~pragma_core.loop._attempt.AttemptRunner`'s; the next round's attempts are
 chosen by :class:`~pragma_core.loop._rounds.RoundPlanner`, and written (ahead, for a round of
@@ -29,7 +32,7 @@ from typing import Any
 
 import attrs
 
-from ..errors import PragmaError
+from ..errors import PragmaError, PromptTooLong, ProviderError
 from ..plugin_api.registry import get_registry
 from ..profiling.session import ProfilingSession
 from ..records import Attempt, Baseline, RunResult, Task
@@ -84,6 +87,7 @@ def optimize(
     run, settings, runner, rounds, attempts = ready.run, ready.settings, ready.runner, ready.rounds, ready.attempts
     best = best_of(attempts)
     stop_reason = "max attempts"
+    provider_failure: ProviderError | None = None
     strategy = strategy_named(settings.search)
     plans = run.plans()
     queue: list[Step] = []
@@ -121,6 +125,14 @@ def optimize(
     except KeyboardInterrupt:
         stop_reason = "interrupted"
         run.append_event("interrupted", completed=len(attempts))
+    except ProviderError as failure:  # the model stopped answering: resuming asks again
+        stop_reason, provider_failure = "interrupted", failure
+        run.append_event(
+            "interrupted", completed=len(attempts), by="provider", attempt=len(attempts) + 1, reason=str(failure)
+        )
+    except PromptTooLong as too_long:  # no later attempt would fit either
+        stop_reason = str(too_long)
+        run.append_event("prompt_too_long", attempt=len(attempts) + 1, reason=stop_reason)
     finally:
         if on_leftover_child is not None and stop_reason != "interrupted" and (child := runner.warm.take()) is not None:
             on_leftover_child(child)
@@ -136,6 +148,8 @@ def optimize(
     )
     run.write_summary(result)
     run.append_event("finished", stop_reason=stop_reason, best=result.best_attempt)
+    if provider_failure is not None:
+        raise provider_failure
     if stop_reason == "interrupted":
         raise KeyboardInterrupt
     return result

@@ -27,7 +27,17 @@ from typing import Any, Protocol
 import attrs
 from attrs import validators as v
 
-from ..records import Candidate, Completion, CompletionRequest, Metric, Profile, Task, TaskAnalysis, frozen_strings
+from ..records import (
+    Candidate,
+    ChatMessage,
+    Completion,
+    CompletionRequest,
+    Metric,
+    Profile,
+    Task,
+    TaskAnalysis,
+    frozen_strings,
+)
 
 __all__ = [
     "DEVICE_KINDS",
@@ -49,6 +59,7 @@ __all__ = [
     "Backend",
     "Profiler",
     "LLMProvider",
+    "PromptRoom",
     "MetricSelector",
 ]
 
@@ -325,7 +336,10 @@ class LLMProvider:
     :class:`~pragma_core.errors.PragmaError` when this provider cannot work on it (the offline
     provider does for a task no recipe knows). ``reads_messages`` is False for a provider that
     answers from the request's structured context alone, so the loop spares the work of filling
-    the prompt's documentation search for it.
+    the prompt's documentation search for it. ``room``, when given, says how a prompt stands
+    against the model's context window (:class:`PromptRoom`, or None when the window is unknown);
+    the loop then cuts the parts of a prompt that give way first until it fits
+    (:mod:`pragma_core.agents.budget`).
     """
 
     name: str = attrs.field(validator=_name)
@@ -333,6 +347,28 @@ class LLMProvider:
     complete: Complete
     prepare: Callable[[Task], None] | None = None
     reads_messages: bool = True
+    room: Callable[[str | None, tuple[ChatMessage, ...]], PromptRoom | None] | None = None
+
+
+@attrs.frozen(kw_only=True)
+class PromptRoom:
+    """A prompt against a model's context window: ``tokens`` the prompt takes (as counted for this
+    model), ``window`` the model's context in tokens and where that figure came from
+    (``window_from``), ``reply_tokens`` kept for the reply. It fits when ``tokens <= limit``."""
+
+    tokens: int = attrs.field(validator=v.ge(0))
+    window: int = attrs.field(validator=v.ge(1))
+    reply_tokens: int = attrs.field(validator=v.ge(0))
+    window_from: str = ""
+
+    @property
+    def limit(self) -> int:
+        """Tokens a prompt may take: the window less the reply's share."""
+        return max(0, self.window - self.reply_tokens)
+
+    @property
+    def fits(self) -> bool:
+        return self.tokens <= self.limit
 
 
 @attrs.frozen(kw_only=True)

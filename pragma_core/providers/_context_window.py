@@ -1,5 +1,9 @@
-"""Fitting the context window: a prompt too long for the model, cut in the middle of its longest
-user message (head and tail kept, a marker saying how much went) to the share that fits."""
+"""The last resort for a prompt too long for the model: cut in the middle of its longest user
+message (head and tail kept, a marker saying how much went) to the share that fits.
+
+The loop fits its prompts part by part before it sends them (:mod:`pragma_core.agents.budget`)
+whenever the window is known; this cut is for a window learned only from the server's refusal,
+and for callers that send their own messages."""
 
 from __future__ import annotations
 
@@ -13,15 +17,19 @@ _KEEP_AT_EACH_END = 200  # characters of the cut message always kept at its head
 _UNKNOWN_FIT = 0.5  # share of the prompt kept when the model's context window is unknown
 
 
-def shrink_prompt(litellm: Any, model: str, messages: list[dict[str, str]]) -> tuple[list[dict[str, str]], int]:
-    """The messages with the middle of the longest user message cut, and how many characters went."""
+def shrink_prompt(
+    litellm: Any, model: str, messages: list[dict[str, str]], room: tuple[int, int] | None = None
+) -> tuple[list[dict[str, str]], int]:
+    """The messages with the middle of the longest user message cut, and how many characters went.
+    ``room`` is (tokens the prompt may take, tokens it takes) when known; else litellm is asked."""
     users = [i for i, message in enumerate(messages) if message["role"] == "user"]
     if not users:
         return messages, 0
     longest = max(users, key=lambda i: len(messages[i]["content"]))
     text = messages[longest]["content"]
     total = sum(len(message["content"]) for message in messages)
-    wanted = math.ceil(total * (1.0 - _share_that_fits(litellm, model, messages)))
+    share = min(0.75, 0.9 * room[0] / room[1]) if room and room[1] else _share_that_fits(litellm, model, messages)
+    wanted = math.ceil(total * (1.0 - share))
     cut = min(wanted, len(text) - 2 * _KEEP_AT_EACH_END)
     if cut <= len(_CUT_MARKER):
         return messages, 0

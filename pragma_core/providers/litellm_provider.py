@@ -66,5 +66,6 @@ def pragma_register_llm_providers(register):
             description="any model litellm can call (openai/..., anthropic/..., deepseek/..., ollama/..., "
             "hosted_vllm/...), the run's model",
             complete=complete,
+            room=_default.room,
         )
     )
