@@ -24,6 +24,28 @@ read there, never copied into the repository."""
 os.environ.setdefault("PRAGMA_KNOWLEDGE_DIR", str(REPO / "build" / "test-knowledge"))
 
 
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(config, items):
+    """``--dist loadgroup`` sends every test marked ``xdist_group("name")`` to one worker by the
+    ``@name`` that pytest-xdist appends to its node id. xdist 3.8 appends it to ``item._nodeid``,
+    which pytest 9 no longer reads (a node's id is ``item._id``): the groups were silently ignored
+    and each worker made the group's module fixture itself. Appended here where xdist did not."""
+    if not getattr(config.option, "loadgroup", False):
+        return
+    for item in items:
+        groups = sorted(
+            {
+                str(mark.args[0] if mark.args else mark.kwargs.get("name", "default"))
+                for mark in item.iter_markers("xdist_group")
+            }
+        )
+        suffix = f"@{'_'.join(groups)}"
+        if groups and not item.nodeid.endswith(suffix):
+            from _pytest.nodeid import NodeId  # pytest 9's node ids; earlier ones take xdist's suffix
+
+            item._id = NodeId.parse(item.nodeid + suffix)
+
+
 @pytest.fixture(scope="session", autouse=True)
 def _one_cache_per_run(tmp_path_factory):
     """One pragma cache folder for the whole run, child processes and both xdist workers included,
