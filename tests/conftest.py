@@ -150,3 +150,12 @@ def plugin_site(tmp_path, monkeypatch) -> PluginSite:
         if getattr(module, "__file__", None) and str(root) in str(module.__file__)
     ]:
         del sys.modules[name]
+
+
+def pytest_ignore_collect(collection_path, config):
+    """The tests of a real local model (``test_local_model.py``, marked ``model``) are collected only
+    when asked for by marker (``make test-model``: ``-m model``): they need a model server whose
+    build takes many minutes, and take minutes themselves."""
+    if collection_path.name == "test_local_model.py" and "model" not in (config.getoption("markexpr") or ""):
+        return True
+    return None

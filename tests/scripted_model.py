@@ -58,10 +58,18 @@ def complete(request: CompletionRequest) -> Completion:
     return provider.complete(request)
 
 
+_ROOM = LiteLLMProvider(LiteLLMSettings())
+"""The built-in provider's own window and token count: with ``PRAGMA_CONTEXT_WINDOW`` set, the
+loop fits this model's prompts as it fits a real one's."""
+
+
 @hookimpl
 def pragma_register_llm_providers(register):
     register(
         LLMProvider(
-            name="scripted", description="replies from the test script in $PRAGMA_TEST_SCRIPT", complete=complete
+            name="scripted",
+            description="replies from the test script in $PRAGMA_TEST_SCRIPT",
+            complete=complete,
+            room=_ROOM.room,
         )
     )

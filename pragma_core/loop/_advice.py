@@ -12,6 +12,7 @@ from ..agents.budget import FULL_BUDGET
 from ..agents.clipping import clip
 from ..agents.prompts import conductor_messages
 from ..agents.replies import GuidanceParseError, parse_guidance, repair_messages
+from ..errors import PromptTooLong
 from ..knowledge import conductor_documentation, unmeasured_citations
 from ..knowledge.conductor_docs import RELATED_ENTRIES
 from ..records import (
@@ -62,21 +63,25 @@ def advise(
         related=RELATED_ENTRIES if agents.provider.reads_messages else 0,
     )
     previous = last.guidance.unmeasured_citations if last and last.guidance else ()
-    prompt = agents.fit(
-        lambda budget: conductor_messages(
-            task=task,
-            candidate=candidate,
-            verdict=verdict,
-            profiles=profiles,
-            diagnosis=diagnosis,
-            best=best,
-            metric_docs=documentation.metric_docs,
-            related_docs=documentation.related,
-            unmeasured_citations=previous,
-            budget=budget,
-        ),
-        who="the Conductor's prompt",
-    )
+    try:
+        prompt = agents.fit(
+            lambda budget: conductor_messages(
+                task=task,
+                candidate=candidate,
+                verdict=verdict,
+                profiles=profiles,
+                diagnosis=diagnosis,
+                best=best,
+                metric_docs=documentation.metric_docs,
+                related_docs=documentation.related,
+                unmeasured_citations=previous,
+                budget=budget,
+            ),
+            who="the Conductor's prompt",
+        )
+    except PromptTooLong as too_long:  # the attempt stands; the rules' diagnosis guides the next
+        fallback = _diagnosis_alone(diagnosis, "the Conductor's prompt does not fit the model's context window")
+        return Advice(guidance=fallback, reply=_NO_REPLY, repair=None, files={"conductor_note": str(too_long)})
     messages = prompt.messages
     files: dict[str, str] = {}
     if documentation.note:
@@ -121,14 +126,22 @@ def _read_guidance(
         try:
             return parse_guidance(second.text), second, f"repaired after: {first}"
         except GuidanceParseError as error:
-            fallback = Guidance(
-                analysis="the Conductor's reply could not be read; acting on the diagnosis alone: "
-                + "; ".join(diagnosis.hints),
-                actions=diagnosis.hints,
-                extra_metrics=diagnosis.request_metrics,
-            )
+            fallback = _diagnosis_alone(diagnosis, "the Conductor's reply could not be read")
             note = f"unparseable twice: {first}; then: {error}\n--- repair reply ---\n{second.text}"
             return fallback, second, note
+
+
+def _diagnosis_alone(diagnosis: Diagnosis, why: str) -> Guidance:
+    """Guidance from the rules' diagnosis alone, saying why the Conductor's was not had."""
+    return Guidance(
+        analysis=f"{why}; acting on the diagnosis alone: " + "; ".join(diagnosis.hints),
+        actions=diagnosis.hints,
+        extra_metrics=diagnosis.request_metrics,
+    )
+
+
+_NO_REPLY = Completion(text="", model="none")
+"""The Conductor's reply where it was not asked (its prompt did not fit): no tokens, no cost."""
 
 
 def _check_citations(guidance: Guidance, profiles: list[Profile]) -> Guidance:

@@ -47,10 +47,19 @@ def chosen_model(model: str | None) -> str:
     return chosen
 
 
+_BASE_VARIABLES = {"openai": ("OPENAI_API_BASE", "OPENAI_BASE_URL")}
+"""Where litellm reads another address for a hosted provider's API: an OpenAI-compatible server
+of the user's own (llama.cpp's, vLLM, LM Studio) behind the ``openai/`` prefix."""
+
+
 def server_address(provider: str, api_base: str | None) -> str | None:
-    """The address litellm will call for a server provider (or any given ``api_base``), else None."""
+    """The address litellm will call for a server provider (or any given ``api_base``, or an
+    OpenAI-compatible server set in ``OPENAI_API_BASE``), else None."""
     if api_base:
         return api_base
+    for variable in _BASE_VARIABLES.get(provider, ()):
+        if os.environ.get(variable, "").strip():
+            return os.environ[variable].strip()
     server = SERVERS.get(provider)
     if server is None:
         return None

@@ -5,7 +5,9 @@ The window is read, first found first, from: the ``PRAGMA_CONTEXT_WINDOW`` envir
 /models`` answers ``max_model_len`` on vLLM, ``meta.n_ctx_train`` on llama.cpp's server, and
 llama.cpp's ``GET /props`` the window it was started with); and, failing all of those, the
 server's own error when a prompt was too long ("exceed context window of 2048", "maximum context
-length is 4096 tokens"), remembered for the rest of the process.
+length is 4096 tokens"), remembered for the rest of the process. llama-cpp-python's server names
+its window nowhere but in that error: its first too-long prompt is cut by the provider
+(:mod:`~pragma_core.providers._context_window`), the later ones are fitted part by part.
 
 A prompt's tokens are counted with litellm's ``token_counter`` (the model's tokenizer where litellm
 has it, else a generic one) and scaled by what the server reported for earlier prompts of the
