@@ -25,9 +25,11 @@ from pragma_core.errors import PragmaError
 
 from .conftest import EXAMPLES
 
-# Each test runs whole benches in worker processes that load both cores: run alone (serial), since
-# a neighbouring test that times something would see a busy machine.
-pytestmark = pytest.mark.serial
+# Not serial: no test here checks a timing against a figure, so a busy neighbour only slows them,
+# and a neighbouring test in the parallel tier times nothing that is checked either.
+SHARES_LOCAL_BENCH = pytest.mark.xdist_group("local_bench")
+"""The tests that read the module's bench run on one xdist worker (``--dist loadgroup``), so it is
+made once; the others go to whichever worker is free."""
 
 TASKS = ("2_LeakyReLU", "3_Softmax")
 FAST = ("--max-attempts", "2", "--target-attainment", "3", "--reps", "10", "--no-profile", "--retime-after", "0")
@@ -75,6 +77,7 @@ def local_bench(tmp_path_factory) -> Path:
     return out
 
 
+@SHARES_LOCAL_BENCH
 def test_a_bench_writes_a_row_per_task_the_report_and_the_plots(local_bench):
     document = json.loads((local_bench / "bench.json").read_text())
     assert document["schema"] == 1 and document["tree"] == str(EXAMPLES.resolve())
@@ -98,6 +101,7 @@ def test_a_bench_writes_a_row_per_task_the_report_and_the_plots(local_bench):
         assert (local_bench / "plots" / plot).read_bytes()[:4] == b"\x89PNG"
 
 
+@SHARES_LOCAL_BENCH
 def test_with_two_workers_a_task_starts_once_the_one_before_it_waits_for_its_model(local_bench):
     """Two tasks' baselines (fitting, measuring, timing) never run at once, and tasks that are alike
     start out of step: the second starts after the first began writing its first attempt."""
@@ -113,6 +117,7 @@ def test_with_two_workers_a_task_starts_once_the_one_before_it_waits_for_its_mod
     assert second[0]["event"] == "started" and second[0]["time"] >= writing
 
 
+@SHARES_LOCAL_BENCH
 def test_running_a_finished_bench_again_redoes_nothing(local_bench):
     before = (local_bench / "bench.json").read_text()
     runs = sorted(path.name for path in (local_bench / "runs" / "unprofiled").glob("*/*"))
@@ -122,6 +127,7 @@ def test_running_a_finished_bench_again_redoes_nothing(local_bench):
     assert json.loads(before)["variants"] == json.loads((local_bench / "bench.json").read_text())["variants"]
 
 
+@SHARES_LOCAL_BENCH
 def test_report_renders_again_and_compare_reads_two_benches(local_bench, tmp_path, capsys):
     (local_bench / "report.md").unlink()
     code, shown, _ = pragma_here(capsys, "report", str(local_bench))
@@ -134,6 +140,7 @@ def test_report_renders_again_and_compare_reads_two_benches(local_bench, tmp_pat
     assert code == 2 and "no bench.json" in said
 
 
+@SHARES_LOCAL_BENCH
 def test_every_task_shows_the_loops_best_beside_its_confirmation(local_bench):
     tasks = rows(local_bench)
     report = (local_bench / "report.md").read_text()
@@ -178,6 +185,7 @@ def _plant_disagreement(run_dir: Path) -> float:
     return value
 
 
+@SHARES_LOCAL_BENCH
 def test_a_summary_cut_short_is_made_again_from_the_run_folder_and_said(local_bench, tmp_path):
     """A finished run whose row was not saved and whose summary.json was cut in half (a crash while
     writing): the resumed bench makes the summary again from the run folder, equal to what it was,
@@ -201,6 +209,7 @@ def test_a_summary_cut_short_is_made_again_from_the_run_folder_and_said(local_be
     assert rows(out)[key]["best_attempt"] == row["best_attempt"] and rows(out)[key]["speedup"] == row["speedup"]
 
 
+@SHARES_LOCAL_BENCH
 def test_a_confirmation_that_disagrees_is_timed_again_and_a_resume_reads_every_figure_from_disk(local_bench, tmp_path):
     """The loop's best and its confirmation apart: the best is timed a third time after the task
     ended, the row reports the median of the three with the spread, flagged; a resumed bench
@@ -241,6 +250,7 @@ def test_a_confirmation_that_disagrees_is_timed_again_and_a_resume_reads_every_f
     }
 
 
+@SHARES_LOCAL_BENCH
 def test_reproducibility_re_verifies_each_best_in_fresh_processes(local_bench, tmp_path):
     key, row = next((k, r) for k, r in sorted(rows(local_bench).items()) if r["timed"])
     script = Path(__file__).resolve().parents[1] / "benchmarks" / "reproducibility.py"
@@ -277,6 +287,7 @@ def test_reproducibility_re_verifies_each_best_in_fresh_processes(local_bench, t
     assert (out / "reproducibility.png").read_bytes()[:4] == b"\x89PNG"
 
 
+@SHARES_LOCAL_BENCH
 def test_a_resumed_bench_must_keep_its_settings(local_bench, capsys):
     before = (local_bench / "bench.json").read_text()
     code, _, said = pragma_here(
@@ -330,6 +341,7 @@ def test_a_bench_killed_mid_way_resumes_with_nothing_redone(tmp_path):
     assert [event.get("attempt") for event in events if event["event"] == "attempt_done"] == [1, 2]
 
 
+@SHARES_LOCAL_BENCH
 def test_the_same_bench_through_ray_gives_the_same_verdicts(local_bench, tmp_path):
     ray = pytest.importorskip("ray")
     from pragma_core.bench.executors import RayExecutor
