@@ -178,6 +178,7 @@ _ALIASES = {
     "rsub": "rsub",
     "square": "square",
 }
+_CONV_TRANSPOSE_ATTRIBUTES = ("stride", "padding", "output_padding", "groups", "dilation", "padding_mode")
 # Modules and the functional op they run: (op, attributes read as kwargs, parameters).
 _MODULES: dict[type, tuple[str, tuple[str, ...], tuple[str, ...]]] = {
     torch.nn.ReLU: ("relu", (), ()),
@@ -209,7 +210,27 @@ _MODULES: dict[type, tuple[str, tuple[str, ...], tuple[str, ...]]] = {
     torch.nn.GroupNorm: ("group_norm", ("num_groups", "eps", "affine"), ("weight", "bias")),
     torch.nn.BatchNorm1d: ("batch_norm", ("eps",), ("weight", "bias", "running_mean", "running_var")),
     torch.nn.BatchNorm2d: ("batch_norm", ("eps",), ("weight", "bias", "running_mean", "running_var")),
+    torch.nn.BatchNorm3d: ("batch_norm", ("eps",), ("weight", "bias", "running_mean", "running_var")),
+    **{
+        module: (
+            f"max_pool{rank}d",
+            ("kernel_size", "stride", "padding", "dilation", "ceil_mode", "return_indices"),
+            (),
+        )
+        for rank, module in enumerate((torch.nn.MaxPool1d, torch.nn.MaxPool2d, torch.nn.MaxPool3d), start=1)
+    },
+    **{
+        module: (
+            f"avg_pool{rank}d",
+            ("kernel_size", "stride", "padding", "ceil_mode", "count_include_pad", "divisor_override"),
+            (),
+        )
+        for rank, module in enumerate((torch.nn.AvgPool1d, torch.nn.AvgPool2d, torch.nn.AvgPool3d), start=1)
+    },
     torch.nn.Linear: ("linear", (), ("weight", "bias")),
+    torch.nn.ConvTranspose1d: ("conv_transpose1d", _CONV_TRANSPOSE_ATTRIBUTES, ("weight", "bias")),
+    torch.nn.ConvTranspose2d: ("conv_transpose2d", _CONV_TRANSPOSE_ATTRIBUTES, ("weight", "bias")),
+    torch.nn.ConvTranspose3d: ("conv_transpose3d", _CONV_TRANSPOSE_ATTRIBUTES, ("weight", "bias")),
     torch.nn.Conv1d: ("conv1d", ("stride", "padding", "dilation", "groups", "padding_mode"), ("weight", "bias")),
     torch.nn.Conv2d: ("conv2d", ("stride", "padding", "dilation", "groups", "padding_mode"), ("weight", "bias")),
     torch.nn.Conv3d: ("conv3d", ("stride", "padding", "dilation", "groups", "padding_mode"), ("weight", "bias")),
