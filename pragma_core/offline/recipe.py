@@ -20,6 +20,7 @@ Knob names are shared across recipes so one Conductor rule works on all of them:
 ``block``         tile edge for loops that reuse data: 0 (none), 32, 64, 128
 ``branchless``    selects instead of data-dependent branches
 ``chunk``         rows (or elements) per OpenMP work item: 0 lets OpenMP split evenly
+``key_tile``      keys per tile of a running softmax (attention): 32 ... 512
 """
 
 from __future__ import annotations
@@ -47,6 +48,7 @@ KNOB_MEANINGS = {
     "block": "tile edge for loops that reuse data (0: no tiling)",
     "branchless": "selects instead of data-dependent branches",
     "chunk": "rows or elements per OpenMP work item (0: even split)",
+    "key_tile": "keys per tile of attention's running softmax (the score tile's width)",
 }
 
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from ..graph import NotRecognized, OpGraph
 from ..recipe import Match, Recipe
+from .attention import AttentionRecipe
+from .diagonal import DiagonalRecipe
 from .elementwise import ElementwiseRecipe
 from .losses import LossRecipe
 from .matmul import MatmulRecipe
@@ -18,9 +20,11 @@ __all__ = ["RECIPES", "recognize"]
 RECIPES: tuple[Recipe, ...] = (
     LossRecipe(),
     NormRecipe(),
+    AttentionRecipe(),
     SoftmaxRecipe(),
     ScanRecipe(),
     MatmulRecipe(),
+    DiagonalRecipe(),
     ReductionRecipe(),
     ElementwiseRecipe(),
 )

@@ -5,7 +5,10 @@ design is described in :mod:`~pragma_core.offline.recipes.matmul`).
     cpp = matmul_kernel(facts, parallel, simd, accumulators, block, extra_count)
 
 writes ``extern "C" void matmul(...)`` reading its operands through ``load_a`` and ``load_b`` and
-storing through ``epilogue``, which the recipe writes before it.
+storing through ``epilogue``, which the recipe writes before it. With a ``triangle`` in the facts
+(the product's ``triu``/``tril``), stores outside it write zero and (blocked kernel) tiles outside it
+are skipped; when the factors are triangular the same way, finite, and nothing but the triangle
+follows the product, the sums skip the K ranges where a factor is zero.
 """
 
 from __future__ import annotations
@@ -13,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["matmul_kernel"]
+__all__ = ["matmul_kernel", "micro_kernel_source"]
 
 # block knob -> cache tiles (rows of A per tile, columns of B per tile, K panel depth).
 _TILES = {32: (32, 128, 128), 64: (64, 256, 256), 128: (128, 256, 256), 256: (256, 512, 256)}
@@ -29,6 +32,7 @@ def matmul_kernel(
     extra_parameters = "".join(f", const float* __restrict__ e{i}" for i in range(extra_count))
     extra_arguments = "".join(f", e{i}" for i in range(extra_count))
     b_stride = "K * N" if facts["b_batched"] else "0"
+    triangle = _triangle(facts, parallel)
     header = (
         f'extern "C" void matmul(const float* __restrict__ a, const float* __restrict__ b, float* __restrict__ c'
         f"{extra_parameters}, int64_t batch, int64_t M, int64_t N, int64_t K)"
@@ -36,9 +40,75 @@ def matmul_kernel(
     if facts["n"] == 1 or block == 0:
         # A matrix-vector product is memory-bound: summing in double costs nothing there.
         partial = "double" if facts["n"] == 1 else "float"
-        return _row_blocked_kernel(header, b_stride, parallel, simd, accumulators, extra_arguments, partial)
-    return _blocked_kernel(
+        return triangle + _row_blocked_kernel(header, b_stride, parallel, simd, accumulators, extra_arguments, partial)
+    return triangle + _blocked_kernel(
         facts, header, b_stride, parallel, simd, accumulators, block, extra_parameters, extra_arguments
+    )
+
+
+def _skips_zero_factors(facts: Mapping[str, Any]) -> bool:
+    """Whether the sums may skip where a triangular factor is zero: only the triangle follows the
+    product (an epilogue of a zero sum need not be zero)."""
+    return facts.get("triangle") is not None and not (facts["steps"] or facts["bias"] or facts["extras"])
+
+
+def _triangle(facts: Mapping[str, Any], parallel: bool) -> str:
+    """The predicates of the kept triangle of C (all true without one) and, when the sums may skip
+    zero factors, the run-time check of the factors and the K range an output block needs."""
+    triangle = facts.get("triangle")
+    if triangle is None:
+        return """// No triangle: every element of C is kept.
+static inline bool keep(int64_t, int64_t) { return true; }
+static inline bool block_kept(int64_t, int64_t, int64_t, int64_t) { return true; }
+"""
+    d, upper = int(triangle["diagonal"]), bool(triangle["upper"])
+    keep = f"j - i >= {d}" if upper else f"j - i <= {d}"
+    block = f"(j1 - 1) - i0 >= {d}" if upper else f"j0 - (i1 - 1) <= {d}"
+    text = f"""// The kept {"upper" if upper else "lower"} triangle of C (diagonal {d}): element (i, j), and whether any element of
+// rows [i0, i1) x columns [j0, j1) is kept.
+static inline bool keep(int64_t i, int64_t j) {{ return {keep}; }}
+static inline bool block_kept(int64_t i0, int64_t i1, int64_t j0, int64_t j1) {{ return {block}; }}
+"""
+    if not _skips_zero_factors(facts):
+        return text
+    a_zero, b_zero = ("k < i", "k > j") if upper else ("k > i", "k < j")
+    k_first, k_stop = ("i0", "j1") if upper else ("j0", "i1")
+    omp = "#pragma omp parallel for reduction(+:bad) schedule(static)" if parallel else ""
+    b_batches = "batch" if facts["b_batched"] else "1"
+    return (
+        text
+        + f"""
+// Factors {"upper" if upper else "lower"} triangular and finite (zero times inf would be NaN): the sum of
+// output rows [i0, i1) x columns [j0, j1) needs only K in [k_first, k_stop).
+static inline int64_t k_first(int64_t i0, int64_t j0) {{ return {k_first}; }}
+static inline int64_t k_stop(int64_t i1, int64_t j1) {{ return {k_stop}; }}
+static inline bool finite(float v) {{
+    uint32_t bits;
+    __builtin_memcpy(&bits, &v, sizeof bits);
+    return (bits & 0x7f800000u) != 0x7f800000u;  // a bit test: -ffast-math may drop std::isfinite
+}}
+static bool triangular_factors(const float* __restrict__ a, const float* __restrict__ b, int64_t batch, int64_t M,
+                               int64_t N, int64_t K) {{
+    int64_t bad = 0;
+    {omp}
+    for (int64_t r = 0; r < batch * M; ++r) {{
+        const int64_t i = r % M;
+        for (int64_t k = 0; k < K; ++k) {{
+            const float v = load_a(a + r / M * M * K, i, k, M, K);
+            bad += !finite(v) || ({a_zero} && v != 0.0f);
+        }}
+    }}
+    {omp}
+    for (int64_t r = 0; r < {b_batches} * K; ++r) {{
+        const int64_t k = r % K;
+        for (int64_t j = 0; j < N; ++j) {{
+            const float v = load_b(b + r / K * K * N, k, j, N, K);
+            bad += !finite(v) || ({b_zero} && v != 0.0f);
+        }}
+    }}
+    return bad == 0;
+}}
+"""
     )
 
 
@@ -54,7 +124,8 @@ def _row_blocked_kernel(
     updates = "\n".join(f"                    p{u} += ({partial})load_a(ab, i + {u}, k, M, K) * bk;" for u in range(r))
     adds = " ".join(f"s{u} += p{u};" for u in range(r))
     stores = "\n".join(
-        f"                cb[(i + {u}) * N + j] = epilogue(float(s{u}), j{extra_arguments});" for u in range(r)
+        f"                cb[(i + {u}) * N + j] = keep(i + {u}, j) ? epilogue(float(s{u}), j{extra_arguments}) : 0.0f;"
+        for u in range(r)
     )
     reduction = f"#pragma omp simd reduction(+:{', '.join(f'p{u}' for u in range(r))})" if simd else ""
     tail_reduction = "#pragma omp simd reduction(+:p)" if simd else ""
@@ -97,7 +168,7 @@ def _row_blocked_kernel(
                         for (int64_t k = k0; k < k1; ++k) p += ({partial})load_a(ab, row, k, M, K) * load_b(bb, k, j, N, K);
                         s += p;
                     }}
-                    cb[row * N + j] = epilogue(float(s), j{extra_arguments});
+                    cb[row * N + j] = keep(row, j) ? epilogue(float(s), j{extra_arguments}) : 0.0f;
                 }}
         }}
     }}
@@ -120,7 +191,7 @@ def _blocked_kernel(
     mb, nb, kc = _TILES[block]
     mr = accumulators
     nr = f"{_VECTORS_PER_ROW} * VW" if simd else str(_SCALAR_COLUMNS)
-    width, micro = _micro_kernel(simd)
+    width, micro = micro_kernel_source(simd)
     return f"""{width}
 constexpr int64_t MR = {mr}, NR = {nr};              // register tile
 constexpr int64_t MB = {mb}, NB = {nb}, KC = {kc};  // cache tile: rows, columns, K panel depth
@@ -129,14 +200,16 @@ constexpr int64_t MB = {mb}, NB = {nb}, KC = {kc};  // cache tile: rows, columns
 
 {_packing(facts)}
 
-{_tile_function(simd, extra_parameters, extra_arguments)}
+{_tile_function(simd, extra_parameters, extra_arguments, _skips_zero_factors(facts))}
 
-{_driver(header, b_stride, parallel, extra_arguments)}
+{_driver(header, b_stride, parallel, extra_arguments, _skips_zero_factors(facts))}
 """
 
 
-def _micro_kernel(simd: bool) -> tuple[str, str]:
-    """The register tile's width definitions (VW, with ``simd``) and its micro-kernel, vector or scalar."""
+def micro_kernel_source(simd: bool) -> tuple[str, str]:
+    """The register tile's width definitions (VW, with ``simd``) and its micro-kernel, vector or scalar:
+    ``micro_kernel(ap, bp, kc, tile)`` sets the ``MR x NR`` tile (the caller defines ``MR`` and ``NR``)
+    to an A strip packed ``ap[k * MR + r]`` times a B strip packed ``bp[k * NR + q]``, k in [0, kc)."""
     if simd:
         width = """// VW: floats in one vector register of the machine compiling this (-march=native).
 #if defined(__AVX512F__)
@@ -228,32 +301,70 @@ static void pack_b(const float* __restrict__ b, int64_t N, int64_t K, int64_t j0
 }}"""
 
 
-def _tile_function(simd: bool, extra_parameters: str, extra_arguments: str) -> str:
-    """The function computing one cache tile of C from packed strips, the epilogue on its last panel."""
+def _tile_function(simd: bool, extra_parameters: str, extra_arguments: str, skips: bool) -> str:
+    """The function computing one cache tile of C from packed strips, the epilogue on its last panel;
+    blocks outside the kept triangle are written as zeros, and with ``skips`` (triangular factors) the
+    sums cover only the K range the block needs."""
     store_simd = "#pragma omp simd" if simd else ""
-    return f"""// One cache tile of C: rows [i0, i0 + MB) x columns [j0, j0 + NB), the products over K in
+    tile_range = (
+        """if (structured) {
+        k_low = std::max(k_low, k_first(i0, j0));
+        k_high = std::min(k_high, k_stop(i0 + mb, j0 + nb));
+    }"""
+        if skips
+        else ""
+    )
+    micro_range = (
+        """if (structured) {
+                    const int64_t low = std::max(k0, k_first(i0 + is, j0 + js));
+                    const int64_t high = std::min(k0 + kc, k_stop(i0 + is + rows, j0 + js + cols));
+                    k_offset = std::min(kc, std::max<int64_t>(0, low - k0));
+                    k_count = std::max<int64_t>(0, high - k0 - k_offset);
+                }"""
+        if skips
+        else ""
+    )
+    return f"""// Rows [i0, i0 + mb) x columns [j0, j0 + nb) of C set to zero.
+static void zero_block(float* __restrict__ c, int64_t N, int64_t i0, int64_t mb, int64_t j0, int64_t nb) {{
+    for (int64_t r = 0; r < mb; ++r) std::fill(c + (i0 + r) * N + j0, c + (i0 + r) * N + j0 + nb, 0.0f);
+}}
+
+// One cache tile of C: rows [i0, i0 + MB) x columns [j0, j0 + NB), the products over K in
 // [k_begin, k_end); the epilogue is applied after the last panel when ``finish``.
 static void tile(const float* __restrict__ a, const float* __restrict__ b, float* __restrict__ c{extra_parameters},
                  int64_t M, int64_t N, int64_t K, int64_t i0, int64_t j0, int64_t k_begin, int64_t k_end,
-                 bool finish, float* __restrict__ ap, float* __restrict__ bp) {{
+                 bool finish, bool structured, float* __restrict__ ap, float* __restrict__ bp) {{
     const int64_t mb = std::min(MB, M - i0), nb = std::min(NB, N - j0);
-    for (int64_t k0 = k_begin; k0 < k_end; k0 += KC) {{
-        const int64_t kc = std::min(KC, k_end - k0);
-        const bool first = k0 == k_begin, last = finish && k0 + kc >= k_end;
+    int64_t k_low = k_begin, k_high = k_end;
+    {tile_range}
+    if (!block_kept(i0, i0 + mb, j0, j0 + nb) || k_low >= k_high) {{
+        zero_block(c, N, i0, mb, j0, nb);  // outside the triangle, or a sum of zero factors only
+        return;
+    }}
+    for (int64_t k0 = k_low; k0 < k_high; k0 += KC) {{
+        const int64_t kc = std::min(KC, k_high - k0);
+        const bool first = k0 == k_low, last = finish && k0 + kc >= k_high;
         pack_b(b, N, K, j0, nb, k0, kc, bp);
         pack_a(a, M, K, i0, mb, k0, kc, ap);
         for (int64_t js = 0; js < nb; js += NR)
             for (int64_t is = 0; is < mb; is += MR) {{
-                alignas(64) float acc[MR * NR];
-                micro_kernel(ap + is * kc, bp + js * kc, kc, acc);
                 const int64_t rows = std::min(MR, mb - is), cols = std::min(NR, nb - js);
+                if (!block_kept(i0 + is, i0 + is + rows, j0 + js, j0 + js + cols)) {{
+                    if (last) zero_block(c, N, i0 + is, rows, j0 + js, cols);
+                    continue;
+                }}
+                int64_t k_offset = 0, k_count = kc;
+                {micro_range}
+                alignas(64) float acc[MR * NR];
+                micro_kernel(ap + is * kc + k_offset * MR, bp + js * kc + k_offset * NR, k_count, acc);
                 for (int64_t r = 0; r < rows; ++r) {{
-                    float* __restrict__ crow = c + (i0 + is + r) * N + j0 + js;
+                    const int64_t i = i0 + is + r;
+                    float* __restrict__ crow = c + i * N + j0 + js;
                     const float* __restrict__ arow = acc + r * NR;
                     {store_simd}
                     for (int64_t q = 0; q < cols; ++q) {{
                         float v = first ? arow[q] : crow[q] + arow[q];
-                        crow[q] = last ? epilogue(v, j0 + js + q{extra_arguments}) : v;
+                        crow[q] = last ? (keep(i, j0 + js + q) ? epilogue(v, j0 + js + q{extra_arguments}) : 0.0f) : v;
                     }}
                 }}
             }}
@@ -261,7 +372,7 @@ static void tile(const float* __restrict__ a, const float* __restrict__ b, float
 }}"""
 
 
-def _driver(header: str, b_stride: str, parallel: bool, extra_arguments: str) -> str:
+def _driver(header: str, b_stride: str, parallel: bool, extra_arguments: str, skips: bool) -> str:
     """The kernel's entry: tiles (and, when too few, splits of K) shared among the threads."""
     omp_region = "#pragma omp parallel" if parallel else ""
     omp_for = "#pragma omp for schedule(dynamic, 1)" if parallel else ""
@@ -278,6 +389,7 @@ def _driver(header: str, b_stride: str, parallel: bool, extra_arguments: str) ->
     // whole panels, sum into private copies of C, and add the copies in a fixed order.
     const int64_t splits = {splits};
     const int64_t k_chunk = ((K + splits - 1) / splits + KC - 1) / KC * KC;
+    const bool structured = {"triangular_factors(a, b, batch, M, N, K)" if skips else "false"};
     float* partial = splits > 1 ? static_cast<float*>(std::malloc(sizeof(float) * splits * batch * M * N)) : nullptr;
     {omp_region}
     {{
@@ -293,7 +405,7 @@ def _driver(header: str, b_stride: str, parallel: bool, extra_arguments: str) ->
             float* out = splits > 1 ? partial + split * batch * M * N : c;
             if (k_begin < k_end)
                 tile(a + bi * M * K, b + bi * {b_stride}, out + bi * M * N{extra_arguments}, M, N, K, i0, j0,
-                     k_begin, k_end, splits == 1, ap, bp);
+                     k_begin, k_end, splits == 1, structured, ap, bp);
         }}
         std::free(ap);
         std::free(bp);
@@ -304,7 +416,7 @@ def _driver(header: str, b_stride: str, parallel: bool, extra_arguments: str) ->
         for (int64_t x = 0; x < batch * M * N; ++x) {{
             float v = partial[x];
             for (int64_t split = 1; split < used; ++split) v += partial[split * batch * M * N + x];
-            c[x] = epilogue(v, x % N{extra_arguments});
+            c[x] = keep(x / N % M, x % N) ? epilogue(v, x % N{extra_arguments}) : 0.0f;
         }}
         std::free(partial);
     }}

@@ -1,5 +1,6 @@
-"""Matrix products: ``a @ b``, ``torch.mm``, ``torch.bmm``, ``torch.matmul`` and ``nn.Linear``, with
-transposed operands and a fused elementwise epilogue.
+"""Matrix products: ``a @ b``, ``torch.mm``, ``torch.bmm``, ``torch.matmul``, ``nn.Linear`` and the
+``torch.einsum`` forms that are one of them, with transposed operands, a fused elementwise epilogue
+and an optional ``triu``/``tril`` of the result.
 
 Recognizes one product of float32 operands, each an input or a parameter read directly or through a
 swap of its last two dims (``a.T``, ``a.t()``, ``a.mT``, ``transpose(-2, -1)``, ``permute``), then a
@@ -17,6 +18,12 @@ copies of C in a fixed order. The epilogue is applied when a tile's last K panel
 summation over K runs in order within each panel and panels add in order, so results stay well
 within fp32 tolerance of a BLAS sgemm. When the product has a single column (matrix-vector), a
 row-blocked dot-product kernel is generated instead.
+
+A ``triu``/``tril`` of the product (``torch.triu(a @ b, diagonal)``) is applied on the store: tiles
+and register tiles wholly outside the kept triangle are not computed (about half the work). When the
+inputs are themselves triangular the same way and finite (checked at run time, in O(n^2)), the sums
+also skip the K ranges where one factor is zero, e.g. ``k`` in ``[i, j]`` for two upper triangular
+factors (about a sixth of a full product's work); any other inputs get the full sums.
 """
 
 from __future__ import annotations
@@ -32,7 +39,8 @@ from .elementwise import c_float, elementwise_expression
 
 __all__ = ["MatmulRecipe"]
 
-_PRODUCTS = ("matmul", "mm", "bmm", "linear")
+_PRODUCTS = ("matmul", "mm", "bmm", "linear", "einsum")
+_TRIANGLES = ("triu", "tril")
 _SWAPS = ("transpose", "swapaxes", "swapdims")
 _FLOAT32 = "torch.float32"
 
@@ -78,6 +86,44 @@ def _leaf(graph: OpGraph, ref: Any) -> tuple[Node, bool, list[str]] | None:
     if not _is_float32(node):
         return None
     return node, transposed, crossed
+
+
+def _einsum_as_matmul(equation: Any) -> tuple[bool, bool] | None:
+    """Whether the two-operand einsum ``equation`` is ``matmul(A', B')`` with ``A'`` either A or its
+    last two dims swapped (likewise ``B'``) and the result in matmul's order: the two swaps; None
+    for any other equation (a diagonal, a permuted output, a sum over an index of one operand...)."""
+    if not isinstance(equation, str) or "->" not in equation or "." in equation:
+        return None
+    inputs, out = equation.replace(" ", "").split("->")
+    if inputs.count(",") != 1:
+        return None
+    x, y = inputs.split(",")
+    if not all(s.isalpha() and len(set(s)) == len(s) for s in (x, y, out)) or not x or not y:
+        return None
+    if len(y) == 1:  # matrix (or batch of matrices) times a vector
+        return (False, False) if len(x) >= 2 and x[-1] == y and out == x[:-1] else None
+    if len(y) == 2:  # a matrix B, broadcast over A's leading dims
+        shared = [letter for letter in y if letter in x]
+        if len(shared) != 1:
+            return None
+        k = shared[0]
+        n = y[0] if y[1] == k else y[1]
+        if x[-1] == k and out == x[:-1] + n:
+            return False, y[1] == k
+        if len(x) >= 2 and x[-2] == k and out == x[:-2] + x[-1] + n:
+            return True, y[1] == k
+        return None
+    if len(x) != len(y) or len(x) < 3 or x[:-2] != y[:-2]:
+        return None
+    common = set(x[-2:]) & set(y[-2:])
+    if len(common) != 1:
+        return None
+    k = common.pop()
+    m = x[-2] if x[-1] == k else x[-1]
+    n = y[-1] if y[-2] == k else y[-2]
+    if out != x[:-2] + m + n:
+        return None
+    return x[-2] == k, y[-1] == k
 
 
 def _operand(graph: OpGraph, node: Node, transposed: bool) -> dict[str, Any]:
@@ -134,14 +180,18 @@ class MatmulRecipe:
         epilogue = self._epilogue(graph, product, facts["n"])
         if epilogue is None:
             return None
-        steps, extras, last = epilogue
+        steps, extras, last, triangle = epilogue
+        if triangle is not None and (facts["b_vector"] or facts["layout"] == "flat" and len(product.dims) > 2):
+            return None  # a triangle per matrix of leading dims folded into rows: not generated
         crossed = facts.pop("crossed")
         expected = {*crossed, product.name, *(step["name"] for step in steps)}
+        if triangle is not None:
+            expected.add(last)
         if {node.name for node in graph.ops} != expected or graph.outputs[0] != Ref(last):
             return None
         if any(len(graph.users(name)) != 1 for name in crossed):
             return None
-        facts.update(steps=steps, extras=extras)
+        facts.update(steps=steps, extras=extras, triangle=triangle)
         kind = (
             "matrix-vector product"
             if facts["n"] == 1
@@ -153,15 +203,26 @@ class MatmulRecipe:
         details = [f"{' and '.join(transposes)} transposed"] if transposes else []
         if steps:
             details.append("epilogue " + ", ".join(graph[step["name"]].op for step in steps))
+        if triangle is not None:
+            details.append(f"{'upper' if triangle['upper'] else 'lower'} triangle of the result")
         summary = f"{kind} ({product.op}{'; ' + '; '.join(details) if details else ''})"
         return Match(family=self.family, summary=summary, facts=facts)
 
     def _product_facts(self, graph: OpGraph, product: Node) -> dict[str, Any] | None:
         """Operands, layout (``flat``: leading dims of A fold into rows, or ``batched``) and
         the traced sizes; None for shapes this recipe does not generate."""
+        swaps = (False, False)
         if product.op == "linear":
             left_ref, right_ref = product.arg(0, "input"), product.arg(1, "weight")
             bias_ref = product.arg(2, "bias")
+        elif product.op == "einsum":
+            operands = product.args[1:]
+            if len(operands) == 1 and isinstance(operands[0], (tuple, list)):
+                operands = tuple(operands[0])
+            read = _einsum_as_matmul(product.args[0] if product.args else None)
+            if read is None or len(operands) != 2 or product.kwargs:
+                return None
+            (left_ref, right_ref), bias_ref, swaps = operands, None, read
         else:
             left_ref, right_ref, bias_ref = (
                 product.arg(0, "input"),
@@ -174,6 +235,7 @@ class MatmulRecipe:
         if left is None or right is None:
             return None
         (a, a_t, a_crossed), (b, b_t, b_crossed) = left, right
+        a_t, b_t = a_t != swaps[0], b_t != swaps[1]
         sa, sb = a.dims, b.dims
         if product.op == "linear":
             if b_t or len(sb) != 2 or len(sa) < 2 or a_t:
@@ -183,7 +245,7 @@ class MatmulRecipe:
             return None
         m, k = (sa[-1], sa[-2]) if a_t else (sa[-2], sa[-1])
         if len(sb) == 1:
-            if product.op != "matmul" or b_t or (a_t and len(sa) != 2):
+            if product.op not in ("matmul", "einsum") or b_t or (a_t and len(sa) != 2):
                 return None
             kb, n, layout = sb[0], 1, "flat"
         else:
@@ -229,10 +291,11 @@ class MatmulRecipe:
 
     def _epilogue(
         self, graph: OpGraph, product: Node, n: int
-    ) -> tuple[list[dict[str, Any]], list[dict[str, Any]], str] | None:
+    ) -> tuple[list[dict[str, Any]], list[dict[str, Any]], str, dict[str, Any] | None] | None:
         """The chain of elementwise ops on the product: each step's node and operands (``"v"`` the
         running value, ``{"extra": i}`` a tensor read besides it, ``{"const": x}``), the extra
-        tensors (per-column vectors or one-element tensors) and the last node; None when not a chain."""
+        tensors (per-column vectors or one-element tensors), the last node and the ``triu``/``tril``
+        ending the chain (``{"upper": bool, "diagonal": int}``, or None); None when not a chain."""
         steps: list[dict[str, Any]] = []
         extras: list[dict[str, Any]] = []
         current = product
@@ -241,8 +304,15 @@ class MatmulRecipe:
             if len(users) > 1:
                 return None
             if not users or users[0].op == "output":
-                return steps, extras, current.name
+                return steps, extras, current.name, None
             node = users[0]
+            if node.op in _TRIANGLES:
+                diagonal = node.arg(1, "diagonal", 0)
+                ends = all(user.op == "output" for user in graph.users(node.name))
+                plain = set(node.kwargs) <= {"diagonal"} and len(node.args) <= 2
+                if node.shape != product.shape or not ends or type(diagonal) is not int or not plain:
+                    return None
+                return steps, extras, node.name, {"upper": node.op == "triu", "diagonal": diagonal}
             if (
                 node.shape != product.shape
                 or str(node.dtype) != _FLOAT32
