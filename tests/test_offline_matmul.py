@@ -14,10 +14,11 @@ from pragma_core import load_task
 from pragma_core.offline.graph import trace_reference
 from pragma_core.offline.modules import read_marker
 from pragma_core.offline.recipe import GenerationContext
+from pragma_core.offline.recipes.diagonal import DiagonalRecipe
 from pragma_core.offline.recipes.matmul import MatmulRecipe
 
-from .conftest import EXAMPLES
-from .offline_support import agrees_with_reference, verified_in_sandbox
+from .conftest import EXAMPLES, KERNELBENCH
+from .offline_support import agrees_with_reference, generated, verified_in_sandbox
 
 TASKS = Path(__file__).parent / "data" / "offline_tasks" / "matmul"
 RECIPE = MatmulRecipe()
@@ -128,3 +129,104 @@ def test_a_product_whose_result_is_reduced_is_not_claimed(tmp_path):
         "def get_init_inputs():\n    return []\n"
     )
     assert RECIPE.match(trace_reference(load_task(task_file))) is None
+
+
+# -- issue 40: einsum products, triangular results, diagonal scaling -----------------------------
+
+LEVEL1 = KERNELBENCH / "level1"
+PRODUCT_FILES = [
+    ("11_4D_tensor_matrix_multiplication.py", {"b": 2, "i": 3, "j": 17, "l": 33, "k": 41}, "einsum"),
+    ("14_Matmul_for_upper_triangular_matrices.py", {"N": 300}, "upper triangle"),
+    ("15_Matmul_for_lower_triangular_matrices.py", {"M": 300}, "lower triangle"),
+]
+START = {name: knob.starting for name, knob in RECIPE.knobs.items()}
+
+
+def _product_task(tmp_path: Path, body: str, shapes: tuple[tuple[int, ...], ...], inputs: str = "") -> Path:
+    """A task whose forward of a, b returns ``body``; ``inputs`` replaces the plain random draws."""
+    path = tmp_path / "product_task.py"
+    draws = inputs or "[" + ", ".join(f"torch.randn{shape}" for shape in shapes) + "]"
+    path.write_text(
+        "import torch\nimport torch.nn as nn\n\n\nclass Model(nn.Module):\n"
+        "    def __init__(self):\n        super().__init__()\n\n"
+        f"    def forward(self, a, b):\n        return {body}\n\n\n"
+        f"def get_inputs():\n    return {draws}\n\n\n"
+        "def get_init_inputs():\n    return []\n"
+    )
+    return path
+
+
+@pytest.mark.skipif(not LEVEL1.exists(), reason="KernelBench files not found")
+@pytest.mark.parametrize("name, sizes, words", PRODUCT_FILES, ids=[name.split("_")[0] for name, _, _ in PRODUCT_FILES])
+def test_kernelbench_products_agree_at_start_and_plain_knobs(name, sizes, words):
+    task = load_task(LEVEL1 / name, sizes)
+    match = RECIPE.match(trace_reference(task))
+    assert match is not None and words in match.summary, match
+    for knobs in (START, DEFAULT):
+        agrees_with_reference(task, generate(task, knobs))
+
+
+@pytest.mark.parametrize(
+    "body, shapes, inputs",
+    [
+        ('torch.einsum("bkm,bkn->bmn", a, b)', ((3, 20, 33), (3, 20, 41)), ""),
+        ('torch.einsum("ik,jk->ij", a, b)', ((45, 70), (38, 70)), ""),
+        # a triangle off the diagonal of a rectangular product, factors not triangular: full sums
+        ("torch.triu(a @ b, diagonal=1)", ((67, 150), (150, 300)), ""),
+        # triangular factors with a batch: the sums skip the zero factors
+        (
+            "torch.tril(torch.bmm(a, b))",
+            (),
+            "[torch.tril(torch.rand(2, 290, 290)), torch.tril(torch.rand(2, 290, 290))]",
+        ),
+    ],
+    ids=["einsum-batched-transposed-a", "einsum-transposed-b", "triu-offset-rectangular", "tril-batched"],
+)
+def test_product_variants_agree_at_start_and_small_tiles(tmp_path, body, shapes, inputs):
+    task = load_task(_product_task(tmp_path, body, shapes, inputs))
+    for knobs in (START, {**START, "block": 32, "accumulators": 4}):
+        agrees_with_reference(task, generate(task, knobs))
+
+
+@pytest.mark.skipif(not LEVEL1.exists(), reason="KernelBench files not found")
+def test_a_triangle_of_triangular_factors_passes_the_sandboxed_verifier():
+    task = load_task(LEVEL1 / PRODUCT_FILES[1][0], {"N": 200})
+    verified_in_sandbox(task, generate(task, START))
+
+
+@pytest.mark.parametrize(
+    "body",
+    ['torch.einsum("ij,jk->ki", a, b)', 'torch.einsum("ij,jk->i", a, b)', "torch.triu(a @ b) + 1"],
+    ids=["permuted-output", "summed-output", "after-the-triangle"],
+)
+def test_other_einsums_and_triangles_are_not_claimed(tmp_path, body):
+    task = load_task(_product_task(tmp_path, body, ((8, 4), (4, 8))))
+    assert RECIPE.match(trace_reference(task)) is None
+
+
+DIAGONAL = DiagonalRecipe()
+
+
+@pytest.mark.parametrize(
+    "body, shapes",
+    [("a[:, None] * b", ((37,), (37, 29))), ("b * a", ((29,), (37, 29)))],
+    ids=["rows-by-index", "columns"],
+)
+def test_diagonal_products_agree(tmp_path, body, shapes):
+    path = _product_task(tmp_path, body, shapes)
+    for knobs in ({"parallel": True, "simd": True}, {"parallel": False, "simd": False}):
+        task, match, source = generated(DIAGONAL, path, {}, knobs)
+        assert match.family == "diagonal" and ("rows" if "None" in body else "columns") in match.summary
+        agrees_with_reference(task, source)
+
+
+@pytest.mark.skipif(not LEVEL1.exists(), reason="KernelBench files not found")
+def test_kernelbench_diagonal_product_agrees_at_start_knobs():
+    start = {name: knob.starting for name, knob in DIAGONAL.knobs.items()}
+    task, _, source = generated(DIAGONAL, LEVEL1 / "12_Matmul_with_diagonal_matrices_.py", {"M": 67, "N": 45}, start)
+    agrees_with_reference(task, source)
+
+
+def test_a_diagonal_matrix_made_with_diag_is_not_claimed(tmp_path):
+    task = load_task(_product_task(tmp_path, "torch.diag(a) @ b", ((8,), (8, 5))))
+    assert DIAGONAL.match(trace_reference(task)) is None
