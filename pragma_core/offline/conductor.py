@@ -34,7 +34,18 @@ from .recipe import KNOB_MEANINGS, Knob
 
 __all__ = ["Evidence", "read_evidence", "advise", "LADDER"]
 
-LADDER = ("parallel", "simd", "fast_math", "accumulators", "unroll", "block", "branchless", "vector_width", "chunk")
+LADDER = (
+    "parallel",
+    "simd",
+    "fast_math",
+    "accumulators",
+    "unroll",
+    "block",
+    "key_tile",
+    "branchless",
+    "vector_width",
+    "chunk",
+)
 """The order of moves when nothing else speaks for one."""
 
 _LIBRARY_CALLS = 10.0  # instructions per element outside the kernel that mean a library call per element
