@@ -11,6 +11,7 @@ from .elementwise import ElementwiseRecipe
 from .losses import LossRecipe
 from .matmul import MatmulRecipe
 from .norms import NormRecipe
+from .pooling import PoolingRecipe
 from .reduction import ReductionRecipe
 from .scans import ScanRecipe
 from .softmax import SoftmaxRecipe
@@ -20,6 +21,7 @@ __all__ = ["RECIPES", "recognize"]
 RECIPES: tuple[Recipe, ...] = (
     LossRecipe(),
     NormRecipe(),
+    PoolingRecipe(),
     AttentionRecipe(),
     SoftmaxRecipe(),
     ScanRecipe(),
