@@ -6,6 +6,7 @@ from __future__ import annotations
 from ..graph import NotRecognized, OpGraph
 from ..recipe import Match, Recipe
 from .attention import AttentionRecipe
+from .channel_norms import ChannelNormRecipe
 from .diagonal import DiagonalRecipe
 from .elementwise import ElementwiseRecipe
 from .losses import LossRecipe
@@ -21,6 +22,7 @@ __all__ = ["RECIPES", "recognize"]
 RECIPES: tuple[Recipe, ...] = (
     LossRecipe(),
     NormRecipe(),
+    ChannelNormRecipe(),
     PoolingRecipe(),
     AttentionRecipe(),
     SoftmaxRecipe(),
