@@ -7,6 +7,7 @@ from ..graph import NotRecognized, OpGraph
 from ..recipe import Match, Recipe
 from .attention import AttentionRecipe
 from .channel_norms import ChannelNormRecipe
+from .conv_transposed import ConvTransposedRecipe
 from .diagonal import DiagonalRecipe
 from .elementwise import ElementwiseRecipe
 from .losses import LossRecipe
@@ -24,6 +25,7 @@ RECIPES: tuple[Recipe, ...] = (
     NormRecipe(),
     ChannelNormRecipe(),
     PoolingRecipe(),
+    ConvTransposedRecipe(),
     AttentionRecipe(),
     SoftmaxRecipe(),
     ScanRecipe(),
