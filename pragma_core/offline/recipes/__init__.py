@@ -8,6 +8,7 @@ from ..recipe import Match, Recipe
 from .attention import AttentionRecipe
 from .channel_norms import ChannelNormRecipe
 from .conv_transposed import ConvTransposedRecipe
+from .convolution import ConvolutionRecipe
 from .diagonal import DiagonalRecipe
 from .elementwise import ElementwiseRecipe
 from .losses import LossRecipe
@@ -26,6 +27,7 @@ RECIPES: tuple[Recipe, ...] = (
     ChannelNormRecipe(),
     PoolingRecipe(),
     ConvTransposedRecipe(),
+    ConvolutionRecipe(),
     AttentionRecipe(),
     SoftmaxRecipe(),
     ScanRecipe(),

@@ -1,0 +1,276 @@
+"""Forward convolutions: ``nn.Conv1d``/``Conv2d``/``Conv3d`` and ``F.conv1d``/``conv2d``/``conv3d``,
+one or several chained (a depthwise-separable block is a depthwise convolution then a pointwise one).
+
+Recognizes convolutions of float32 tensors with any kernel size, stride, padding (ints, tuples,
+``'valid'``, ``'same'``), dilation and groups (standard, grouped, depthwise with any channel
+multiplier, pointwise), with or without bias, batched or not, ``padding_mode='zeros'`` only; the
+weight and bias are the task's own parameters (or forward arguments). Every convolution is run as a
+3D one with size-1 dims by one kernel (:mod:`._conv_kernels`) whose sizes are arguments, so a
+chain's convolutions share one build. A pointwise convolution at stride 1 without padding reads
+its spatial dims as one long row. Transposed convolutions are another family's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from ..graph import Node, OpGraph, Ref
+from ..modules import candidate_module, forward_argument, param_expr
+from ..recipe import GenerationContext, Knob, Match, compiler_flags
+from ._conv_kernels import conv_kernel_source
+
+__all__ = ["ConvolutionRecipe", "conv_geometry"]
+
+_CONVOLUTIONS = {"conv1d": 1, "conv2d": 2, "conv3d": 3}
+_FLOAT32 = "torch.float32"
+_MAX_CHAIN = 4
+"""Chained convolutions one candidate runs (a depthwise-separable block has two)."""
+
+
+def _tuple(value: Any, spatial: int) -> tuple[int, ...] | None:
+    """An int or a tuple of ``spatial`` ints as a tuple; None for anything else."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return (value,) * spatial
+    if isinstance(value, tuple) and len(value) == 1 and isinstance(value[0], int) and spatial > 1:
+        return (value[0],) * spatial
+    if isinstance(value, tuple) and len(value) == spatial and all(isinstance(v, int) for v in value):
+        return tuple(value)
+    return None
+
+
+def conv_geometry(
+    kernel: tuple[int, ...], stride: Any, padding: Any, dilation: Any, groups: Any
+) -> dict[str, Any] | None:
+    """Stride, padding before and after, dilation (each one int per spatial dim) and groups of a
+    convolution with this kernel, from the values a module or a functional call carries (ints,
+    tuples, ``'valid'``, ``'same'``); None where PyTorch would refuse them or they are not plain."""
+    spatial = len(kernel)
+    strides, dilations = _tuple(stride, spatial), _tuple(dilation, spatial)
+    if strides is None or dilations is None or not isinstance(groups, int) or isinstance(groups, bool):
+        return None
+    if min(strides) < 1 or min(dilations) < 1 or groups < 1:
+        return None
+    if padding == "valid":
+        before = after = (0,) * spatial
+    elif padding == "same":
+        if any(s != 1 for s in strides):
+            return None
+        totals = [d * (k - 1) for d, k in zip(dilations, kernel)]
+        before = tuple(t // 2 for t in totals)
+        after = tuple(t - b for t, b in zip(totals, before))
+    else:
+        pads = _tuple(padding, spatial)
+        if pads is None or min(pads) < 0:
+            return None
+        before = after = pads
+    return {"stride": strides, "before": before, "after": after, "dilation": dilations, "groups": groups}
+
+
+def _operand(graph: OpGraph, node: Node) -> dict[str, Any]:
+    if node.op == "param":
+        return {"param": graph.params[node.name]}
+    return {"input": graph.inputs.index(node.name)}
+
+
+def _is_float32_tensor(node: Node | None) -> bool:
+    return node is not None and node.op in ("param", "input") and node.shape is not None and str(node.dtype) == _FLOAT32
+
+
+class ConvolutionRecipe:
+    """Forward convolutions, alone or chained, by a register-tiled direct N-d kernel."""
+
+    family = "convolution"
+    knobs: Mapping[str, Knob] = {
+        "parallel": Knob(default=False, values=(False, True), start=True),
+        "simd": Knob(default=False, values=(False, True), start=True),
+        # Output channels per register tile: 6 x 2 AVX2 vectors of columns fill 12 of 16 registers.
+        "accumulators": Knob(default=1, values=(1, 2, 4, 6, 8), start=6),
+        # Output columns per work item: the input slab they read stays in L2 for every channel block.
+        "block": Knob(default=0, values=(0, 32, 64, 128, 256), start=128),
+        "vector_width": Knob(default=256, values=(256, 512), start=512),
+    }
+
+    # -- recognizing --------------------------------------------------------------------------
+
+    def match(self, graph: OpGraph) -> Match | None:
+        if len(graph.outputs) != 1 or not isinstance(graph.outputs[0], Ref):
+            return None
+        ops = graph.ops
+        if not ops or len(ops) > _MAX_CHAIN or any(node.op not in _CONVOLUTIONS for node in ops):
+            return None
+        if graph.outputs[0] != Ref(ops[-1].name):
+            return None
+        layers = []
+        previous: Node | None = None
+        for node in ops:
+            layer = self._layer(graph, node, previous)
+            if layer is None:
+                return None
+            layers.append(layer)
+            previous = node
+        if any(len(graph.users(node.name)) != 1 for node in ops[:-1]):
+            return None
+        source = graph.node(ops[0].arg(0, "input"))
+        assert source is not None  # checked by _layer
+        summary = " then ".join(self._describe(layer) for layer in layers)
+        return Match(
+            family=self.family,
+            summary=summary,
+            facts={"input": graph.inputs.index(source.name), "layers": layers},
+        )
+
+    def _layer(self, graph: OpGraph, node: Node, previous: Node | None) -> dict[str, Any] | None:
+        """One convolution's facts: its weight and bias operands and geometry; None when the
+        recipe does not generate it."""
+        spatial = _CONVOLUTIONS[node.op]
+        source = graph.node(node.arg(0, "input"))
+        if source is None or str(source.dtype) != _FLOAT32 or source.shape is None:
+            return None
+        if previous is None and source.op != "input":
+            return None
+        if previous is not None and source.name != previous.name:
+            return None
+        if node.kwargs.get("padding_mode", "zeros") != "zeros" or str(node.dtype) != _FLOAT32 or node.shape is None:
+            return None
+        batched = len(source.dims) == spatial + 2
+        if not batched and len(source.dims) != spatial + 1:
+            return None
+        weight, bias = graph.node(node.arg(1, "weight")), node.arg(2, "bias")
+        bias_node = graph.node(bias)
+        if not _is_float32_tensor(weight) or (bias is not None and not _is_float32_tensor(bias_node)):
+            return None
+        assert weight is not None
+        if len(weight.dims) != spatial + 2:
+            return None
+        out_channels, group_channels, *kernel = weight.dims
+        geometry = conv_geometry(
+            tuple(kernel),
+            node.arg(3, "stride", 1),
+            node.arg(4, "padding", 0),
+            node.arg(5, "dilation", 1),
+            node.arg(6, "groups", 1),
+        )
+        if geometry is None:
+            return None
+        channels = source.dims[1 if batched else 0]
+        groups = geometry["groups"]
+        if channels != group_channels * groups or out_channels % groups or min(source.dims) < 1:
+            return None
+        if bias_node is not None and bias_node.dims != (out_channels,):
+            return None
+        if min(node.dims) < 1:
+            return None
+        return {
+            "spatial": spatial,
+            "batched": batched,
+            "in_channels": channels,
+            "out_channels": out_channels,
+            "kernel": list(kernel),
+            "weight": _operand(graph, weight),
+            "bias": _operand(graph, bias_node) if bias_node is not None else None,
+            **{key: list(value) if isinstance(value, tuple) else value for key, value in geometry.items()},
+        }
+
+    @staticmethod
+    def _describe(layer: Mapping[str, Any]) -> str:
+        groups, channels = layer["groups"], layer["in_channels"]
+        kind = (
+            "depthwise"
+            if groups == channels and groups > 1
+            else "grouped"
+            if groups > 1
+            else "pointwise"
+            if set(layer["kernel"]) == {1}
+            else "standard"
+        )
+        details = [f"{channels} -> {layer['out_channels']} channels", "kernel " + "x".join(map(str, layer["kernel"]))]
+        for name in ("stride", "dilation"):
+            if set(layer[name]) != {1}:
+                details.append(f"{name} {'x'.join(map(str, layer[name]))}")
+        if set(layer["before"]) | set(layer["after"]) != {0}:
+            details.append(f"padding {'x'.join(map(str, layer['before']))}")
+        if groups > 1:
+            details.append(f"groups {groups}")
+        if layer["bias"] is not None:
+            details.append("bias")
+        return f"{kind} {layer['spatial']}D convolution ({', '.join(details)})"
+
+    # -- generating ---------------------------------------------------------------------------
+
+    def generate(self, match: Match, knobs: Mapping[str, Any], context: GenerationContext) -> str:
+        cpp = conv_kernel_source(
+            parallel=bool(knobs["parallel"]),
+            simd=bool(knobs["simd"]),
+            channels=int(knobs["accumulators"]),
+            block=int(knobs["block"]),
+            vector_bits=int(knobs["vector_width"]),
+        )
+        arguments = [forward_argument(context, i) for i in range(len(context.graph.inputs))]
+        return candidate_module(
+            match=match,
+            knobs=knobs,
+            context=context,
+            cpp=cpp,
+            forward_body=_forward(match.facts, arguments),
+            flags=compiler_flags(knobs),
+        )
+
+
+def _expression(operand: Mapping[str, Any], arguments: list[str]) -> str:
+    return param_expr(operand["param"]) if "param" in operand else arguments[operand["input"]]
+
+
+def _output_size(dim: str, grown: int, stride: int) -> str:
+    """The line computing output size ``O{dim}`` from input size ``{dim}``: the input padded and
+    shrunk by the dilated kernel's reach (``grown`` in all), then strided."""
+
+    def plus(value: int) -> str:
+        return f"{dim} + {value}" if value > 0 else f"{dim} - {-value}" if value < 0 else dim
+
+    return f"O{dim} = {plus(grown)}" if stride == 1 else f"O{dim} = ({plus(grown - 1)}) // {stride} + 1"
+
+
+def _forward(facts: Mapping[str, Any], arguments: list[str]) -> str:
+    """``forward``: per convolution, its sizes read from the input's shape, the output allocated
+    and ``lib.conv`` called; the last result returned."""
+    lines = [f"y0 = {arguments[facts['input']]}.contiguous()"]
+    for index, layer in enumerate(facts["layers"]):
+        spatial, source, target = layer["spatial"], f"y{index}", f"y{index + 1}"
+        pad3 = [0] * (3 - spatial)
+        one3 = [1] * (3 - spatial)
+        kernel, stride = one3 + layer["kernel"], one3 + layer["stride"]
+        before, after, dilation = pad3 + layer["before"], pad3 + layer["after"], one3 + layer["dilation"]
+        weight = f"{_expression(layer['weight'], arguments)}.contiguous()"
+        bias = f"{_expression(layer['bias'], arguments)}.contiguous()" if layer["bias"] is not None else "w"
+        batch = f"N = {source}.shape[0]" if layer["batched"] else "N = 1"
+        dims = f"{source}.shape[{2 if layer['batched'] else 1}:]"
+        lines += [
+            f"w = {weight}",
+            f"b = {bias}",
+            batch,
+            f"D, H, W = {tuple(one3)} + tuple({dims})" if spatial < 3 else f"D, H, W = {dims}",
+            *(
+                _output_size(dim, b + a - d * (k - 1), s)
+                for dim, b, a, d, k, s in zip("DHW", before, after, dilation, kernel, stride)
+            ),
+            f"C, O = {source}.shape[{1 if layer['batched'] else 0}], w.shape[0]",
+            f"{target} = torch.empty(({'N, ' if layer['batched'] else ''}O, "
+            f"{', '.join(['OD', 'OH', 'OW'][3 - spatial :])}), dtype=torch.float32)",
+        ]
+        flat = set(kernel) == {1} and set(stride) == {1} and set(before) | set(after) == {0}
+        geometry = [*kernel, *stride, *before, *dilation, layer["groups"]]
+        sizes = (
+            "N, C, 1, 1, D * H * W, O, 1, 1, OD * OH * OW"
+            if flat  # a pointwise convolution: the spatial dims are one long row
+            else "N, C, D, H, W, O, OD, OH, OW"
+        )
+        lines.append(
+            f"lib.conv({source}, w, b, {target}, {int(layer['bias'] is not None)}, {sizes}, "
+            + ", ".join(map(str, geometry))
+            + ")"
+        )
+    lines.append(f"return y{len(facts['layers'])}")
+    return "\n".join(lines)

@@ -1,0 +1,204 @@
+"""The convolution recipe: which references it claims, and that its candidates compute the
+reference's result (checked here, in process, as the verifier checks it; the real sandboxed
+verifier runs once, on the depthwise-separable chain)."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from pragma_core import load_task
+from pragma_core.offline.graph import NotRecognized, trace_reference
+from pragma_core.offline.knobs import defaults, starting
+from pragma_core.offline.modules import read_marker
+from pragma_core.offline.recipes import recognize
+from pragma_core.offline.recipes.convolution import ConvolutionRecipe, conv_geometry
+
+from .offline_support import agrees_with_reference, generated, verified_in_sandbox
+
+RECIPE = ConvolutionRecipe()
+PLAIN = defaults(RECIPE.knobs)
+START = starting(RECIPE.knobs)
+
+# KernelBench level-1 forward convolutions at small sizes: (file prefix, size overrides).
+FILES = {
+    "50": {"batch_size": 1},  # its 224 x 224 input is written into get_inputs
+    "54": {"batch_size": 2, "in_channels": 3, "out_channels": 7, "depth": 6, "width": 9, "height": 11},
+    "55": {"batch_size": 2, "in_channels": 5, "out_channels": 7, "height": 9, "width": 21},
+    "56": {"batch_size": 2, "in_channels": 4, "out_channels": 6, "height": 12, "width": 19},
+    "59": {"batch_size": 2, "in_channels": 3, "out_channels": 8, "height": 11, "width": 10, "depth": 5},
+    "60": {"batch_size": 1, "in_channels": 3, "out_channels": 8, "width": 8, "height": 9, "depth": 10},
+    "62": {"batch_size": 2, "in_channels": 3, "out_channels": 5, "height": 12, "width": 20},
+    "63": {"batch_size": 2, "in_channels": 3, "out_channels": 9, "height": 12, "width": 20},
+    "66": {"batch_size": 2, "in_channels": 3, "out_channels": 8, "depth": 6, "height": 9, "width": 11},
+    "67": {"batch_size": 2, "in_channels": 4, "out_channels": 8, "length": 50},
+    "76": {"batch_size": 2, "in_channels": 4, "out_channels": 8, "length": 61},
+    "80": {"batch_size": 2, "in_channels": 3, "out_channels": 8, "height": 14, "width": 30},
+    "82": {"batch_size": 2, "in_channels": 4, "height": 13, "width": 20},
+    "83": {"batch_size": 2, "in_channels": 4, "height": 13, "width": 20},
+    "84": {"batch_size": 2, "in_channels": 4, "out_channels": 4, "height_in": 13, "width_in": 21},
+    "85": {"batch_size": 2, "in_channels": 4, "out_channels": 4, "height": 13, "width": 21},
+    "86": {"batch_size": 2, "in_channels": 4, "out_channels": 6, "height": 13, "width": 21},
+    "87": {"batch_size": 2, "in_channels": 5, "out_channels": 7, "height": 13, "width": 21},
+}
+PLAIN_TOO = ("56", "76", "86")  # the plain version, checked on a few
+
+
+def _file(kernelbench: Path, prefix: str) -> Path:
+    (path,) = (kernelbench / "level1").glob(f"{prefix}_*.py")
+    return path
+
+
+def _task_file(tmp_path: Path, name: str, init: str, forward: str, shape: str) -> Path:
+    path = tmp_path / f"{name}.py"
+    path.write_text(
+        textwrap.dedent(f"""\
+        import torch
+        import torch.nn as nn
+        import torch.nn.functional as F
+
+
+        class Model(nn.Module):
+            def __init__(self):
+                super().__init__()
+                {init}
+
+            def forward(self, x):
+                return {forward}
+
+
+        def get_inputs():
+            return [torch.randn{shape}]
+
+
+        def get_init_inputs():
+            return []
+        """)
+    )
+    return path
+
+
+@pytest.mark.parametrize("prefix", sorted(FILES))
+def test_every_kernelbench_convolution_starts_correct(kernelbench, prefix):
+    task, match, source = generated(RECIPE, _file(kernelbench, prefix), FILES[prefix], START)
+    assert read_marker(source) == {"family": "convolution", "knobs": START}
+    assert recognize(trace_reference(task))[0] is not None
+    agrees_with_reference(task, source)
+
+
+@pytest.mark.parametrize("prefix", PLAIN_TOO)
+def test_the_plain_version_is_correct(kernelbench, prefix):
+    task, _, source = generated(RECIPE, _file(kernelbench, prefix), FILES[prefix], PLAIN)
+    agrees_with_reference(task, source)
+
+
+def test_the_kinds_are_named(kernelbench):
+    summaries = {p: generated(RECIPE, _file(kernelbench, p), FILES[p], START)[1].summary for p in ("82", "86", "87")}
+    assert summaries["82"].startswith("depthwise 2D convolution")
+    assert summaries["86"].startswith("depthwise 2D") and " then pointwise 2D" in summaries["86"]
+    assert summaries["87"].startswith("pointwise 2D convolution")
+
+
+# Variants the files do not cover: (init statement, forward expression, input shape).
+INLINE = {
+    "functional_tuple_stride_padding_bias": (
+        "self.w = nn.Parameter(torch.randn(6, 4, 3, 2)); self.b = nn.Parameter(torch.randn(6))",
+        "F.conv2d(x, self.w, self.b, stride=(2, 1), padding=(1, 0))",
+        "(3, 4, 11, 9)",
+    ),
+    "grouped_3d_strided_dilated_bias": (
+        "self.c = nn.Conv3d(6, 9, (2, 3, 3), stride=(1, 2, 3), padding=(1, 0, 2), dilation=(2, 1, 2), groups=3)",
+        "self.c(x)",
+        "(2, 6, 5, 8, 23)",
+    ),
+    "same_padding_even_kernel_1d": (
+        "self.c = nn.Conv1d(3, 5, 4, padding='same', dilation=3)",
+        "self.c(x)",
+        "(2, 3, 37)",
+    ),
+    "valid_padding_unbatched_1d": ("self.c = nn.Conv1d(3, 5, 3, padding='valid', bias=False)", "self.c(x)", "(3, 29)"),
+    "depthwise_channel_multiplier_strided": (
+        "self.c = nn.Conv2d(4, 8, 3, stride=2, padding=1, groups=4)",
+        "self.c(x)",
+        "(2, 4, 15, 33)",
+    ),
+    "odd_everything_2d": (
+        "self.c = nn.Conv2d(6, 9, (3, 5), stride=3, padding=2, dilation=2, groups=3, bias=True)",
+        "self.c(x)",
+        "(3, 6, 17, 41)",
+    ),
+    "input_smaller_than_a_vector": ("self.c = nn.Conv2d(2, 3, 3, padding=1)", "self.c(x)", "(1, 2, 3, 3)"),
+    "three_chained": (
+        "self.a = nn.Conv2d(3, 8, 3, padding=1); self.b = nn.Conv2d(8, 8, 3, groups=8); self.c = nn.Conv2d(8, 5, 1)",
+        "self.c(self.b(self.a(x)))",
+        "(2, 3, 12, 26)",
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(INLINE))
+def test_variants_users_bring_are_claimed_and_correct(tmp_path, name):
+    task, _, source = generated(RECIPE, _task_file(tmp_path, name, *INLINE[name]), {}, START)
+    agrees_with_reference(task, source)
+
+
+@pytest.mark.parametrize(
+    "knobs",
+    [{**START, "accumulators": 8, "block": 32, "vector_width": 256}, {**START, "accumulators": 2, "block": 0}],
+    ids=["tall_tile_narrow_blocks", "short_tile_whole_rows"],
+)
+def test_other_tile_shapes_are_correct(tmp_path, knobs):
+    for name in ("odd_everything_2d", "grouped_3d_strided_dilated_bias", "same_padding_even_kernel_1d"):
+        task, _, source = generated(RECIPE, _task_file(tmp_path, name, *INLINE[name]), {}, knobs)
+        agrees_with_reference(task, source)
+
+
+def test_the_sandboxed_verifier_says_correct(kernelbench):
+    """The real verifier on the depthwise-separable chain (two kernel calls, an intermediate);
+    every other file and variant is checked in process above."""
+    task, _, source = generated(RECIPE, _file(kernelbench, "86"), FILES["86"], START)
+    verified_in_sandbox(task, source)
+
+
+# References the recipe must leave alone: (init statement, forward expression, input shape).
+NOT_CONVOLUTIONS = {
+    "reflect_padding": ("self.c = nn.Conv2d(3, 4, 3, padding=1, padding_mode='reflect')", "self.c(x)", "(2, 3, 9, 9)"),
+    "conv_then_relu": ("self.c = nn.Conv2d(3, 4, 3)", "torch.relu(self.c(x))", "(2, 3, 9, 9)"),
+    "double_precision": ("self.c = nn.Conv2d(3, 4, 3).double()", "self.c(x.double())", "(2, 3, 9, 9)"),
+    "two_branches": ("self.c = nn.Conv2d(3, 3, 3, padding=1)", "self.c(x) + self.c(self.c(x))", "(2, 3, 9, 9)"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(NOT_CONVOLUTIONS))
+def test_other_references_are_not_claimed(tmp_path, name):
+    graph = trace_reference(load_task(_task_file(tmp_path, name, *NOT_CONVOLUTIONS[name])))
+    assert RECIPE.match(graph) is None
+
+
+def test_transposed_convolutions_are_not_claimed(tmp_path):
+    path = _task_file(tmp_path, "transposed", "self.c = nn.ConvTranspose2d(3, 4, 3)", "self.c(x)", "(2, 3, 9, 9)")
+    try:
+        graph = trace_reference(load_task(path))
+    except NotRecognized:
+        return  # no family reads the module at all
+    assert RECIPE.match(graph) is None
+
+
+def test_geometry_reads_every_spelling():
+    assert conv_geometry((3, 3), 2, 1, 1, 1) == {
+        "stride": (2, 2),
+        "before": (1, 1),
+        "after": (1, 1),
+        "dilation": (1, 1),
+        "groups": 1,
+    }
+    same = conv_geometry((4,), 1, "same", 3, 1)
+    assert same is not None and (same["before"], same["after"]) == ((4,), (5,))
+    assert conv_geometry((3, 3), 2, "same", 1, 1) is None  # PyTorch refuses 'same' with a stride
+    assert conv_geometry((3, 5), (1, 2, 3), 0, 1, 1) is None
+
+
+def test_knob_defaults_are_the_plain_version():
+    assert PLAIN == {"parallel": False, "simd": False, "accumulators": 1, "block": 0, "vector_width": 256}
