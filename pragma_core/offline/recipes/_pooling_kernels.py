@@ -171,7 +171,7 @@ extern "C" void pool(const float* __restrict__ x, float* __restrict__ y, int64_t
                 for (int64_t b = hi; b < length; ++b) buf[b] = IDENTITY;
                 if (valid == 0) {{
                     for (int64_t b = lo; b < hi; ++b) buf[b] = IDENTITY;
-                }} else {{
+                }} else if (valid > 1 || lo > 0 || hi < length) {{
                     const float* first = sources[0] + w0;
                     #pragma omp simd
                     for (int64_t b = lo; b < hi; ++b) buf[b] = first[b];
@@ -181,11 +181,13 @@ extern "C" void pool(const float* __restrict__ x, float* __restrict__ y, int64_t
                         for (int64_t b = lo; b < hi; ++b) buf[b] = combine(buf[b], src[b]);
                     }}
                 }}
+                // One input row wholly inside the input: its taps are read in place.
+                const float* __restrict__ taps = valid == 1 && lo == 0 && hi == length ? sources[0] + w0 : buf;
                 float* __restrict__ yt = yr + t0;
                 #pragma omp simd
                 for (int64_t i = 0; i < t; ++i) {{  // the taps of a vector of outputs, in registers
-                    float acc = buf[i * SW];
-                    for (int64_t kw = 1; kw < KW; ++kw) acc = combine(acc, buf[i * SW + kw * LW]);
+                    float acc = taps[i * SW];
+                    for (int64_t kw = 1; kw < KW; ++kw) acc = combine(acc, taps[i * SW + kw * LW]);
                     yt[i] = acc;
                 }}{divide}
             }}
