@@ -41,6 +41,7 @@ RECOGNIZED_AT_LEAST = {
     *(f"{n}_" for n in (47, 48, 49, 51, 52, 53)),  # reductions and arg-reductions
     *(f"{n}_" for n in range(89, 94)),  # scans, the exclusive one included
     *(f"{n}_" for n in (94, 95, 96, 98, 99, 100)),  # losses
+    *(f"{n}_" for n in (33, 35, *range(41, 47))),  # batch and group norm, pooling
     *(f"{n}_" for n in (57, 58, 61, 64, 65, 68, 69, 70, 71, 72, 73, 74, 75, 77, 78, 79, 81)),  # transposed convolutions
 }
 """Problem-number prefixes the recipes claim: a file among them that stops being recognized fails."""
