@@ -10,6 +10,7 @@ torch's own formula.
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Mapping
 from typing import Any
 
@@ -97,16 +98,8 @@ class PoolingRecipe:
         )
         flags = [] if knobs["simd"] else ["-fno-tree-vectorize"]
         module = candidate_module(match=match, knobs=knobs, context=context, cpp=cpp, forward_body=forward, flags=flags)
-        return module.replace("\n\nclass ModelNew", f"\n\n{_POOLED_SIZE}\n\nclass ModelNew", 1)
-
-
-_POOLED_SIZE = '''def pooled_size(size, kernel, stride, padding, dilation, ceil_mode):
-    """The output length along one dim, as torch computes it."""
-    out = (size + 2 * padding - dilation * (kernel - 1) - 1 + (stride - 1 if ceil_mode else 0)) // stride + 1
-    if ceil_mode and (out - 1) * stride >= size + padding:
-        out -= 1
-    return out
-'''
+        helper = inspect.getsource(pooled_size)  # the same formula the match checked the trace with
+        return module.replace("\n\nclass ModelNew", f"\n\n{helper}\n\nclass ModelNew", 1)
 
 
 def _window(node: Node, kind: str, rank: int) -> dict[str, Any] | None:
