@@ -81,9 +81,14 @@ def _tiled(parallel: bool, accumulators: int, block: int, vector_width: int) -> 
     blocks of ``block`` positions per phase (0: whole rows), all output channels inside an item."""
     omp_region = "#pragma omp parallel" if parallel else ""
     omp_for = "#pragma omp for collapse(3) schedule(static)" if parallel else ""
-    dispatch = "\n".join(
-        f"                                        case {rows}: tile_kernel<{rows}>(xs.data(), wb, taps.data(), ntaps, lrow, cin_g, j0, init, tile); break;"
-        for rows in range(1, accumulators + 1)
+    omp_pack = "#pragma omp parallel for collapse(2) schedule(static)" if parallel else ""
+    dispatch, dispatch_tail = (
+        "\n".join(
+            f"                                            case {rows}: tile_kernel<{rows}, {vectors}>"
+            "(xs.data(), wb, taps.data(), ntaps, lrow, cin_g, j0, init, tile); break;"
+            for rows in range(1, accumulators + 1)
+        )
+        for vectors in ("NV", "1")
     )
     return f"""{_HEADERS}
 
@@ -108,36 +113,36 @@ struct Tap {{
     int64_t x, w;
 }};
 
-// One register tile: R output channels x T positions, summed over the taps and the group's input
-// channels (xs rows of ``lrow`` floats apart, packed weights COB floats apart), starting from init.
-template <int R>
+// One register tile: R output channels x V vectors of positions, summed over the taps and the group's
+// input channels (xs rows of ``lrow`` floats apart, packed weights COB floats apart), from init.
+template <int R, int V>
 static inline void tile_kernel(const float* __restrict__ xs, const float* __restrict__ wb, const Tap* taps,
                                int64_t ntaps, int64_t lrow, int64_t cin_g, int64_t j0, const float* init,
                                float* __restrict__ tile) {{
-    vfloat acc[R][NV];
+    vfloat acc[R][V];
     #pragma GCC unroll 8
     for (int r = 0; r < R; ++r)
         #pragma GCC unroll 4
-        for (int v = 0; v < NV; ++v) acc[r][v] = init[r] + (vfloat){{}};
+        for (int v = 0; v < V; ++v) acc[r][v] = init[r] + (vfloat){{}};
     for (int64_t t = 0; t < ntaps; ++t) {{
         const float* __restrict__ xp = xs + taps[t].x + j0;
         const float* __restrict__ wp = wb + taps[t].w;
         for (int64_t ci = 0; ci < cin_g; ++ci, xp += lrow, wp += COB) {{
-            vfloat xv[NV];
+            vfloat xv[V];
             #pragma GCC unroll 4
-            for (int v = 0; v < NV; ++v) __builtin_memcpy(&xv[v], xp + v * VW, sizeof(vfloat));
+            for (int v = 0; v < V; ++v) __builtin_memcpy(&xv[v], xp + v * VW, sizeof(vfloat));
             #pragma GCC unroll 8
             for (int r = 0; r < R; ++r) {{
                 const float wr = wp[r];
                 #pragma GCC unroll 4
-                for (int v = 0; v < NV; ++v) acc[r][v] += wr * xv[v];
+                for (int v = 0; v < V; ++v) acc[r][v] += wr * xv[v];
             }}
         }}
     }}
     #pragma GCC unroll 8
     for (int r = 0; r < R; ++r)
         #pragma GCC unroll 4
-        for (int v = 0; v < NV; ++v) __builtin_memcpy(tile + r * T + v * VW, &acc[r][v], sizeof(vfloat));
+        for (int v = 0; v < V; ++v) __builtin_memcpy(tile + r * T + v * VW, &acc[r][v], sizeof(vfloat));
 }}
 
 static inline int64_t floor_div(int64_t a, int64_t b) {{ return a >= 0 ? a / b : -((-a + b - 1) / b); }}
@@ -149,6 +154,7 @@ static inline int64_t floor_div(int64_t a, int64_t b) {{ return a >= 0 ? a / b :
     // Packed weights: [g][channel block][tap][ci][COB], zero beyond the group's last channel.
     const int64_t block_size = kvol * cin_g * COB;
     std::vector<float> packed(G * ncb * block_size, 0.0f);
+    {omp_pack}
     for (int64_t g = 0; g < G; ++g)
         for (int64_t cb = 0; cb < ncb; ++cb)
             for (int64_t k = 0; k < kvol; ++k)
@@ -222,10 +228,16 @@ static inline int64_t floor_div(int64_t a, int64_t b) {{ return a >= 0 ? a / b :
                                 const float* wb = wpack + (g * ncb + cb) * block_size;
                                 for (int64_t r = 0; r < COB; ++r) init[r] = has_bias && r < rows ? bias[co0 + r] : 0.0f;
                                 for (int64_t j0 = jb0; j0 < jend; j0 += T) {{
-                                    switch (rows) {{
-{dispatch}
-                                    }}
                                     const int64_t count = std::min(T, jend - j0);
+                                    if (count > VW) {{
+                                        switch (rows) {{
+{dispatch}
+                                        }}
+                                    }} else {{  // a row's tail of one vector or less: half the tile
+                                        switch (rows) {{
+{dispatch_tail}
+                                        }}
+                                    }}
                                     for (int64_t r = 0; r < rows; ++r) {{
                                         float* __restrict__ o = out + (n * C_out + co0 + r) * ospatial + (od * OH + oh) * OW + rw;
                                         const float* __restrict__ tr = tile + r * T;

@@ -9,7 +9,7 @@ the inner loop has no division and no branch and reads x contiguously. Lower ran
 with size-1 leading dims; every size is a kernel argument, so one build serves every task.
 
 The tuned kernel (``simd``) keeps a register tile of ``accumulators`` output channels x two vectors
-of positions of one phase, summed over the valid taps and the group's input channels, with the
+of positions of one phase (one for a row's tail of a vector or less), summed over the valid taps and the group's input channels, with the
 weights packed per block of output channels (``[tap][ci][channel]``: one broadcast each). Work items
 (OpenMP) are output rows x blocks of ``block`` positions per phase, each writing its own outputs
 once. An item first copies the input rows it reads (one group's channels at a time) into a slice
