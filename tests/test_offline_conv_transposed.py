@@ -153,6 +153,33 @@ def test_other_knob_corners_agree(tmp_path):
         agrees_with_reference(task, source)
 
 
+def test_a_weight_and_bias_given_as_forward_arguments(tmp_path):
+    path = tmp_path / "weight_argument.py"
+    path.write_text(
+        textwrap.dedent("""\
+        import torch
+        import torch.nn as nn
+        import torch.nn.functional as F
+
+
+        class Model(nn.Module):
+            def forward(self, x, w, b):
+                return F.conv_transpose3d(x, w, bias=b, stride=(2, 1, 2), padding=1, output_padding=(1, 0, 1))
+
+
+        def get_inputs():
+            return [torch.randn(2, 4, 3, 4, 21), torch.randn(4, 5, 3, 2, 3), torch.randn(5)]
+
+
+        def get_init_inputs():
+            return []
+        """)
+    )
+    task, match, source = generated(RECIPE, path, {}, START)
+    assert match.facts["weight"] == {"input": 1} and match.facts["bias"] == {"input": 2}
+    agrees_with_reference(task, source)
+
+
 _FUNCTIONAL = {1: F.conv_transpose1d, 2: F.conv_transpose2d, 3: F.conv_transpose3d}
 
 
