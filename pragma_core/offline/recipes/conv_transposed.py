@@ -185,9 +185,9 @@ def _geometry(arguments: Mapping[str, Any], rank: int) -> dict[str, Any] | None:
     geometry: dict[str, Any] = {}
     for name, low in (("stride", 1), ("padding", 0), ("output_padding", 0), ("dilation", 1)):
         value = arguments[name]
-        values = (value,) * rank if isinstance(value, int) else value
-        if not isinstance(values, tuple) or len(values) == 1:
-            values = tuple(values) * rank if isinstance(values, tuple) else values
+        values = (value,) if isinstance(value, int) else value
+        if isinstance(values, tuple) and len(values) == 1:
+            values = values * rank  # one value for every spatial dim, as torch reads it
         if not isinstance(values, tuple) or len(values) != rank:
             return None
         if not all(isinstance(v, int) and not isinstance(v, bool) and v >= low for v in values):
@@ -208,7 +208,8 @@ def _operand(graph: OpGraph, node: Node) -> dict[str, Any]:
 
 
 def _expression(operand: Mapping[str, Any], arguments: list[str]) -> str:
-    return param_expr(operand["param"]) if "param" in operand else arguments[operand["input"]]
+    """The Python expression of a tensor operand in ``forward``: a forward argument made contiguous."""
+    return param_expr(operand["param"]) if "param" in operand else f"{arguments[operand['input']]}.contiguous()"
 
 
 def _summary(facts: Mapping[str, Any]) -> str:
