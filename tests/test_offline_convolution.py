@@ -144,10 +144,37 @@ def test_variants_users_bring_are_claimed_and_correct(tmp_path, name):
     agrees_with_reference(task, source)
 
 
+def test_weight_and_bias_passed_to_forward(tmp_path):
+    path = tmp_path / "functional_inputs.py"
+    path.write_text(
+        textwrap.dedent("""\
+        import torch
+        import torch.nn as nn
+        import torch.nn.functional as F
+
+
+        class Model(nn.Module):
+            def forward(self, x, w, b):
+                return F.conv1d(x, w, b, stride=2, padding=3, dilation=2, groups=2)
+
+
+        def get_inputs():
+            return [torch.randn(3, 4, 45), torch.randn(6, 2, 4), torch.randn(6)]
+
+
+        def get_init_inputs():
+            return []
+        """)
+    )
+    task, match, source = generated(RECIPE, path, {}, START)
+    assert match.facts["layers"][0]["weight"] == {"input": 1}
+    agrees_with_reference(task, source)
+
+
 @pytest.mark.parametrize(
     "knobs",
-    [{**START, "accumulators": 8, "block": 32, "vector_width": 256}, {**START, "accumulators": 2, "block": 0}],
-    ids=["tall_tile_narrow_blocks", "short_tile_whole_rows"],
+    [{**START, "accumulators": 8, "block": 32, "vector_width": 256}, {**START, "accumulators": 2, "block": 512}],
+    ids=["tall_tile_narrow_blocks", "short_tile_long_blocks"],
 )
 def test_other_tile_shapes_are_correct(tmp_path, knobs):
     for name in ("odd_everything_2d", "grouped_3d_strided_dilated_bias", "same_padding_even_kernel_1d"):
@@ -201,4 +228,4 @@ def test_geometry_reads_every_spelling():
 
 
 def test_knob_defaults_are_the_plain_version():
-    assert PLAIN == {"parallel": False, "simd": False, "accumulators": 1, "block": 0, "vector_width": 256}
+    assert PLAIN == {"parallel": False, "simd": False, "accumulators": 1, "block": 128, "vector_width": 256}

@@ -9,14 +9,15 @@ KW, SD, SH, SW, PD, PH, PW, DD, DH, DW, G)`` (``PD``/``PH``/``PW`` the padding b
 padding after it follows from the output size, so asymmetric ``'same'`` padding needs nothing more).
 
 The plain version (``simd`` off) sums every output element over its taps with bounds checks. The
-vector version packs the weights per call into ``[group][channel block][tap][OB]`` and keeps a
-register tile of ``OB`` output channels times ``NV`` vectors of output columns: each tap loads
-``NV`` input vectors (contiguous at stride 1, lane by lane at other strides) and broadcasts ``OB``
-weights, so each input load feeds ``OB`` multiply-adds. Columns whose taps all fall inside the
-input row take the branch-free path; the padded edges and a row's last partial vector load lane by
-lane with checks. Work items are (batch, output depth, output row, block of ``block`` columns);
-inside one, every channel block sweeps the same input slab, which stays in L1/L2. Depthwise
-convolutions (one channel per group) get ``OB = 1`` with the widest column tile.
+vector version packs the weights per call into ``[group][channel block][tap][OB]``. Work items are
+(batch, output depth, output row, block of ``block`` columns); each first copies the input rows its
+taps read into a slab, contiguously (no cache-set conflicts between channel planes of a
+power-of-two size), zero padded (no edge cases after), and split into ``SW`` stride phases (column
+``j`` at phase ``j % SW``), so every tap reads consecutive columns at any stride. A register tile
+of ``OB`` output channels times ``NV`` vectors of columns then loads ``NV`` vectors per tap and
+broadcasts ``OB`` weights: each input load feeds ``OB`` multiply-adds. Every channel block of the
+item sweeps the same slab while it is in cache. Depthwise convolutions (one channel per group) get
+``OB = 1`` with the widest column tile; the last tile of a row stores only its own columns.
 """
 
 from __future__ import annotations
@@ -99,8 +100,8 @@ def _vector_kernel(parallel: bool, channels: int, block: int, vector_bits: int) 
     omp_tasks = "#pragma omp for schedule(dynamic, 1)" if parallel else ""
     blocks = sorted({channels, 1}, reverse=True)  # built register tiles: the knob's, and one channel
     dispatch = "\n".join(
-        f"            {'if' if i == 0 else 'else if'} (ob == {b}) row_tiles<{b}>(p, xg, wg + blk * R * {b}, "
-        f"og, valid, has_bias ? bias + oc0 : nullptr, od, oh, c0, c1, span, seg);"
+        f"            {'if' if i == 0 else 'else if'} (ob == {b}) row_tiles<{b}>(p, slab, phase, offsets, span, wg + blk * R * {b}, og, "
+        f"valid, has_bias ? bias + oc0 : nullptr, c0, c1);"
         for i, b in enumerate(blocks)
     )
     return f"""
@@ -113,7 +114,7 @@ constexpr int64_t VW = 8, NREG = 16;
 constexpr int64_t VW = 4, NREG = 16;
 #endif
 typedef float vfloat __attribute__((vector_size(4 * VW)));
-constexpr int64_t BLOCK = {block};  // output columns per work item (0: the whole row)
+constexpr int64_t BLOCK = {block};  // output columns per work item
 
 // Column vectors of a register tile of OB channels: OB * NV accumulators, NV inputs and one
 // broadcast weight fit in the vector registers.
@@ -134,45 +135,33 @@ static inline int64_t end_tap(int64_t o, int64_t s, int64_t pad, int64_t dil, in
     return std::min(k, (size - 1 - start) / dil + 1);
 }}
 
-// MODE 0: every lane inside the row, stride 1 (contiguous loads); 1: inside, strided; 2: an edge:
-// each input row's segment is first copied into ``seg`` with zeros where it is outside the row.
-template <int OB, int NV, int MODE>
-static inline void tile(const Conv& p, const float* __restrict__ xg, const float* __restrict__ wp,
-                        float* __restrict__ orow, int64_t valid, const float* __restrict__ bias,
-                        const Span& span, int64_t od, int64_t oh, int64_t ow0, int64_t limit,
-                        float* __restrict__ seg) {{
+// A register tile: OB output channels x NV vectors of columns from ow0, summed over the group's
+// input channels and the taps inside the input, read from the work item's slab: its input rows
+// copied zero padded from column c0 * SW - PW, each split into SW phases of ``phase`` columns
+// (column j at phase j % SW, index j / SW), so every tap reads consecutive columns at any stride.
+template <int OB, int NV>
+static inline void tile(const Conv& p, const float* __restrict__ slab, int64_t phase,
+                        const int64_t* __restrict__ offsets, const Span& span,
+                        const float* __restrict__ wp, float* __restrict__ orow, int64_t valid,
+                        const float* __restrict__ bias, int64_t ow0, int64_t c0, int64_t c1) {{
     const int64_t Cg = p.C / p.G, taps = p.KD * p.KH * p.KW, plane = p.OD * p.OH * p.OW;
-    const int64_t start = ow0 * p.SW - p.PW, length = (NV * VW - 1) * p.SW + (p.KW - 1) * p.DW + 1;
-    const bool contiguous = MODE == 0 || (MODE == 2 && p.SW == 1);
+    const int64_t rows_d = span.kd1 - span.kd0, rows_h = span.kh1 - span.kh0;
     vfloat acc[OB][NV];
     #pragma GCC unroll 8
     for (int o = 0; o < OB; ++o)
         #pragma GCC unroll 4
         for (int v = 0; v < NV; ++v) acc[o][v] = (vfloat){{}};
     for (int64_t ic = 0; ic < Cg; ++ic)
-        for (int64_t kd = span.kd0; kd < span.kd1; ++kd) {{
-            const int64_t id = od * p.SD - p.PD + kd * p.DD;
+        for (int64_t kd = span.kd0; kd < span.kd1; ++kd)
             for (int64_t kh = span.kh0; kh < span.kh1; ++kh) {{
-                const int64_t ih = oh * p.SH - p.PH + kh * p.DH;
-                const float* __restrict__ xrow = xg + ((ic * p.D + id) * p.H + ih) * p.W;
+                const float* __restrict__ xrow =
+                    slab + ((ic * rows_d + kd - span.kd0) * rows_h + kh - span.kh0) * p.SW * phase + (ow0 - c0);
                 const float* __restrict__ wt = wp + (ic * taps + (kd * p.KH + kh) * p.KW) * OB;
-                const float* __restrict__ src = xrow + start;
-                if (MODE == 2) {{
-                    for (int64_t j = 0; j < length; ++j)
-                        seg[j] = start + j >= 0 && start + j < p.W ? xrow[start + j] : 0.0f;
-                    src = seg;
-                }}
                 for (int64_t kw = 0; kw < p.KW; ++kw) {{
-                    const float* __restrict__ at = src + kw * p.DW;
+                    const float* __restrict__ at = xrow + offsets[kw];
                     vfloat xv[NV];
                     #pragma GCC unroll 4
-                    for (int v = 0; v < NV; ++v) {{
-                        if (contiguous) {{
-                            __builtin_memcpy(&xv[v], at + v * VW, sizeof(vfloat));
-                        }} else {{
-                            for (int64_t l = 0; l < VW; ++l) xv[v][l] = at[(v * VW + l) * p.SW];
-                        }}
-                    }}
+                    for (int v = 0; v < NV; ++v) __builtin_memcpy(&xv[v], at + v * VW, sizeof(vfloat));
                     #pragma GCC unroll 8
                     for (int o = 0; o < OB; ++o) {{
                         const float w = wt[kw * OB + o];  // broadcast to every lane
@@ -181,48 +170,32 @@ static inline void tile(const Conv& p, const float* __restrict__ xg, const float
                     }}
                 }}
             }}
-        }}
+    const bool whole = ow0 + NV * VW <= c1;
     for (int o = 0; o < valid; ++o) {{
         const float b = bias ? bias[o] : 0.0f;
         float* __restrict__ dst = orow + o * plane + ow0;
         for (int v = 0; v < NV; ++v) {{
             vfloat r = acc[o][v] + b;
-            if (MODE != 2) {{
+            if (whole) {{
                 __builtin_memcpy(dst + v * VW, &r, sizeof(vfloat));
             }} else {{
-                for (int64_t l = 0; l < VW && ow0 + v * VW + l < limit; ++l) dst[v * VW + l] = r[l];
+                for (int64_t l = 0; l < VW && ow0 + v * VW + l < c1; ++l) dst[v * VW + l] = r[l];
             }}
         }}
     }}
 }}
 
-// Columns [c0, c1) of one output row for OB channels: wide tiles where every tap is inside the
-// row, single vectors near the padded edges and at the end, checked where they cross them.
+// Columns [c0, c1) of one output row for OB channels: wide tiles, then single vectors (the last
+// one stores only its columns before c1).
 template <int OB>
-static void row_tiles(const Conv& p, const float* __restrict__ xg, const float* __restrict__ wp,
-                      float* __restrict__ orow, int64_t valid, const float* __restrict__ bias, int64_t od,
-                      int64_t oh, int64_t c0, int64_t c1, const Span& span, float* __restrict__ seg) {{
+static void row_tiles(const Conv& p, const float* __restrict__ slab, int64_t phase,
+                      const int64_t* __restrict__ offsets, const Span& span,
+                      const float* __restrict__ wp, float* __restrict__ orow, int64_t valid,
+                      const float* __restrict__ bias, int64_t c0, int64_t c1) {{
     constexpr int NV = nv_for(OB);
-    // Columns whose every tap lies inside the input row: [lo, hi).
-    const int64_t lo = p.PW > 0 ? (p.PW + p.SW - 1) / p.SW : 0;
-    const int64_t reach = p.W - 1 + p.PW - (p.KW - 1) * p.DW;
-    const int64_t hi = reach < 0 ? 0 : std::min(p.OW, reach / p.SW + 1);
     int64_t ow = c0;
-    while (ow < c1) {{
-        const int64_t wide = NV * VW;
-        if (NV > 1 && ow + wide <= c1 && ow >= lo && ow + wide <= hi) {{
-            if (p.SW == 1) tile<OB, NV, 0>(p, xg, wp, orow, valid, bias, span, od, oh, ow, c1, seg);
-            else tile<OB, NV, 1>(p, xg, wp, orow, valid, bias, span, od, oh, ow, c1, seg);
-            ow += wide;
-        }} else if (ow + VW <= c1 && ow >= lo && ow + VW <= hi) {{
-            if (p.SW == 1) tile<OB, 1, 0>(p, xg, wp, orow, valid, bias, span, od, oh, ow, c1, seg);
-            else tile<OB, 1, 1>(p, xg, wp, orow, valid, bias, span, od, oh, ow, c1, seg);
-            ow += VW;
-        }} else {{
-            tile<OB, 1, 2>(p, xg, wp, orow, valid, bias, span, od, oh, ow, c1, seg);
-            ow += VW;
-        }}
-    }}
+    for (; NV > 1 && ow + NV * VW <= c1; ow += NV * VW) tile<OB, NV>(p, slab, phase, offsets, span, wp, orow, valid, bias, ow, c0, c1);
+    for (; ow < c1; ow += VW) tile<OB, 1>(p, slab, phase, offsets, span, wp, orow, valid, bias, ow, c0, c1);
 }}
 
 {_SIGNATURE} {{
@@ -242,12 +215,18 @@ static void row_tiles(const Conv& p, const float* __restrict__ xg, const float* 
                 packed[(gb * R + r) * ob + o] = oc < Og ? weight[(g * Og + oc) * R + r] : 0.0f;
             }}
     }}
-    const int64_t width = BLOCK > 0 ? std::min<int64_t>(BLOCK, OW) : OW;
+    const int64_t width = std::min<int64_t>(BLOCK, OW);
     const int64_t column_blocks = (OW + width - 1) / width;
+    // A slab row: the input columns a block of output columns (rounded up to whole vectors) reads,
+    // in SW phases of ``phase`` columns.
+    const int64_t length = ((width + VW - 1) / VW * VW - 1) * SW + (KW - 1) * DW + 1;
+    const int64_t phase = (length + SW - 1) / SW;
+    // Where tap kw's columns start in a slab row: its phase, then its whole strides.
+    int64_t* offsets = static_cast<int64_t*>(std::malloc(sizeof(int64_t) * KW));
+    for (int64_t kw = 0; kw < KW; ++kw) offsets[kw] = kw * DW % SW * phase + kw * DW / SW;
     {omp_region}
     {{
-    // An edge tile's input segment: one vector of columns and the dilated kernel's reach.
-    float* seg = static_cast<float*>(std::malloc(sizeof(float) * ((VW - 1) * SW + (KW - 1) * DW + 1)));
+    float* slab = static_cast<float*>(std::malloc(sizeof(float) * Cg * KD * KH * SW * phase));
     {omp_tasks}
     for (int64_t t = 0; t < N * OD * OH * column_blocks; ++t) {{
         const int64_t cb = t % column_blocks, oh = t / column_blocks % OH, od = t / (column_blocks * OH) % OD;
@@ -255,8 +234,28 @@ static void row_tiles(const Conv& p, const float* __restrict__ xg, const float* 
         const int64_t c0 = cb * width, c1 = std::min(OW, c0 + width);
         const Span span{{first_tap(od, SD, PD, DD), end_tap(od, SD, PD, DD, KD, D),
                          first_tap(oh, SH, PH, DH), end_tap(oh, SH, PH, DH, KH, H)}};
+        const int64_t start = c0 * SW - PW;  // the input column of slab column 0
+        const int64_t inside0 = std::max<int64_t>(0, -start), inside1 = std::max<int64_t>(inside0, std::min(length, W - start));
         for (int64_t g = 0; g < G; ++g) {{
-            const float* __restrict__ xg = x + (n * C + g * Cg) * D * H * W;
+            // The group's input rows of the taps inside, zero padded left and right.
+            float* __restrict__ row = slab;
+            for (int64_t ic = 0; ic < Cg; ++ic)
+                for (int64_t kd = span.kd0; kd < span.kd1; ++kd)
+                    for (int64_t kh = span.kh0; kh < span.kh1; ++kh, row += SW * phase) {{
+                        const int64_t id = od * SD - PD + kd * DD, ih = oh * SH - PH + kh * DH;
+                        const float* __restrict__ xrow = x + (((n * C + g * Cg + ic) * D + id) * H + ih) * W + start;
+                        if (SW == 1) {{
+                            for (int64_t j = 0; j < inside0; ++j) row[j] = 0.0f;
+                            std::memcpy(row + inside0, xrow + inside0, sizeof(float) * (inside1 - inside0));
+                            for (int64_t j = inside1; j < length; ++j) row[j] = 0.0f;
+                        }} else {{
+                            for (int64_t f = 0; f < SW; ++f)
+                                for (int64_t m = 0; m < phase; ++m) {{
+                                    const int64_t j = m * SW + f;
+                                    row[f * phase + m] = j >= inside0 && j < inside1 ? xrow[j] : 0.0f;
+                                }}
+                        }}
+                    }}
             const float* __restrict__ wg = packed + g * blocks * R * ob;
             for (int64_t blk = 0; blk < blocks; ++blk) {{
             const int64_t oc0 = g * Og + blk * ob, valid = std::min(ob, Og - blk * ob);
@@ -265,8 +264,9 @@ static void row_tiles(const Conv& p, const float* __restrict__ xg, const float* 
             }}
         }}
     }}
-    std::free(seg);
+    std::free(slab);
     }}
+    std::free(offsets);
     std::free(packed);
 }}
 """

@@ -89,7 +89,7 @@ class ConvolutionRecipe:
         # Output channels per register tile: 6 x 2 AVX2 vectors of columns fill 12 of 16 registers.
         "accumulators": Knob(default=1, values=(1, 2, 4, 6, 8), start=6),
         # Output columns per work item: the input slab they read stays in L2 for every channel block.
-        "block": Knob(default=0, values=(0, 32, 64, 128, 256), start=128),
+        "block": Knob(default=128, values=(32, 64, 128, 256, 512), start=128),
         "vector_width": Knob(default=256, values=(256, 512), start=512),
     }
 
