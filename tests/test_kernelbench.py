@@ -43,6 +43,8 @@ RECOGNIZED_AT_LEAST = {
     *(f"{n}_" for n in (94, 95, 96, 98, 99, 100)),  # losses
     *(f"{n}_" for n in (33, 35, *range(41, 47))),  # batch and group norm, pooling
     *(f"{n}_" for n in (57, 58, 61, 64, 65, 68, 69, 70, 71, 72, 73, 74, 75, 77, 78, 79, 81)),  # transposed convolutions
+    *(f"{n}_" for n in (50, 54, 55, 56, 59, 60, 62, 63, 66, 67, 76, 80, *range(82, 88))),  # convolutions
+    *(f"{n}_" for n in (11, 12, 14, 15, 97)),  # einsum, diagonal and triangular products, attention
 }
 """Problem-number prefixes the recipes claim: a file among them that stops being recognized fails."""
 

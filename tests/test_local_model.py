@@ -122,7 +122,7 @@ def report(label: str, lines: list[str]) -> None:
 
 
 def attempt_folders(run: Path) -> list[Path]:
-    return sorted((path for path in (run / "attempts").iterdir() if path.is_dir()), key=lambda p: p.name)
+    return sorted(path for path in run.glob("attempt-*") if path.is_dir())
 
 
 def check_run_folder(run: Path) -> list[str]:
@@ -133,7 +133,9 @@ def check_run_folder(run: Path) -> list[str]:
     lines = [f"{run.name}: stop reason: {summary['stop_reason']}"]
     attempts = summary["attempts"]
     assert attempts, "no attempt was recorded"
-    for attempt, folder in zip(attempts, attempt_folders(run)):
+    folders = attempt_folders(run)
+    assert len(folders) == len(attempts), folders
+    for attempt, folder in zip(attempts, folders):
         reply = (folder / "coder_reply.txt").read_text()
         assert reply.strip(), f"attempt {attempt['number']}: the model's reply is empty"
         usage = attempt["usage"]
@@ -172,7 +174,7 @@ def test_bench_two_kernelbench_files_with_the_local_model(server, tmp_path):
     arguments += ["--max-attempts", "2", "--reps", "10", "--fit-ms", "5", "--no-profile", "--model", MODEL]
     result = pragma(*arguments, "--out", str(out), server_url=server.url)
     assert result.returncode == 0, result.stderr[-3000:]
-    rows = {row["key"]: row for row in json.loads((out / "bench.json").read_text())["rows"]}
+    rows = json.loads((out / "bench.json").read_text())["variants"]["unprofiled"]["tasks"]
     assert set(rows) == {"level1/19_ReLU", "level1/23_Softmax"}
     lines = []
     for key, row in sorted(rows.items()):
