@@ -4,6 +4,7 @@ second torch import), and run the real sandboxed verifier once per family."""
 
 from __future__ import annotations
 
+import textwrap
 from pathlib import Path
 from typing import Any
 
@@ -137,3 +138,36 @@ def verified_in_sandbox(task: Task, source: str) -> None:
     """Fail unless the real verifier (sandboxed child, every integrity check) says CORRECT."""
     verdict = verify(task, Candidate(source=source, backend="cpu-cpp"), SANDBOXED)
     assert verdict.status is VerdictStatus.CORRECT, verdict.message
+
+
+def task_file(
+    tmp_path: Path, name: str, init: str, forward: str, shape: str | tuple[int, ...] = "(4, 6, 10, 12)"
+) -> Path:
+    """A small task file in ``tmp_path``: ``init`` is one statement of ``Model.__init__``, ``forward``
+    the expression ``forward(x)`` returns, ``shape`` the input's shape (``"(4, 6)"`` or a tuple)."""
+    path = tmp_path / f"{name}.py"
+    path.write_text(
+        textwrap.dedent(f"""\
+        import torch
+        import torch.nn as nn
+        import torch.nn.functional as F
+
+
+        class Model(nn.Module):
+            def __init__(self):
+                super().__init__()
+                {init}
+
+            def forward(self, x):
+                return {forward}
+
+
+        def get_inputs():
+            return [torch.randn{shape}]
+
+
+        def get_init_inputs():
+            return []
+        """)
+    )
+    return path

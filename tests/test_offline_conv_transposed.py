@@ -23,7 +23,7 @@ from pragma_core.offline.recipes import recognize
 from pragma_core.offline.recipes._conv_transposed_kernels import conv_transposed_kernel
 from pragma_core.offline.recipes.conv_transposed import ConvTransposedRecipe
 
-from .offline_support import agrees_with_reference, generated, verified_in_sandbox
+from .offline_support import agrees_with_reference, generated, task_file, verified_in_sandbox
 
 RECIPE = ConvTransposedRecipe()
 START = starting(RECIPE.knobs)
@@ -66,35 +66,6 @@ def test_the_plain_candidate_agrees_too(kernelbench, number):
     path, sizes = _kernelbench_file(kernelbench, number)
     task, _, source = generated(RECIPE, path, sizes, PLAIN)
     agrees_with_reference(task, source)
-
-
-def _task_file(tmp_path: Path, name: str, init: str, forward: str, shape: tuple[int, ...]) -> Path:
-    path = tmp_path / f"{name}.py"
-    path.write_text(
-        textwrap.dedent(f"""\
-        import torch
-        import torch.nn as nn
-        import torch.nn.functional as F
-
-
-        class Model(nn.Module):
-            def __init__(self):
-                super().__init__()
-                {init}
-
-            def forward(self, x):
-                return {forward}
-
-
-        def get_inputs():
-            return [torch.randn{shape!r}]
-
-
-        def get_init_inputs():
-            return []
-        """)
-    )
-    return path
 
 
 # Variants the files do not cover: (init statement, forward expression, input shape).
@@ -141,13 +112,13 @@ VARIANTS = {
 @pytest.mark.parametrize("name", sorted(VARIANTS))
 def test_variants_users_bring_agree_with_the_reference(tmp_path, name):
     init, forward, shape = VARIANTS[name]
-    task, _, source = generated(RECIPE, _task_file(tmp_path, name, init, forward, shape), {}, START)
+    task, _, source = generated(RECIPE, task_file(tmp_path, name, init, forward, shape), {}, START)
     agrees_with_reference(task, source)
 
 
 def test_other_knob_corners_agree(tmp_path):
     init, forward, shape = VARIANTS["module_3d_grouped_dilated_bias"]
-    path = _task_file(tmp_path, "corners", init, forward, shape)
+    path = task_file(tmp_path, "corners", init, forward, shape)
     for knobs in ({**START, "accumulators": 8, "block": 64, "vector_width": 256}, {**PLAIN, "parallel": True}):
         task, _, source = generated(RECIPE, path, {}, knobs)
         agrees_with_reference(task, source)
@@ -241,5 +212,5 @@ NOT_CLAIMED = {
 @pytest.mark.parametrize("name", sorted(NOT_CLAIMED))
 def test_what_it_does_not_compute_is_not_claimed(tmp_path, name):
     init, forward, shape = NOT_CLAIMED[name]
-    graph = trace_reference(load_task(_task_file(tmp_path, name, init, forward, shape)))
+    graph = trace_reference(load_task(task_file(tmp_path, name, init, forward, shape)))
     assert RECIPE.match(graph) is None

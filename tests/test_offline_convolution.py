@@ -16,7 +16,7 @@ from pragma_core.offline.modules import read_marker
 from pragma_core.offline.recipes import recognize
 from pragma_core.offline.recipes.convolution import ConvolutionRecipe, conv_geometry
 
-from .offline_support import agrees_with_reference, generated, verified_in_sandbox
+from .offline_support import agrees_with_reference, generated, task_file, verified_in_sandbox
 
 RECIPE = ConvolutionRecipe()
 PLAIN = defaults(RECIPE.knobs)
@@ -48,35 +48,6 @@ PLAIN_TOO = ("56", "76", "86")  # the plain version, checked on a few
 
 def _file(kernelbench: Path, prefix: str) -> Path:
     (path,) = (kernelbench / "level1").glob(f"{prefix}_*.py")
-    return path
-
-
-def _task_file(tmp_path: Path, name: str, init: str, forward: str, shape: str) -> Path:
-    path = tmp_path / f"{name}.py"
-    path.write_text(
-        textwrap.dedent(f"""\
-        import torch
-        import torch.nn as nn
-        import torch.nn.functional as F
-
-
-        class Model(nn.Module):
-            def __init__(self):
-                super().__init__()
-                {init}
-
-            def forward(self, x):
-                return {forward}
-
-
-        def get_inputs():
-            return [torch.randn{shape}]
-
-
-        def get_init_inputs():
-            return []
-        """)
-    )
     return path
 
 
@@ -140,7 +111,7 @@ INLINE = {
 
 @pytest.mark.parametrize("name", sorted(INLINE))
 def test_variants_users_bring_are_claimed_and_correct(tmp_path, name):
-    task, _, source = generated(RECIPE, _task_file(tmp_path, name, *INLINE[name]), {}, START)
+    task, _, source = generated(RECIPE, task_file(tmp_path, name, *INLINE[name]), {}, START)
     agrees_with_reference(task, source)
 
 
@@ -178,7 +149,7 @@ def test_weight_and_bias_passed_to_forward(tmp_path):
 )
 def test_other_tile_shapes_are_correct(tmp_path, knobs):
     for name in ("odd_everything_2d", "grouped_3d_strided_dilated_bias", "same_padding_even_kernel_1d"):
-        task, _, source = generated(RECIPE, _task_file(tmp_path, name, *INLINE[name]), {}, knobs)
+        task, _, source = generated(RECIPE, task_file(tmp_path, name, *INLINE[name]), {}, knobs)
         agrees_with_reference(task, source)
 
 
@@ -200,12 +171,12 @@ NOT_CONVOLUTIONS = {
 
 @pytest.mark.parametrize("name", sorted(NOT_CONVOLUTIONS))
 def test_other_references_are_not_claimed(tmp_path, name):
-    graph = trace_reference(load_task(_task_file(tmp_path, name, *NOT_CONVOLUTIONS[name])))
+    graph = trace_reference(load_task(task_file(tmp_path, name, *NOT_CONVOLUTIONS[name])))
     assert RECIPE.match(graph) is None
 
 
 def test_transposed_convolutions_are_not_claimed(tmp_path):
-    path = _task_file(tmp_path, "transposed", "self.c = nn.ConvTranspose2d(3, 4, 3)", "self.c(x)", "(2, 3, 9, 9)")
+    path = task_file(tmp_path, "transposed", "self.c = nn.ConvTranspose2d(3, 4, 3)", "self.c(x)", "(2, 3, 9, 9)")
     try:
         graph = trace_reference(load_task(path))
     except NotRecognized:

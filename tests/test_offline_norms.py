@@ -4,9 +4,6 @@ the real sandboxed verifier runs once per knob extreme, and once for batch norm)
 
 from __future__ import annotations
 
-import textwrap
-from pathlib import Path
-
 import pytest
 import torch
 
@@ -20,7 +17,7 @@ from pragma_core.tasks.loading import task_namespace
 from pragma_core.verifier.inputs import construct, make_inputs
 
 from .conftest import EXAMPLES, REPO
-from .offline_support import agrees_with_reference, generated, verified_in_sandbox
+from .offline_support import agrees_with_reference, generated, task_file, verified_in_sandbox
 
 TASKS = REPO / "tests" / "data" / "offline_tasks" / "norms"
 DEFAULT = {name: knob.default for name, knob in NormRecipe.knobs.items()}
@@ -38,35 +35,6 @@ VARIANTS = {
     "layer_norm_3d": (TASKS / "layer_norm_3d.py", SMALL_4D, "layer_norm"),
     "instance_norm": (TASKS / "instance_norm_2d.py", SMALL_4D, "instance_norm"),
 }
-
-
-def _task_file(tmp_path: Path, name: str, init: str, forward: str, shape: str = "(4, 6, 10, 12)") -> Path:
-    path = tmp_path / f"{name}.py"
-    path.write_text(
-        textwrap.dedent(f"""\
-        import torch
-        import torch.nn as nn
-        import torch.nn.functional as F
-
-
-        class Model(nn.Module):
-            def __init__(self):
-                super().__init__()
-                {init}
-
-            def forward(self, x):
-                return {forward}
-
-
-        def get_inputs():
-            return [torch.randn{shape}]
-
-
-        def get_init_inputs():
-            return []
-        """)
-    )
-    return path
 
 
 # Variants written inline: (init statement, forward expression, input shape, expected kind).
@@ -124,7 +92,7 @@ def test_the_plain_version_is_correct(name):
 @pytest.mark.parametrize("name", sorted(INLINE))
 def test_inline_variants_are_claimed_and_correct(tmp_path, name):
     init, forward, shape, kind = INLINE[name]
-    task, match, source = generated(NormRecipe(), _task_file(tmp_path, name, init, forward, shape), {}, BEST)
+    task, match, source = generated(NormRecipe(), task_file(tmp_path, name, init, forward, shape), {}, BEST)
     assert match.facts["kind"] == kind
     agrees_with_reference(task, source)
 
@@ -147,7 +115,7 @@ def test_middle_dim_reduction_walks_inner_dims_in_tiles():
 @pytest.mark.parametrize("name", sorted(NOT_NORMS))
 def test_other_references_are_not_claimed(tmp_path, name):
     init, forward, shape = NOT_NORMS[name]
-    graph = trace_reference(load_task(_task_file(tmp_path, name, init, forward, shape)))
+    graph = trace_reference(load_task(task_file(tmp_path, name, init, forward, shape)))
     assert NormRecipe().match(graph) is None
 
 
@@ -213,7 +181,7 @@ def test_kernelbench_batch_and_group_norm_are_correct(kernelbench, name, knobs):
 @pytest.mark.parametrize("name", sorted(CHANNEL_VARIANTS))
 def test_batch_and_group_norm_variants_are_claimed_and_correct(tmp_path, name):
     init, forward, shape, kind = CHANNEL_VARIANTS[name]
-    path = _task_file(tmp_path, name, init, forward, shape)
+    path = task_file(tmp_path, name, init, forward, shape)
     task, match, source = generated(ChannelNormRecipe(), path, {}, CHANNEL_START)
     assert match.facts["kind"] == kind
     agrees_with_reference(task, source)
@@ -224,7 +192,7 @@ def test_batch_norm_keeps_running_statistics_like_torch_and_uses_them_in_eval_mo
     """Training-mode forwards update running_mean, running_var (unbiased) and num_batches_tracked as
     torch does; after model.eval() the running statistics normalize."""
     init = f"self.n = nn.BatchNorm2d(4, momentum={momentum})"
-    path = _task_file(tmp_path, "running", init, "self.n(x)", "(3, 4, 6, 7)")
+    path = task_file(tmp_path, "running", init, "self.n(x)", "(3, 4, 6, 7)")
     task, _, source = generated(ChannelNormRecipe(), path, {}, CHANNEL_START)
     namespace: dict = {"__name__": "candidate"}
     exec(compile(source, "candidate.py", "exec"), namespace)
@@ -252,7 +220,7 @@ def test_the_sandboxed_verifier_says_batch_norm_is_correct(kernelbench):
 @pytest.mark.parametrize("name", sorted(NOT_CHANNEL_NORMS))
 def test_other_references_are_not_claimed_as_batch_or_group_norm(tmp_path, name):
     init, forward, shape = NOT_CHANNEL_NORMS[name]
-    graph = trace_reference(load_task(_task_file(tmp_path, name, init, forward, shape)))
+    graph = trace_reference(load_task(task_file(tmp_path, name, init, forward, shape)))
     assert ChannelNormRecipe().match(graph) is None
 
 

@@ -5,9 +5,6 @@ checks it; the real sandboxed verifier runs once); other references are not clai
 
 from __future__ import annotations
 
-import textwrap
-from pathlib import Path
-
 import pytest
 
 from pragma_core import load_task
@@ -17,7 +14,7 @@ from pragma_core.offline.recipes import recognize
 from pragma_core.offline.recipes.pooling import PoolingRecipe
 
 from .conftest import KERNELBENCH
-from .offline_support import agrees_with_reference, generated, verified_in_sandbox
+from .offline_support import agrees_with_reference, generated, task_file, verified_in_sandbox
 
 LEVEL1 = KERNELBENCH / "level1"
 DEFAULT = {name: knob.default for name, knob in PoolingRecipe.knobs.items()}
@@ -33,35 +30,6 @@ KERNELBENCH_FILES = {
     "45_Average_Pooling_2D.py": {"batch_size": 2, "channels": 3, "height": 37, "width": 41},
     "46_Average_Pooling_3D.py": {"batch_size": 2, "channels": 2, "depth": 9, "height": 11, "width": 21},
 }
-
-
-def _task_file(tmp_path: Path, name: str, init: str, forward: str, shape: str) -> Path:
-    path = tmp_path / f"{name}.py"
-    path.write_text(
-        textwrap.dedent(f"""\
-        import torch
-        import torch.nn as nn
-        import torch.nn.functional as F
-
-
-        class Model(nn.Module):
-            def __init__(self):
-                super().__init__()
-                {init}
-
-            def forward(self, x):
-                return {forward}
-
-
-        def get_inputs():
-            return [torch.randn{shape}]
-
-
-        def get_init_inputs():
-            return []
-        """)
-    )
-    return path
 
 
 # Variants the files do not cover: (init statement, forward expression, input shape, summary start).
@@ -127,14 +95,14 @@ def test_the_plain_version_is_correct(kernelbench, name):
 @pytest.mark.parametrize("name", sorted(VARIANTS))
 def test_variants_are_claimed_and_correct_over_several_tiles(tmp_path, name):
     init, forward, shape, summary = VARIANTS[name]
-    task, match, source = generated(PoolingRecipe(), _task_file(tmp_path, name, init, forward, shape), {}, SMALL_TILES)
+    task, match, source = generated(PoolingRecipe(), task_file(tmp_path, name, init, forward, shape), {}, SMALL_TILES)
     assert match.summary.startswith(summary)
     agrees_with_reference(task, source)
 
 
 def test_plain_version_of_a_ceil_mode_average_excluding_padding(tmp_path):
     init, forward, shape, _ = VARIANTS["avg2d_exclude_pad_ceil"]
-    task, _, source = generated(PoolingRecipe(), _task_file(tmp_path, "plain", init, forward, shape), {}, DEFAULT)
+    task, _, source = generated(PoolingRecipe(), task_file(tmp_path, "plain", init, forward, shape), {}, DEFAULT)
     agrees_with_reference(task, source)
 
 
@@ -155,7 +123,7 @@ def test_the_coder_finds_the_pooling_recipe_first(kernelbench):
 @pytest.mark.parametrize("name", sorted(NOT_POOLING))
 def test_other_references_are_not_claimed(tmp_path, name):
     init, forward, shape = NOT_POOLING[name]
-    graph = trace_reference(load_task(_task_file(tmp_path, name, init, forward, shape)))
+    graph = trace_reference(load_task(task_file(tmp_path, name, init, forward, shape)))
     assert PoolingRecipe().match(graph) is None
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from ._norm_kernels import reduce_span_source
 from .elementwise import c_float
 
 __all__ = ["channel_norm_source"]
@@ -196,42 +197,8 @@ extern "C" void batch_norm_eval(const float* __restrict__ x{affine}, const float
             "",
             f"constexpr int64_t PIECE = {_PIECE};",
             "constexpr int64_t BLOCK = 4096;  // elements summed in float before the sum goes into double",
-            _moments_helper(partials, simd),
+            reduce_span_source("moments", partials, simd),
             stats_and_apply,
             entry,
         ]
     )
-
-
-def _moments_helper(partials: int, simd: bool) -> str:
-    pragma = "            #pragma omp simd\n" if simd else ""
-    return f"""
-// Sums of (x - k) and (x - k)^2 over x[0, n), added to s1 and s2.
-static inline void moments_span(const float* __restrict__ x, int64_t n, float k, double& s1, double& s2) {{
-    constexpr int P = {partials};
-    for (int64_t begin = 0; begin < n; begin += BLOCK) {{
-        const int64_t end = std::min(n, begin + BLOCK);
-        float p1[P] = {{}}, p2[P] = {{}};
-        int64_t i = begin;
-        for (; i + P <= end; i += P) {{
-{pragma}            for (int j = 0; j < P; ++j) {{
-                const float d = x[i + j] - k;
-                p1[j] += d;
-                p2[j] += d * d;
-            }}
-        }}
-        float b1 = 0.0f, b2 = 0.0f;
-        for (; i < end; ++i) {{
-            const float d = x[i] - k;
-            b1 += d;
-            b2 += d * d;
-        }}
-        for (int j = 0; j < P; ++j) {{
-            b1 += p1[j];
-            b2 += p2[j];
-        }}
-        s1 += b1;
-        s2 += b2;
-    }}
-}}
-"""

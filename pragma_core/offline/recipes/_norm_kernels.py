@@ -13,7 +13,7 @@ from typing import Any
 
 from .elementwise import c_float
 
-__all__ = ["norm_kernel_source"]
+__all__ = ["norm_kernel_source", "reduce_span_source"]
 
 _LANES = 16  # floats per accumulator when vectorized: one AVX-512 register, two AVX2 ones
 _SPLIT_ROW_ELEMENTS = 1 << 18  # rows longer than this (1 MiB) are shared by all threads
@@ -23,7 +23,7 @@ def norm_kernel_source(facts: Mapping[str, Any], knobs: Mapping[str, Any]) -> st
     """The whole C++ source for the match's facts at these knob values."""
     parallel, simd = bool(knobs["parallel"]), bool(knobs["simd"])
     lanes = _LANES if simd else 1
-    helpers = _reduce_helper(facts["stat"], lanes * int(knobs["accumulators"]), simd)
+    helpers = reduce_span_source(facts["stat"], lanes * int(knobs["accumulators"]), simd)
     helpers += _scale_helper(facts)
     helpers += _apply_helper(facts, simd)
     kernel = (
@@ -50,7 +50,7 @@ def _term(stat: str, value: str) -> str:
     return f"std::fabs({value})" if stat == "abs_sum" else f"{value} * {value}"
 
 
-def _reduce_helper(stat: str, partials: int, simd: bool) -> str:
+def reduce_span_source(stat: str, partials: int, simd: bool) -> str:
     """``reduce_span``: the double sum of |x| or x*x over a span, or ``moments_span``: the sums of
     (x - k) and (x - k)**2, from ``partials`` independent float accumulators per block."""
     pragma = "            #pragma omp simd\n" if simd else ""
