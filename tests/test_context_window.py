@@ -89,6 +89,7 @@ def test_a_prompt_that_cannot_fit_says_how_many_tokens_it_needs(task):
     assert message.startswith("the Coder's prompt needs ")
     assert "but the model takes 100" in message and "choose a model with a larger context window" in message
     assert "code beyond 1,000 and the reference beyond 1,000 characters" in message  # everything gave way
+    assert message.count("code beyond") == 1  # the last cut of a part is said, not each halving
 
 
 @pytest.mark.parametrize(

@@ -75,8 +75,11 @@ class PromptBudget:
     best: bool = True
     gave_way: tuple[str, ...] = ()
 
-    def less(self, what: str, **changes: object) -> PromptBudget:
-        return attrs.evolve(self, gave_way=(*self.gave_way, what), **changes)  # type: ignore[arg-type]
+    def less(self, what: str, *, replacing: str = "", **changes: object) -> PromptBudget:
+        """This budget with ``changes``, and ``what`` said of it; an earlier step whose words start
+        with ``replacing`` (the same part cut before, less) is no longer said."""
+        kept = tuple(step for step in self.gave_way if not (replacing and step.startswith(replacing)))
+        return attrs.evolve(self, gave_way=(*kept, what), **changes)  # type: ignore[arg-type]
 
 
 FULL_BUDGET = PromptBudget()
@@ -91,7 +94,10 @@ def _halvings(budget: PromptBudget) -> PromptBudget | None:
     if code == budget.code_chars and task == budget.task_chars:
         return None
     return budget.less(
-        f"code beyond {code:,} and the reference beyond {task:,} characters", code_chars=code, task_chars=task
+        f"code beyond {code:,} and the reference beyond {task:,} characters",
+        replacing="code beyond",
+        code_chars=code,
+        task_chars=task,
     )
 
 
