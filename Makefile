@@ -3,6 +3,7 @@
 # .venv on first use. `make check` is the quick loop while working: lint, types and the tests not
 # marked slow.
 # `make test-release`, before a release: the long end-to-end runs that CI leaves to faster tests.
+# `make test-model`: a real local language model (llama-cpp-python's server, SmolLM2-135M) in the loop.
 # Maintainers rebuild the shipped metric compendium from the docs mirror with `make compendium`.
 
 PYTHON  ?= python3
