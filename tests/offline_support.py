@@ -171,3 +171,11 @@ def task_file(
         """)
     )
     return path
+
+
+def unknown_chain(tmp_path: Path) -> Path:
+    """A task no recipe knows: a convolution with an activation after it, a chain the fusion planner
+    does not take yet (KernelBench level 2 is made of such chains)."""
+    return task_file(
+        tmp_path, "conv_then_relu", "self.conv = nn.Conv2d(3, 8, 3)", "torch.relu(self.conv(x))", "(2, 3, 16, 16)"
+    )

@@ -15,7 +15,7 @@ from pragma_core.offline.recipe import GenerationContext
 from pragma_core.offline.recipes.elementwise import ElementwiseRecipe
 
 from .conftest import EXAMPLES
-from .offline_support import agrees_with_reference, verified_in_sandbox
+from .offline_support import agrees_with_reference, unknown_chain, verified_in_sandbox
 
 TASKS = sorted((Path(__file__).parent / "data" / "offline_tasks" / "elementwise").glob("*.py"))
 TUNED = {"parallel": True, "simd": True, "fast_math": True, "vector_width": 512, "unroll": 4}
@@ -75,8 +75,10 @@ def test_knobs_change_the_code_as_named():
     assert "--param=max-unroll-times=4" in tuned and "unroll" not in plain.split('SOURCE = r"""')[1]
 
 
-def test_a_reduction_or_a_convolution_is_not_elementwise():
+def test_a_reduction_or_a_convolution_is_not_elementwise(tmp_path):
     softmax = trace_reference(load_task(EXAMPLES / "level1" / "3_Softmax.py", {"batch_size": 4}))
     assert ElementwiseRecipe().match(softmax) is None
+    convolution = trace_reference(load_task(EXAMPLES / "level1" / "12_Conv2d.py"))
+    assert ElementwiseRecipe().match(convolution) is None
     with pytest.raises(NotRecognized, match="no offline recipe knows this task .*a language model is needed"):
-        recognized(load_task(EXAMPLES / "level1" / "12_Conv2d.py"))
+        recognized(load_task(unknown_chain(tmp_path)))

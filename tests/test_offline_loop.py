@@ -20,6 +20,7 @@ from pragma_core.offline.modules import read_marker
 from pragma_core.verifier import VerifySettings
 
 from .conftest import EXAMPLES
+from .offline_support import unknown_chain
 
 PRAGMA = str(Path(sys.executable).with_name("pragma"))
 
@@ -122,12 +123,10 @@ def test_a_task_written_outside_the_project_is_optimized_end_to_end(tmp_path):
 
 
 def test_a_task_no_recipe_knows_asks_for_a_model_and_writes_nothing(tmp_path):
-    done = pragma(
-        "optimize", str(EXAMPLES / "level1" / "12_Conv2d.py"), "--runs-dir", str(tmp_path / "runs"), cwd=tmp_path
-    )
+    done = pragma("optimize", str(unknown_chain(tmp_path)), "--runs-dir", str(tmp_path / "runs"), cwd=tmp_path)
     assert done.returncode == 2
     assert len(done.stderr.strip().splitlines()) == 1
-    assert "12_Conv2d" in done.stderr and "Conv2d" in done.stderr and "--model" in done.stderr
+    assert "conv_then_relu" in done.stderr and "conv2d, relu" in done.stderr and "--model" in done.stderr
     assert not (tmp_path / "runs").exists()
 
 

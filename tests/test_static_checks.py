@@ -17,7 +17,7 @@ from pragma_core.offline.recipes import RECIPES
 from pragma_core.tasks.loading import size_constants
 from pragma_core.verifier.static_checks import StaticFindings, read_candidate
 
-from .conftest import EXAMPLES, REPO
+from .conftest import EXAMPLES, KERNELBENCH, REPO
 
 
 def candidate(body: str, *, forward: str = "return x", imports: str = "import torch\nimport torch.nn as nn") -> str:
@@ -305,7 +305,14 @@ def test_hand_written_honest_candidates_are_not_rejected(path):
     assert (findings.forbidden, findings.library_fallback, findings.precision) == ((), (), ())
 
 
-TASK_FILES = sorted((REPO / "tests" / "data" / "offline_tasks").rglob("*.py")) + sorted(EXAMPLES.rglob("*.py"))
+# KernelBench's own files for the families no bundled task shows (diagonal and 4-D products, batch
+# norm, group norm, a transposed convolution, attention), where the KernelBench tree is beside the clone.
+_KERNELBENCH_ONLY = ("11_", "12_", "33_", "35_", "64_", "97_")
+TASK_FILES = (
+    sorted((REPO / "tests" / "data" / "offline_tasks").rglob("*.py"))
+    + sorted(EXAMPLES.rglob("*.py"))
+    + sorted(path for path in (KERNELBENCH / "level1").glob("*.py") if path.name.startswith(_KERNELBENCH_ONLY))
+)
 
 
 def _knob_settings(knobs) -> list[dict]:
