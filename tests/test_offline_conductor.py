@@ -21,7 +21,10 @@ from pragma_core import (
     load_task,
 )
 from pragma_core.offline.conductor import Evidence, advise, rank_moves, read_evidence
+from pragma_core.offline.knobs import starting
 from pragma_core.offline.recipe import Knob
+from pragma_core.offline.recipes.attention import AttentionRecipe
+from pragma_core.offline.recipes.conv_transposed import ConvTransposedRecipe
 from pragma_core.offline.recipes.elementwise import ElementwiseRecipe
 
 from .conftest import EXAMPLES
@@ -101,6 +104,24 @@ def test_many_d1_misses_ask_for_blocking_first_and_few_put_it_last():
     assert first == {"block": 64} and "D1 miss rate" in reason
     few = Evidence(d1_miss_rate=0.3, kernel_instructions=2.0)
     assert rank_moves(MATMUL_KNOBS, base, [base], few, attainment=0.1, profiled=True)[-1][0] == {"block": 64}
+
+
+@pytest.mark.parametrize("recipe", [ConvTransposedRecipe(), AttentionRecipe()], ids=lambda r: r.family)
+def test_a_tiled_loop_that_misses_d1_steps_to_a_smaller_tile_first_and_only_with_a_profile(recipe):
+    knobs = recipe.knobs
+    base = starting(knobs)
+    missing = Evidence(d1_miss_rate=12.0, kernel_instructions=0.5)
+    moves = rank_moves(knobs, base, [base], missing, attainment=0.3, profiled=True)
+    order = [changes for changes, _ in moves]
+    blind = [changes for changes, _ in rank_moves(knobs, base, [base], Evidence(), attainment=0.3, profiled=False)]
+    (first, reason), *_ = moves
+    (tile, value), *_ = first.items()
+    assert value == knobs[tile].before(base[tile]) and "D1 miss rate 12.0%" in reason and "smaller tile" in reason
+    for tile in {"block", "key_tile"} & set(knobs):
+        smaller, larger = {tile: knobs[tile].before(base[tile])}, {tile: knobs[tile].after(base[tile])}
+        assert order.index(smaller) < order.index(larger)
+        # Without a profile the same base moves forward first, in the fixed order; step-backs come last.
+        assert blind.index(larger) < blind.index(smaller)
 
 
 def test_a_tried_setting_is_never_proposed_again():

@@ -8,7 +8,8 @@ repeats a knob setting already tried. Without profiles, moves follow a fixed ord
 vectorize, fast math, accumulators, unroll, block, branchless, vector width, chunk). With profiles, the evidence
 reorders them: instructions per element spent outside the kernel (scalar libm calls) ask for fast
 math with vectorization together; many kernel instructions per element ask for vectorization; a
-high D1 miss rate asks for blocking; mispredicted branches for selects. A move the evidence speaks
+high D1 miss rate asks for tiling, or for a smaller tile where the loop already tiles (a larger one
+then goes late); mispredicted branches for selects. A move the evidence speaks
 against (blocking with a D1 miss rate under 1%, branchless code with no mispredicts, fast math with no
 library calls and a vectorized loop) goes last. A numeric knob may also step back one value (a
 smaller tile, fewer accumulators): the family's starting shape is a guess for a multicore CPU at
@@ -55,6 +56,8 @@ _D1_HIGH, _D1_LOW = 5.0, 1.0  # %
 _MISPREDICT_HIGH, _MISPREDICT_LOW = 2.0, 0.5  # %
 _STEP_BACK = 6  # a numeric knob's step back: after the neutral forward moves, before those the evidence is against
 _IDLE = 10  # a forward move of a knob an earlier move of which built the same machine code: last
+_TILE_KNOBS = frozenset({"block", "key_tile"})
+"""Knobs whose value is a tile's edge: its data should stay in L1, which the D1 miss rate says."""
 _PROMISING = 1.5  # median speedup over the best's that is worth building on while the intervals still overlap
 
 
@@ -200,9 +203,31 @@ def rank_moves(
                 moves.append((priority, order, untried[0], reason))
         back = knob.before(base[name])
         if back is not None and not isinstance(back, bool) and {**base, name: back} not in seen:
-            moves.append((_STEP_BACK, order, {name: back}, _step_back_reason(name, back, base[name])))
+            if _smaller_tile_fits(name, back, evidence, profiled):
+                moves.append((1, order, {name: back}, _smaller_tile_reason(name, back, base[name], evidence)))
+            else:
+                moves.append((_STEP_BACK, order, {name: back}, _step_back_reason(name, back, base[name])))
     moves.sort(key=lambda move: (move[0], move[1]))
     return [(changes, reason) for _, _, changes, reason in moves]
+
+
+def _smaller_tile_fits(name: str, back: Any, evidence: Evidence, profiled: bool) -> bool:
+    """A tile knob already tiling whose data misses D1 often: one step smaller is the first move."""
+    return (
+        profiled
+        and name in _TILE_KNOBS
+        and back != 0
+        and evidence.d1_miss_rate is not None
+        and evidence.d1_miss_rate > _D1_HIGH
+    )
+
+
+def _smaller_tile_reason(name: str, value: Any, current: Any, evidence: Evidence) -> str:
+    meaning = KNOB_MEANINGS.get(name, name)
+    return (
+        f"{name}={value}: {meaning}; D1 miss rate {evidence.d1_miss_rate:.1f}% with tiles of {current}: "
+        "a smaller tile keeps what it reuses in L1"
+    )
 
 
 def _step_back_reason(name: str, value: Any, current: Any) -> str:
@@ -238,9 +263,11 @@ def _judge(
             return 2, f"{plain}; {kernel:.1f} instructions per element in the kernel: the inner loop is scalar"
         if kernel is not None and kernel < _VECTORIZED:
             return 9, f"{plain}; {kernel:.2f} instructions per element: already vectorized"
-    if name == "block":
+    if name in _TILE_KNOBS:
         if evidence.d1_miss_rate is not None and evidence.d1_miss_rate > _D1_HIGH:
-            return 1, f"{plain}; D1 miss rate {evidence.d1_miss_rate:.1f}%: tiles that fit L1 reuse what they load"
+            if base[name] == 0:
+                return 1, f"{plain}; D1 miss rate {evidence.d1_miss_rate:.1f}%: tiles that fit L1 reuse what they load"
+            return 7, f"{plain}; D1 miss rate {evidence.d1_miss_rate:.1f}% already: a larger tile would miss more"
         if evidence.d1_miss_rate is not None and evidence.d1_miss_rate < _D1_LOW:
             return 9, f"{plain}; D1 miss rate only {evidence.d1_miss_rate:.2f}%, blocking has little to fix"
     if name == "branchless":
