@@ -1,6 +1,7 @@
-"""The convolution recipe: which references it claims, and that its candidates compute the
-reference's result (checked here, in process, as the verifier checks it; the real sandboxed
-verifier runs once, on the depthwise-separable chain)."""
+"""The convolution recipe: which references it claims, that its candidates compute the
+reference's result by both methods (direct and implicit GEMM; checked here, in process, as the
+verifier checks it; the real sandboxed verifier runs on the depthwise-separable chain with each)
+and that a task's first candidate takes the method its shapes call for."""
 
 from __future__ import annotations
 
@@ -10,17 +11,21 @@ from pathlib import Path
 import pytest
 
 from pragma_core import load_task
+from pragma_core.offline.coder import write_module_reply
 from pragma_core.offline.graph import NotRecognized, trace_reference
 from pragma_core.offline.knobs import defaults, starting
 from pragma_core.offline.modules import read_marker
 from pragma_core.offline.recipes import recognize
 from pragma_core.offline.recipes.convolution import ConvolutionRecipe, conv_geometry
+from pragma_core.records import ChatMessage, CompletionRequest
 
 from .offline_support import agrees_with_reference, generated, task_file, verified_in_sandbox
 
 RECIPE = ConvolutionRecipe()
 PLAIN = defaults(RECIPE.knobs)
 START = starting(RECIPE.knobs)
+GEMM = {**START, "method": "gemm"}
+METHODS = {"direct": START, "gemm": GEMM}
 
 # KernelBench level-1 forward convolutions at small sizes: (file prefix, size overrides).
 FILES = {
@@ -51,17 +56,56 @@ def _file(kernelbench: Path, prefix: str) -> Path:
     return path
 
 
+@pytest.mark.parametrize("method", sorted(METHODS))
 @pytest.mark.parametrize("prefix", sorted(FILES))
-def test_every_kernelbench_convolution_starts_correct(kernelbench, prefix):
-    task, match, source = generated(RECIPE, _file(kernelbench, prefix), FILES[prefix], START)
-    assert read_marker(source) == {"family": "convolution", "knobs": START}
+def test_every_kernelbench_convolution_is_correct_by_both_methods(kernelbench, prefix, method):
+    task, match, source = generated(RECIPE, _file(kernelbench, prefix), FILES[prefix], METHODS[method])
+    assert read_marker(source) == {"family": "convolution", "knobs": METHODS[method]}
     assert recognize(trace_reference(task))[0] is not None
     agrees_with_reference(task, source)
+
+
+DEPTHWISE = ("82", "83", "84", "85")
+"""The files whose only layer has one output channel per group: they start with the direct kernel."""
+
+
+@pytest.mark.parametrize("prefix", sorted(FILES))
+def test_the_first_candidate_takes_the_method_its_shapes_call_for(kernelbench, prefix):
+    """Depthwise convolutions start direct; those with 32 or more output channels per group (a
+    depthwise-separable block has its pointwise layer) start with the implicit GEMM."""
+    channels_kept = {name: value for name, value in FILES[prefix].items() if "channels" not in name}
+    task = load_task(_file(kernelbench, prefix), channels_kept)
+    request = CompletionRequest(role="coder", messages=(ChatMessage(role="user", content="a kernel"),), task=task)
+    marker = read_marker(write_module_reply(request))
+    assert marker == {
+        "family": "convolution",
+        "knobs": {**START, "method": "direct" if prefix in DEPTHWISE else "gemm"},
+    }
+
+
+def test_a_few_output_channels_start_direct(tmp_path):
+    small = task_file(
+        tmp_path, "four_to_sixteen", "self.c = nn.Conv2d(4, 16, 3, padding=1)", "self.c(x)", "(2, 4, 9, 9)"
+    )
+    wide = task_file(tmp_path, "grouped_wide", "self.c = nn.Conv2d(64, 64, 3, groups=2)", "self.c(x)", "(1, 64, 9, 9)")
+    assert generated(RECIPE, small, {}, START)[1].start == {"method": "direct"}
+    assert generated(RECIPE, wide, {}, START)[1].start == {"method": "gemm"}
+
+
+def test_under_gemm_only_layers_with_channels_to_fill_a_tile_call_it(kernelbench):
+    _, _, source = generated(RECIPE, _file(kernelbench, "86"), FILES["86"], GEMM)
+    depthwise, pointwise = [line for line in source.splitlines() if "lib.conv" in line]
+    assert "lib.conv(" in depthwise and "lib.conv_gemm(" in pointwise
 
 
 @pytest.mark.parametrize("prefix", PLAIN_TOO)
 def test_the_plain_version_is_correct(kernelbench, prefix):
     task, _, source = generated(RECIPE, _file(kernelbench, prefix), FILES[prefix], PLAIN)
+    agrees_with_reference(task, source)
+
+
+def test_the_scalar_implicit_gemm_is_correct(kernelbench):
+    task, _, source = generated(RECIPE, _file(kernelbench, "56"), FILES["56"], {**PLAIN, "method": "gemm"})
     agrees_with_reference(task, source)
 
 
@@ -101,6 +145,17 @@ INLINE = {
         "(3, 6, 17, 41)",
     ),
     "input_smaller_than_a_vector": ("self.c = nn.Conv2d(2, 3, 3, padding=1)", "self.c(x)", "(1, 2, 3, 3)"),
+    "pointwise_strided_no_bias": (
+        "self.c = nn.Conv2d(8, 13, 1, stride=2, bias=False)",
+        "self.c(x)",
+        "(3, 8, 11, 17)",
+    ),
+    "rows_shorter_than_a_tile_3d": (
+        "self.c = nn.Conv3d(5, 11, 3, padding=1, dilation=(1, 2, 1))",
+        "self.c(x)",
+        "(2, 5, 4, 7, 3)",
+    ),
+    "long_reduction_odd_channels": ("self.c = nn.Conv2d(37, 9, (5, 3), padding=(2, 1))", "self.c(x)", "(1, 37, 7, 19)"),
     "three_chained": (
         "self.a = nn.Conv2d(3, 8, 3, padding=1); self.b = nn.Conv2d(8, 8, 3, groups=8); self.c = nn.Conv2d(8, 5, 1)",
         "self.c(self.b(self.a(x)))",
@@ -109,9 +164,10 @@ INLINE = {
 }
 
 
+@pytest.mark.parametrize("method", sorted(METHODS))
 @pytest.mark.parametrize("name", sorted(INLINE))
-def test_variants_users_bring_are_claimed_and_correct(tmp_path, name):
-    task, _, source = generated(RECIPE, task_file(tmp_path, name, *INLINE[name]), {}, START)
+def test_variants_users_bring_are_claimed_and_correct(tmp_path, name, method):
+    task, _, source = generated(RECIPE, task_file(tmp_path, name, *INLINE[name]), {}, METHODS[method])
     agrees_with_reference(task, source)
 
 
@@ -144,8 +200,13 @@ def test_weight_and_bias_passed_to_forward(tmp_path):
 
 @pytest.mark.parametrize(
     "knobs",
-    [{**START, "accumulators": 8, "block": 32, "vector_width": 256}, {**START, "accumulators": 2, "block": 512}],
-    ids=["tall_tile_narrow_blocks", "short_tile_long_blocks"],
+    [
+        {**START, "accumulators": 8, "block": 32, "vector_width": 256},
+        {**START, "accumulators": 2, "block": 512},
+        {**GEMM, "accumulators": 4, "block": 32},
+        {**GEMM, "accumulators": 1, "block": 512, "parallel": False},
+    ],
+    ids=["tall_tile_narrow_blocks", "short_tile_long_blocks", "gemm_narrow_blocks", "gemm_one_row_serial"],
 )
 def test_other_tile_shapes_are_correct(tmp_path, knobs):
     for name in ("odd_everything_2d", "grouped_3d_strided_dilated_bias", "same_padding_even_kernel_1d"):
@@ -153,10 +214,12 @@ def test_other_tile_shapes_are_correct(tmp_path, knobs):
         agrees_with_reference(task, source)
 
 
-def test_the_sandboxed_verifier_says_correct(kernelbench):
-    """The real verifier on the depthwise-separable chain (two kernel calls, an intermediate);
-    every other file and variant is checked in process above."""
-    task, _, source = generated(RECIPE, _file(kernelbench, "86"), FILES["86"], START)
+@pytest.mark.parametrize("method", sorted(METHODS))
+def test_the_sandboxed_verifier_says_correct(kernelbench, method):
+    """The real verifier on the depthwise-separable chain (two kernel calls, an intermediate; under
+    gemm its pointwise layer is the implicit GEMM); every other file and variant is checked in
+    process above."""
+    task, _, source = generated(RECIPE, _file(kernelbench, "86"), FILES["86"], METHODS[method])
     verified_in_sandbox(task, source)
 
 
@@ -199,4 +262,11 @@ def test_geometry_reads_every_spelling():
 
 
 def test_knob_defaults_are_the_plain_version():
-    assert PLAIN == {"parallel": False, "simd": False, "accumulators": 1, "block": 128, "vector_width": 256}
+    assert PLAIN == {
+        "parallel": False,
+        "simd": False,
+        "accumulators": 1,
+        "block": 128,
+        "vector_width": 256,
+        "method": "direct",
+    }

@@ -2,11 +2,13 @@
 one fenced block).
 
 Attempt 1 is the family's best-known shape on a multicore CPU (each knob's ``start``: parallel and
-vectorized, with the accumulators or tiles the family calls for). Later attempts apply the moves
-in the Conductor's last actions (``set simd=true (from attempt 3): ...``) to the knobs of the
-attempt they name, else of the best so far, else (when no attempt was correct) of the plain version:
-serial and scalar, the simplest code that can be right. In a tree or beam search the request names
-a parent and one instruction of its plan: that move, applied to the parent's knobs.
+vectorized, with the accumulators or tiles the family calls for), with the task's own starting
+shape over it where its recipe chose one from the shapes (a convolution's method). Later attempts
+apply the moves in the Conductor's last actions (``set simd=true (from attempt 3): ...``) to the
+knobs of the attempt they name, else of the best so far, else (when no attempt was correct) of
+the plain version: serial and scalar, the simplest code that can be right. In a tree or beam
+search the request names a parent and one instruction of its plan: that move, applied to the
+parent's knobs.
 """
 
 from __future__ import annotations
@@ -91,7 +93,7 @@ def write_module_reply(request: CompletionRequest) -> str:
         last = request.history[-1] if request.history else None
         changes, base_number = parse_moves(last.guidance.actions if last and last.guidance else (), family_knobs)
         base = attempt_numbered(request.history, base_number) or request.best
-    first = starting(family_knobs) if not request.history else defaults(family_knobs)
+    first = _first_knobs(family_knobs, match, backend) if not request.history else defaults(family_knobs)
     base_knobs = knobs_of(base, recipe.family, family_knobs) or first
     knobs = {**base_knobs, **changes}
     source = generate_module(task, backend, knobs)
@@ -108,6 +110,14 @@ def write_module_reply(request: CompletionRequest) -> str:
     else:
         opening = f"The Conductor named no knob to change; the best version again: {setting}."
     return f"{opening}\n\n```python\n{source.rstrip()}\n```\n"
+
+
+def _first_knobs(family_knobs: Mapping[str, Knob], match: Match, backend: str) -> dict[str, Any]:
+    """The knobs of a first attempt: the family's start, with the task's own starting shape
+    (``match.start``) over it for the C++ backend."""
+    if backend == "triton":
+        return starting(family_knobs)
+    return starting(family_knobs) | {k: v for k, v in match.start.items() if k in family_knobs}
 
 
 def backend_knobs(task: Task, backend: str) -> Mapping[str, Knob]:

@@ -21,6 +21,8 @@ Knob names are shared across recipes so one Conductor rule works on all of them:
 ``branchless``    selects instead of data-dependent branches
 ``chunk``         rows (or elements) per OpenMP work item: 0 lets OpenMP split evenly
 ``key_tile``      keys per tile of a running softmax (attention): 32 ... 512
+``method``        the algorithm (convolution): ``direct`` loops over the input, or ``gemm``, an
+                  implicit GEMM on packed patches
 """
 
 from __future__ import annotations
@@ -49,6 +51,7 @@ KNOB_MEANINGS = {
     "branchless": "selects instead of data-dependent branches",
     "chunk": "rows or elements per OpenMP work item (0: even split)",
     "key_tile": "keys per tile of attention's running softmax (the score tile's width)",
+    "method": "the algorithm: direct loops over the input, or an implicit GEMM on packed patches",
 }
 
 
@@ -85,11 +88,13 @@ class Knob:
 @attrs.frozen(kw_only=True)
 class Match:
     """A recognized reference: ``family`` (e.g. ``elementwise``), ``summary`` for people and prompts,
-    ``facts`` for the generator (JSON values)."""
+    ``facts`` for the generator (JSON values), and ``start``: knob values this task starts from
+    instead of the family's start, chosen from its shape."""
 
     family: str
     summary: str
     facts: dict[str, Any] = attrs.field(factory=dict)
+    start: dict[str, Any] = attrs.field(factory=dict)
 
 
 class Recipe(Protocol):

@@ -22,6 +22,8 @@ item sweeps the same slab while it is in cache. Depthwise convolutions (one chan
 
 from __future__ import annotations
 
+from ._conv_gemm_kernels import conv_gemm_source
+
 __all__ = ["conv_kernel_source", "CONV_ARGUMENTS"]
 
 CONV_ARGUMENTS = tuple("N C D H W O OD OH OW KD KH KW SD SH SW PD PH PW DD DH DW G".split())
@@ -41,21 +43,42 @@ struct Conv {
 };
 """
 
-_SIGNATURE = (
-    'extern "C" void conv(const float* __restrict__ x, const float* __restrict__ weight, '
-    "const float* __restrict__ bias, float* __restrict__ out, int64_t has_bias, "
-    + ", ".join(f"int64_t {name}" for name in CONV_ARGUMENTS)
-    + ")"
-)
+
+def _signature(name: str) -> str:
+    return (
+        f'extern "C" void {name}(const float* __restrict__ x, const float* __restrict__ weight, '
+        "const float* __restrict__ bias, float* __restrict__ out, int64_t has_bias, "
+        + ", ".join(f"int64_t {name}" for name in CONV_ARGUMENTS)
+        + ")"
+    )
+
+
+_SIGNATURE = _signature("conv")
 _UNPACK = "    const Conv p{" + ", ".join(CONV_ARGUMENTS) + "};"
 
 
-def conv_kernel_source(*, parallel: bool, simd: bool, channels: int, block: int, vector_bits: int) -> str:
+def conv_kernel_source(
+    *, parallel: bool, simd: bool, channels: int, block: int, vector_bits: int, gemm: bool = False
+) -> str:
     """The whole C++ source at these knob values: ``channels`` output channels per register tile,
-    ``block`` output columns per work item (0: a whole row), vectors of at most ``vector_bits``."""
-    if not simd:
-        return _HEADER + _plain_kernel(parallel)
-    return _HEADER + _vector_kernel(parallel, channels, block, vector_bits)
+    ``block`` output columns (or, with ``gemm``, flattened output positions) per work item, vectors
+    of at most ``vector_bits``; with ``gemm`` also ``conv_gemm``, the implicit GEMM
+    (:mod:`._conv_gemm_kernels`), with the same arguments."""
+    direct = _vector_kernel(parallel, channels, block, vector_bits) if simd else _plain_kernel(parallel)
+    if not gemm:
+        return _HEADER + direct
+    return (
+        _HEADER
+        + direct
+        + conv_gemm_source(
+            parallel=parallel,
+            simd=simd,
+            rows=channels,
+            columns=block,
+            signature=_signature("conv_gemm"),
+            unpack=_UNPACK,
+        )
+    )
 
 
 def _plain_kernel(parallel: bool) -> str:

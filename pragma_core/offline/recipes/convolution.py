@@ -5,9 +5,17 @@ Recognizes convolutions of float32 tensors with any kernel size, stride, padding
 ``'valid'``, ``'same'``), dilation and groups (standard, grouped, depthwise with any channel
 multiplier, pointwise), with or without bias, batched or not, ``padding_mode='zeros'`` only; the
 weight and bias are the task's own parameters (or forward arguments). Every convolution is run as a
-3D one with size-1 dims by one kernel (:mod:`._conv_kernels`) whose sizes are arguments, so a
-chain's convolutions share one build. A pointwise convolution at stride 1 without padding reads
-its spatial dims as one long row. Transposed convolutions are another family's.
+3D one with size-1 dims by kernels whose sizes are arguments, so a chain's convolutions share one
+build. A pointwise convolution at stride 1 without padding reads its spatial dims as one long row.
+Transposed convolutions are another family's.
+
+The ``method`` knob picks the algorithm: ``direct`` (:mod:`._conv_kernels`: register tiles of output
+channels by columns over an input slab per output row) or ``gemm`` (:mod:`._conv_gemm_kernels`: an
+implicit GEMM on packed patches, output positions flattened across rows and batch, on the matmul
+recipe's micro-kernel); under ``gemm`` a layer whose groups have fewer than
+:data:`_GEMM_MIN_GROUP_OUTPUTS` output channels (depthwise) still runs direct. A task starts with
+``gemm`` when one of its layers has at least :data:`_GEMM_START_GROUP_OUTPUTS` output channels per
+group, else ``direct``.
 """
 
 from __future__ import annotations
@@ -26,6 +34,14 @@ _CONVOLUTIONS = {"conv1d": 1, "conv2d": 2, "conv3d": 3}
 _FLOAT32 = "torch.float32"
 _MAX_CHAIN = 4
 """Chained convolutions one candidate runs (a depthwise-separable block has two)."""
+_GEMM_MIN_GROUP_OUTPUTS = 4
+"""Output channels per group below which a layer runs direct even under ``method=gemm``: a GEMM of
+fewer rows leaves most of every register tile idle (depthwise convolutions have one)."""
+_GEMM_START_GROUP_OUTPUTS = 32
+"""Output channels per group from which a task starts with ``method=gemm``: measured side by side on
+every KernelBench level-1 forward convolution and on variants, the implicit GEMM was 1.1-1.6x the
+direct kernel from 32 output channels per group on (its patch packing is then shared by enough
+multiply-adds), and 0.5-0.9x below (depthwise, 4 to 16 channels)."""
 
 
 def _tuple(value: Any, spatial: int) -> tuple[int, ...] | None:
@@ -80,7 +96,7 @@ def _is_float32_tensor(node: Node | None) -> bool:
 
 
 class ConvolutionRecipe:
-    """Forward convolutions, alone or chained, by a register-tiled direct N-d kernel."""
+    """Forward convolutions, alone or chained, by a register-tiled direct N-d kernel or an implicit GEMM."""
 
     family = "convolution"
     knobs: Mapping[str, Knob] = {
@@ -91,6 +107,8 @@ class ConvolutionRecipe:
         # Output columns per work item: the input slab they read stays in L2 for every channel block.
         "block": Knob(default=128, values=(32, 64, 128, 256, 512), start=128),
         "vector_width": Knob(default=256, values=(256, 512), start=512),
+        # The algorithm; each task's match starts it from its shapes (see _GEMM_START_GROUP_OUTPUTS).
+        "method": Knob(default="direct", values=("direct", "gemm"), start="direct"),
     }
 
     # -- recognizing --------------------------------------------------------------------------
@@ -116,10 +134,12 @@ class ConvolutionRecipe:
         source = graph.node(ops[0].arg(0, "input"))
         assert source is not None  # checked by _layer
         summary = " then ".join(self._describe(layer) for layer in layers)
+        wide = any(_group_outputs(layer) >= _GEMM_START_GROUP_OUTPUTS for layer in layers)
         return Match(
             family=self.family,
             summary=summary,
             facts={"input": graph.inputs.index(source.name), "layers": layers},
+            start={"method": "gemm" if wide else "direct"},
         )
 
     def _layer(self, graph: OpGraph, node: Node, previous: Node | None) -> dict[str, Any] | None:
@@ -207,6 +227,7 @@ class ConvolutionRecipe:
             channels=int(knobs["accumulators"]),
             block=int(knobs["block"]),
             vector_bits=int(knobs["vector_width"]),
+            gemm=knobs["method"] == "gemm",
         )
         arguments = [forward_argument(context, i) for i in range(len(context.graph.inputs))]
         return candidate_module(
@@ -214,9 +235,14 @@ class ConvolutionRecipe:
             knobs=knobs,
             context=context,
             cpp=cpp,
-            forward_body=_forward(match.facts, arguments),
+            forward_body=_forward(match.facts, arguments, gemm=knobs["method"] == "gemm"),
             flags=compiler_flags(knobs),
         )
+
+
+def _group_outputs(layer: Mapping[str, Any]) -> int:
+    """Output channels per group: the rows of the layer's GEMM."""
+    return int(layer["out_channels"]) // int(layer["groups"])
 
 
 def _expression(operand: Mapping[str, Any], arguments: list[str]) -> str:
@@ -233,9 +259,10 @@ def _output_size(dim: str, grown: int, stride: int) -> str:
     return f"O{dim} = {plus(grown)}" if stride == 1 else f"O{dim} = ({plus(grown - 1)}) // {stride} + 1"
 
 
-def _forward(facts: Mapping[str, Any], arguments: list[str]) -> str:
+def _forward(facts: Mapping[str, Any], arguments: list[str], *, gemm: bool) -> str:
     """``forward``: per convolution, its sizes read from the input's shape, the output allocated
-    and ``lib.conv`` called; the last result returned."""
+    and ``lib.conv`` (or, with ``gemm``, ``lib.conv_gemm`` where the layer has the channels for it)
+    called; the last result returned."""
     lines = [f"y0 = {arguments[facts['input']]}.contiguous()"]
     for index, layer in enumerate(facts["layers"]):
         spatial, source, target = layer["spatial"], f"y{index}", f"y{index + 1}"
@@ -267,8 +294,9 @@ def _forward(facts: Mapping[str, Any], arguments: list[str]) -> str:
             if flat  # a pointwise convolution: the spatial dims are one long row
             else "N, C, D, H, W, O, OD, OH, OW"
         )
+        entry = "conv_gemm" if gemm and _group_outputs(layer) >= _GEMM_MIN_GROUP_OUTPUTS else "conv"
         lines.append(
-            f"lib.conv({source}, w, b, {target}, {int(layer['bias'] is not None)}, {sizes}, "
+            f"lib.{entry}({source}, w, b, {target}, {int(layer['bias'] is not None)}, {sizes}, "
             + ", ".join(map(str, geometry))
             + ")"
         )

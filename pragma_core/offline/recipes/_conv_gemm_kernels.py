@@ -1,0 +1,224 @@
+"""The implicit-GEMM C++ of the convolution recipe: per group, the output is the product of the
+group's weights (``M`` = output channels of the group by ``K`` = ``Cg * KD * KH * KW``) and the
+input's patches (``K`` by ``N`` = output positions flattened across batch, depth and rows), on the
+register-blocked micro-kernel of the matmul recipe (:func:`._matmul_kernels.micro_kernel_source`).
+
+    cpp = conv_gemm_source(parallel=True, simd=True, rows=6, columns=128, signature=..., unpack=...)
+
+writes the namespace ``gemm`` and the entry point (``extern "C" void conv_gemm(...)``, with the
+arguments of :mod:`._conv_kernels`' ``conv``, whose ``Conv`` struct and headers come before). The weights are
+packed once per call into ``MR``-tall strips per ``K`` panel; each work item (a group, a block of
+``columns`` output positions and, when those are too few for the threads, a share of the channel
+strips) packs, per ``K`` panel, the patches it needs into ``NR``-wide strips ``bp[k * NR + q]``,
+zero padded while packing (so the micro-kernel has no edge cases), copying each output row's
+input run at once (a copy for a pointwise convolution). The ``K`` panel depth is read at run time
+from the L1 size (a ``K x NR`` strip of patches fills half of it, so it stays there while every
+channel strip passes over it); the bias is added when a panel's tile is first stored.
+"""
+
+from __future__ import annotations
+
+from ._matmul_kernels import micro_kernel_source
+
+__all__ = ["conv_gemm_source"]
+
+_SCALAR_COLUMNS = 4
+"""NR of the scalar micro-kernel (``simd`` off): four independent sums per row."""
+
+_VECTORS_PER_ROW = 2
+"""NR of the vector micro-kernel in machine vectors, as in the matmul recipe: an MR x 2 vector tile
+leaves registers for the two loads and the broadcast."""
+
+
+def conv_gemm_source(*, parallel: bool, simd: bool, rows: int, columns: int, signature: str, unpack: str) -> str:
+    """The ``gemm`` namespace and the entry point declared by ``signature`` (its arguments unpacked
+    into ``Conv p`` by ``unpack``): ``rows`` output channels per register tile (MR), ``columns``
+    output positions per work item (rounded up to whole register tiles)."""
+    return _namespace(simd, rows, columns) + _entry(parallel, signature, unpack)
+
+
+def _namespace(simd: bool, rows: int, columns: int) -> str:
+    width, micro = micro_kernel_source(simd)
+    nr = f"{_VECTORS_PER_ROW} * VW" if simd else str(_SCALAR_COLUMNS)
+    return f"""
+#include <unistd.h>
+
+namespace gemm {{
+{width}
+constexpr int64_t MR = {rows}, NR = {nr};  // register tile: output channels x output positions
+constexpr int64_t COLUMNS = ({columns} + NR - 1) / NR * NR;  // output positions per work item
+
+{micro}
+
+// K panel depth: a K x NR strip of patches fills half of L1 (read at run time), so it stays there
+// while every channel strip of the group passes over it.
+static int64_t panel_depth() {{
+    const long l1 = sysconf(_SC_LEVEL1_DCACHE_SIZE);
+    const int64_t bytes = l1 > 0 ? l1 : 32768;
+    return std::max<int64_t>(16, std::min<int64_t>(1024, bytes / 2 / (NR * int64_t(sizeof(float))) / 8 * 8));
+}}
+
+// A run of output positions within one output row: its first position, batch, depth, row, column.
+struct Run {{ int64_t c, n, od, oh, ow, count; }};
+
+// Writes ``len`` values to the patch strips from column ``c`` of row ``k``: ``src[u * step]``, or
+// zeros when ``src`` is null.
+static inline void put(float* __restrict__ bp, int64_t kc, int64_t k, int64_t c, int64_t len,
+                       const float* __restrict__ src, int64_t step) {{
+    while (len > 0) {{
+        const int64_t q = c % NR, n = std::min(len, NR - q);
+        float* __restrict__ dst = bp + (c / NR) * kc * NR + k * NR + q;
+        if (!src) {{
+            for (int64_t u = 0; u < n; ++u) dst[u] = 0.0f;
+        }} else if (step == 1) {{
+            for (int64_t u = 0; u < n; ++u) dst[u] = src[u];
+            src += n;
+        }} else {{
+            for (int64_t u = 0; u < n; ++u) dst[u] = src[u * step];
+            src += n * step;
+        }}
+        c += n;
+        len -= n;
+    }}
+}}
+
+// Rows [k0, k0 + kc) of group g's patches for the runs of a work item, into NR-wide strips (the
+// columns past ``width`` up to a whole strip are zero).
+static void pack_patches(const Conv& p, const float* __restrict__ x, int64_t g, const Run* runs, int64_t nruns,
+                         int64_t width, int64_t k0, int64_t kc, float* __restrict__ bp) {{
+    const int64_t Cg = p.C / p.G;
+    for (int64_t k = 0; k < kc; ++k) {{
+        const int64_t r = k0 + k, kw = r % p.KW, kh = r / p.KW % p.KH, kd = r / (p.KW * p.KH) % p.KD;
+        const int64_t ic = r / (p.KW * p.KH * p.KD);
+        for (int64_t i = 0; i < nruns; ++i) {{
+            const Run& run = runs[i];
+            const int64_t id = run.od * p.SD - p.PD + kd * p.DD, ih = run.oh * p.SH - p.PH + kh * p.DH;
+            if (id < 0 || id >= p.D || ih < 0 || ih >= p.H) {{
+                put(bp, kc, k, run.c, run.count, nullptr, 0);
+                continue;
+            }}
+            const float* xrow = x + (((run.n * p.C + g * Cg + ic) * p.D + id) * p.H + ih) * p.W;
+            const int64_t iw0 = run.ow * p.SW - p.PW + kw * p.DW;  // input column of the run's first
+            // The run's positions whose input column is inside [0, W): [lo, hi).
+            const int64_t lo = std::min(run.count, iw0 >= 0 ? int64_t(0) : (-iw0 + p.SW - 1) / p.SW);
+            const int64_t hi = std::max(lo, std::min(run.count, iw0 >= p.W ? int64_t(0) : (p.W - 1 - iw0) / p.SW + 1));
+            put(bp, kc, k, run.c, lo, nullptr, 0);
+            put(bp, kc, k, run.c + lo, hi - lo, xrow + iw0 + lo * p.SW, p.SW);
+            put(bp, kc, k, run.c + hi, run.count - hi, nullptr, 0);
+        }}
+        const int64_t padded = (width + NR - 1) / NR * NR;
+        put(bp, kc, k, width, padded - width, nullptr, 0);
+    }}
+}}
+
+// The output positions [j0, j0 + width) as runs within output rows, and where each lands in
+// ``out`` (batch offset plus position in the plane, channel 0).
+static int64_t split_runs(const Conv& p, int64_t j0, int64_t width, Run* runs, int64_t* where) {{
+    const int64_t plane = p.OD * p.OH * p.OW;
+    int64_t count = 0;
+    for (int64_t c = 0; c < width;) {{
+        const int64_t j = j0 + c, n = j / plane, at = j % plane;
+        const int64_t ow = at % p.OW, oh = at / p.OW % p.OH, od = at / (p.OW * p.OH);
+        const int64_t len = std::min(p.OW - ow, width - c);
+        runs[count++] = Run{{c, n, od, oh, ow, len}};
+        for (int64_t u = 0; u < len; ++u) where[c + u] = n * p.O * plane + at + u;
+        c += len;
+    }}
+    return count;
+}}
+
+// A register tile stored into ``out``: ``rows`` channels from ``oc`` x ``cols`` positions from
+// column ``c``, set (plus the bias) on the first K panel, added to after.
+static inline void store(const Conv& p, const float* __restrict__ acc, float* __restrict__ out,
+                         const float* __restrict__ bias, int64_t oc, int64_t rows, const int64_t* where,
+                         int64_t c, int64_t cols, bool first) {{
+    const int64_t plane = p.OD * p.OH * p.OW;
+    const bool contiguous = where[c + cols - 1] - where[c] == cols - 1;
+    for (int64_t r = 0; r < rows; ++r) {{
+        const float b = first && bias ? bias[oc + r] : 0.0f;
+        float* __restrict__ base = out + (oc + r) * plane;
+        const float* __restrict__ from = acc + r * NR;
+        if (contiguous) {{
+            float* __restrict__ dst = base + where[c];
+            if (first)
+                for (int64_t q = 0; q < cols; ++q) dst[q] = from[q] + b;
+            else
+                for (int64_t q = 0; q < cols; ++q) dst[q] += from[q];
+        }} else {{
+            for (int64_t q = 0; q < cols; ++q) {{
+                float& dst = base[where[c + q]];
+                dst = first ? from[q] + b : dst + from[q];
+            }}
+        }}
+    }}
+}}
+}}  // namespace gemm
+"""
+
+
+def _entry(parallel: bool, signature: str, unpack: str) -> str:
+    """The driver over groups, blocks of output positions and channel strips."""
+    omp_for = "#pragma omp parallel for schedule(static)" if parallel else ""
+    omp_region = "#pragma omp parallel" if parallel else ""
+    omp_tasks = "#pragma omp for schedule(dynamic, 1)" if parallel else ""
+    threads = "omp_get_max_threads()" if parallel else "1"
+    return f"""
+{signature} {{
+{unpack}
+    using namespace gemm;
+    const int64_t Cg = C / G, Og = O / G, R = Cg * KD * KH * KW;
+    const int64_t positions = N * OD * OH * OW;
+    const int64_t KC = panel_depth();
+    const int64_t strips = (Og + MR - 1) / MR, Mp = strips * MR;
+    // Weights packed [group][K panel][strip][k][MR], zero padded past the group's last channel:
+    // panel k0 of group g starts at g * Mp * R + k0 * Mp, its strip s at + s * MR * kc.
+    float* packed = static_cast<float*>(std::aligned_alloc(64, ((G * Mp * R * 4 + 63) / 64) * 64));
+    {omp_for}
+    for (int64_t gs = 0; gs < G * strips; ++gs) {{
+        const int64_t g = gs / strips, s = gs % strips;
+        for (int64_t k0 = 0; k0 < R; k0 += KC) {{
+            const int64_t kc = std::min(KC, R - k0);
+            float* __restrict__ dst = packed + g * Mp * R + k0 * Mp + s * MR * kc;
+            for (int64_t m = 0; m < MR; ++m) {{
+                const int64_t oc = s * MR + m;
+                const float* __restrict__ src = weight + (g * Og + oc) * R + k0;
+                for (int64_t k = 0; k < kc; ++k) dst[k * MR + m] = oc < Og ? src[k] : 0.0f;
+            }}
+        }}
+    }}
+    const int64_t width = std::min(COLUMNS, (positions + NR - 1) / NR * NR);
+    const int64_t blocks = (positions + width - 1) / width;
+    // Too few blocks for the threads: each block's channel strips are shared out too.
+    const int64_t threads = {threads};
+    const int64_t parts = G * blocks >= 2 * threads ? 1 : std::min(strips, (2 * threads + G * blocks - 1) / (G * blocks));
+    {omp_region}
+    {{
+    float* bp = static_cast<float*>(std::aligned_alloc(64, ((width * KC * 4 + 63) / 64) * 64));
+    Run* runs = static_cast<Run*>(std::malloc(sizeof(Run) * (width + 1)));
+    int64_t* where = static_cast<int64_t*>(std::malloc(sizeof(int64_t) * width));
+    alignas(64) float acc[MR * NR];
+    {omp_tasks}
+    for (int64_t t = 0; t < G * blocks * parts; ++t) {{
+        const int64_t part = t % parts, block = t / parts % blocks, g = t / (parts * blocks);
+        const int64_t s0 = part * strips / parts, s1 = (part + 1) * strips / parts;
+        const int64_t j0 = block * width, cols = std::min(width, positions - j0);
+        const int64_t nruns = split_runs(p, j0, cols, runs, where);
+        for (int64_t k0 = 0; k0 < R; k0 += KC) {{
+            const int64_t kc = std::min(KC, R - k0);
+            pack_patches(p, x, g, runs, nruns, cols, k0, kc, bp);
+            const float* __restrict__ panel = packed + g * Mp * R + k0 * Mp;
+            for (int64_t c = 0; c < cols; c += NR)
+                for (int64_t s = s0; s < s1; ++s) {{
+                    micro_kernel(panel + s * MR * kc, bp + c * kc, kc, acc);
+                    store(p, acc, out, has_bias ? bias : nullptr, g * Og + s * MR, std::min(MR, Og - s * MR), where,
+                          c, std::min(NR, cols - c), k0 == 0);
+                }}
+        }}
+    }}
+    std::free(where);
+    std::free(runs);
+    std::free(bp);
+    }}
+    std::free(packed);
+}}
+"""
