@@ -12,6 +12,7 @@ import pytest
 
 from pragma_core import load_task
 from pragma_core.offline.coder import write_module_reply
+from pragma_core.offline.conductor import Evidence, rank_moves
 from pragma_core.offline.graph import NotRecognized, trace_reference
 from pragma_core.offline.knobs import defaults, starting
 from pragma_core.offline.modules import read_marker
@@ -96,6 +97,27 @@ def test_under_gemm_only_layers_with_channels_to_fill_a_tile_call_it(kernelbench
     _, _, source = generated(RECIPE, _file(kernelbench, "86"), FILES["86"], GEMM)
     depthwise, pointwise = [line for line in source.splitlines() if "lib.conv" in line]
     assert "lib.conv(" in depthwise and "lib.conv_gemm(" in pointwise
+    # A depthwise task has no layer for it: gemm builds exactly the direct code (no wasted timing).
+    _, _, direct = generated(RECIPE, _file(kernelbench, "82"), FILES["82"], START)
+    _, _, gemm = generated(RECIPE, _file(kernelbench, "82"), FILES["82"], GEMM)
+    assert [line for line in gemm.splitlines() if "pragma-recipe" not in line] == [
+        line for line in direct.splitlines() if "pragma-recipe" not in line
+    ]
+
+
+def test_d1_misses_in_the_direct_loops_ask_for_the_implicit_gemm_first():
+    base = {**START, "method": "direct"}
+    missing = Evidence(d1_miss_rate=9.0, kernel_instructions=0.5)
+    (first, reason), *_ = rank_moves(RECIPE.knobs, base, [base], missing, attainment=0.3, profiled=True)
+    assert first == {"method": "gemm"} and "D1 miss rate 9.0%" in reason
+    few = Evidence(d1_miss_rate=0.5, kernel_instructions=0.5)
+    (first, reason), *_ = rank_moves(RECIPE.knobs, base, [base], few, attainment=0.3, profiled=True)
+    assert first == {"method": "gemm"} and "D1" not in reason  # still the next move in the fixed order
+    # From gemm, direct loops are a step back, ranked after the forward moves.
+    moves = [
+        changes for changes, _ in rank_moves(RECIPE.knobs, GEMM, [GEMM], Evidence(), attainment=0.3, profiled=False)
+    ]
+    assert {"method": "direct"} in moves and moves.index({"method": "direct"}) > moves.index({"accumulators": 8})
 
 
 @pytest.mark.parametrize("prefix", PLAIN_TOO)

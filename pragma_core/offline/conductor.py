@@ -5,16 +5,17 @@ answers in the same JSON a model would.
 The base of a move is the best attempt (the current one when it just became best, or when its
 median is 1.5 times the best's and only timing noise keeps it from replacing it). A move never
 repeats a knob setting already tried. Without profiles, moves follow a fixed order (parallelize,
-vectorize, fast math, accumulators, unroll, block, branchless, vector width, chunk). With profiles, the evidence
-reorders them: instructions per element spent outside the kernel (scalar libm calls) ask for fast
-math with vectorization together; many kernel instructions per element ask for vectorization; a
-high D1 miss rate asks for tiling, or for a smaller tile where the loop already tiles (a larger one
-then goes late); mispredicted branches for selects. A move the evidence speaks
-against (blocking with a D1 miss rate under 1%, branchless code with no mispredicts, fast math with no
-library calls and a vectorized loop) goes last. A numeric knob may also step back one value (a
-smaller tile, fewer accumulators): the family's starting shape is a guess for a multicore CPU at
-large sizes, and a move only forward could never question it; step-backs rank after the forward
-moves nothing speaks against.
+vectorize, fast math, method, accumulators, unroll, block, branchless, vector width, chunk). With
+profiles, the evidence reorders them: instructions per element spent outside the kernel (scalar libm
+calls) ask for fast math with vectorization together; many kernel instructions per element ask for
+vectorization; a high D1 miss rate asks for tiling, or for a smaller tile where the loop already
+tiles (a larger one then goes late), and for the packed implicit GEMM over direct loops (a
+convolution's method); mispredicted branches for selects. A move the evidence speaks against
+(blocking with a D1 miss rate under 1%, branchless code with no mispredicts, fast math with no
+library calls and a vectorized loop) goes last. A numeric knob (or the method) may also step back
+one value (a smaller tile, fewer accumulators, direct loops): the family's starting shape is a
+guess for a multicore CPU at large sizes, and a move only forward could never question it;
+step-backs rank after the forward moves nothing speaks against.
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ LADDER = (
     "parallel",
     "simd",
     "fast_math",
+    "method",
     "accumulators",
     "unroll",
     "block",
@@ -263,6 +265,11 @@ def _judge(
             return 2, f"{plain}; {kernel:.1f} instructions per element in the kernel: the inner loop is scalar"
         if kernel is not None and kernel < _VECTORIZED:
             return 9, f"{plain}; {kernel:.2f} instructions per element: already vectorized"
+    if name == "method" and value == "gemm" and evidence.d1_miss_rate is not None and evidence.d1_miss_rate > _D1_HIGH:
+        return 1, (
+            f"{plain}; D1 miss rate {evidence.d1_miss_rate:.1f}% in the direct loops: packed patches and weights "
+            "in K panels keep each register tile's operands in L1"
+        )
     if name in _TILE_KNOBS:
         if evidence.d1_miss_rate is not None and evidence.d1_miss_rate > _D1_HIGH:
             if base[name] == 0:
