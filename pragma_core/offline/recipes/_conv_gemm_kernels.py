@@ -87,9 +87,19 @@ static inline void put(float* __restrict__ bp, int64_t kc, int64_t k, int64_t c,
 static void pack_patches(const Conv& p, const float* __restrict__ x, int64_t g, const Run* runs, int64_t nruns,
                          int64_t width, int64_t k0, int64_t kc, float* __restrict__ bp) {{
     const int64_t Cg = p.C / p.G;
+    // Row k0's input channel and taps, then stepped row by row (no divisions per row).
+    int64_t kw = k0 % p.KW, kh = k0 / p.KW % p.KH, kd = k0 / (p.KW * p.KH) % p.KD, ic = k0 / (p.KW * p.KH * p.KD);
     for (int64_t k = 0; k < kc; ++k) {{
-        const int64_t r = k0 + k, kw = r % p.KW, kh = r / p.KW % p.KH, kd = r / (p.KW * p.KH) % p.KD;
-        const int64_t ic = r / (p.KW * p.KH * p.KD);
+        if (k > 0 && ++kw == p.KW) {{
+            kw = 0;
+            if (++kh == p.KH) {{
+                kh = 0;
+                if (++kd == p.KD) {{
+                    kd = 0;
+                    ++ic;
+                }}
+            }}
+        }}
         for (int64_t i = 0; i < nruns; ++i) {{
             const Run& run = runs[i];
             const int64_t id = run.od * p.SD - p.PD + kd * p.DD, ih = run.oh * p.SH - p.PH + kh * p.DH;
@@ -99,9 +109,10 @@ static void pack_patches(const Conv& p, const float* __restrict__ x, int64_t g, 
             }}
             const float* xrow = x + (((run.n * p.C + g * Cg + ic) * p.D + id) * p.H + ih) * p.W;
             const int64_t iw0 = run.ow * p.SW - p.PW + kw * p.DW;  // input column of the run's first
-            // The run's positions whose input column is inside [0, W): [lo, hi).
-            const int64_t lo = std::min(run.count, iw0 >= 0 ? int64_t(0) : (-iw0 + p.SW - 1) / p.SW);
-            const int64_t hi = std::max(lo, std::min(run.count, iw0 >= p.W ? int64_t(0) : (p.W - 1 - iw0) / p.SW + 1));
+            // The run's positions whose input column is inside [0, W): [lo, hi) (no division at stride 1).
+            const int64_t first = iw0 >= 0 ? 0 : p.SW == 1 ? -iw0 : (-iw0 + p.SW - 1) / p.SW;
+            const int64_t end = iw0 >= p.W ? 0 : p.SW == 1 ? p.W - iw0 : (p.W - 1 - iw0) / p.SW + 1;
+            const int64_t lo = std::min(run.count, first), hi = std::max(lo, std::min(run.count, end));
             put(bp, kc, k, run.c, lo, nullptr, 0);
             put(bp, kc, k, run.c + lo, hi - lo, xrow + iw0 + lo * p.SW, p.SW);
             put(bp, kc, k, run.c + hi, run.count - hi, nullptr, 0);
