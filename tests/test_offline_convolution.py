@@ -72,7 +72,7 @@ DEPTHWISE = ("82", "83", "84", "85")
 
 @pytest.mark.parametrize("prefix", sorted(FILES))
 def test_the_first_candidate_takes_the_method_its_shapes_call_for(kernelbench, prefix):
-    """Depthwise convolutions start direct; those with 32 or more output channels per group (a
+    """Depthwise convolutions start direct; those with 64 or more output channels per group (a
     depthwise-separable block has its pointwise layer) start with the implicit GEMM."""
     channels_kept = {name: value for name, value in FILES[prefix].items() if "channels" not in name}
     task = load_task(_file(kernelbench, prefix), channels_kept)
@@ -88,7 +88,7 @@ def test_a_few_output_channels_start_direct(tmp_path):
     small = task_file(
         tmp_path, "four_to_sixteen", "self.c = nn.Conv2d(4, 16, 3, padding=1)", "self.c(x)", "(2, 4, 9, 9)"
     )
-    wide = task_file(tmp_path, "grouped_wide", "self.c = nn.Conv2d(64, 64, 3, groups=2)", "self.c(x)", "(1, 64, 9, 9)")
+    wide = task_file(tmp_path, "grouped_wide", "self.c = nn.Conv2d(64, 128, 3, groups=2)", "self.c(x)", "(1, 64, 9, 9)")
     assert generated(RECIPE, small, {}, START)[1].start == {"method": "direct"}
     assert generated(RECIPE, wide, {}, START)[1].start == {"method": "gemm"}
 

@@ -37,11 +37,12 @@ _MAX_CHAIN = 4
 _GEMM_MIN_GROUP_OUTPUTS = 4
 """Output channels per group below which a layer runs direct even under ``method=gemm``: a GEMM of
 fewer rows leaves most of every register tile idle (depthwise convolutions have one)."""
-_GEMM_START_GROUP_OUTPUTS = 32
-"""Output channels per group from which a task starts with ``method=gemm``: measured side by side on
-every KernelBench level-1 forward convolution and on variants, the implicit GEMM was 1.1-1.6x the
-direct kernel from 32 output channels per group on (its patch packing is then shared by enough
-multiply-adds), and 0.5-0.9x below (depthwise, 4 to 16 channels)."""
+_GEMM_START_GROUP_OUTPUTS = 64
+"""Output channels per group from which a task starts with ``method=gemm``. Measured side by side (CPU
+time, a busy 2-core AVX2 machine, noise about 10%) on every KernelBench level-1 forward convolution
+and on variants: from 64 output channels per group on, the implicit GEMM was 1.0-2.3x the direct
+kernel (its patch packing shared by enough multiply-adds), but 0.91x on two 5x9 kernels over 32
+input channels; below, 0.7-1.04x (depthwise, 4 to 32 channels per group, rows of 6 columns)."""
 
 
 def _tuple(value: Any, spatial: int) -> tuple[int, ...] | None:
