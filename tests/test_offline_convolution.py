@@ -178,6 +178,11 @@ INLINE = {
         "(2, 5, 4, 7, 3)",
     ),
     "long_reduction_odd_channels": ("self.c = nn.Conv2d(37, 9, (5, 3), padding=(2, 1))", "self.c(x)", "(1, 37, 7, 19)"),
+    "long_rows_strided_padded_dilated": (  # rows of 35: the GEMM packs them by runs
+        "self.c = nn.Conv2d(3, 8, 3, stride=2, padding=2, dilation=2)",
+        "self.c(x)",
+        "(2, 3, 7, 70)",
+    ),
     "three_chained": (
         "self.a = nn.Conv2d(3, 8, 3, padding=1); self.b = nn.Conv2d(8, 8, 3, groups=8); self.c = nn.Conv2d(8, 5, 1)",
         "self.c(self.b(self.a(x)))",
