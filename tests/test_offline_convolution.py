@@ -230,7 +230,7 @@ def test_weight_and_bias_passed_to_forward(tmp_path):
     [
         {**START, "accumulators": 8, "block": 32, "vector_width": 256},
         {**START, "accumulators": 2, "block": 512},
-        {**GEMM, "accumulators": 4, "block": 32},
+        {**GEMM, "accumulators": 8, "block": 32},
         {**GEMM, "accumulators": 1, "block": 512, "parallel": False},
     ],
     ids=["tall_tile_narrow_blocks", "short_tile_long_blocks", "gemm_narrow_blocks", "gemm_one_row_serial"],
