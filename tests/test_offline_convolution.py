@@ -84,13 +84,17 @@ def test_the_first_candidate_takes_the_method_its_shapes_call_for(kernelbench, p
     }
 
 
-def test_a_few_output_channels_start_direct(tmp_path):
+def test_a_few_output_channels_start_direct_unless_rows_are_short(tmp_path):
     small = task_file(
         tmp_path, "four_to_sixteen", "self.c = nn.Conv2d(4, 16, 3, padding=1)", "self.c(x)", "(2, 4, 9, 9)"
     )
     wide = task_file(tmp_path, "grouped_wide", "self.c = nn.Conv2d(64, 128, 3, groups=2)", "self.c(x)", "(1, 64, 9, 9)")
+    long_rows = task_file(tmp_path, "long_rows", "self.c = nn.Conv1d(16, 32, 7)", "self.c(x)", "(2, 16, 300)")
+    short_rows = task_file(tmp_path, "short_rows", "self.c = nn.Conv3d(16, 32, 3)", "self.c(x)", "(2, 16, 5, 5, 8)")
     assert generated(RECIPE, small, {}, START)[1].start == {"method": "direct"}
+    assert generated(RECIPE, long_rows, {}, START)[1].start == {"method": "direct"}
     assert generated(RECIPE, wide, {}, START)[1].start == {"method": "gemm"}
+    assert generated(RECIPE, short_rows, {}, START)[1].start == {"method": "gemm"}
 
 
 def test_under_gemm_only_layers_with_channels_to_fill_a_tile_call_it(kernelbench):

@@ -15,7 +15,7 @@ implicit GEMM on packed patches, output positions flattened across rows and batc
 recipe's micro-kernel); under ``gemm`` a layer whose groups have fewer than
 :data:`_GEMM_MIN_GROUP_OUTPUTS` output channels (depthwise) still runs direct. A task starts with
 ``gemm`` when one of its layers has at least :data:`_GEMM_START_GROUP_OUTPUTS` output channels per
-group, else ``direct``.
+group, or a few less over short rows (:data:`_GEMM_START_SHORT_ROWS`), else ``direct``.
 """
 
 from __future__ import annotations
@@ -39,10 +39,15 @@ _GEMM_MIN_GROUP_OUTPUTS = 4
 fewer rows leaves most of every register tile idle (depthwise convolutions have one)."""
 _GEMM_START_GROUP_OUTPUTS = 64
 """Output channels per group from which a task starts with ``method=gemm``. Measured side by side (CPU
-time, a busy 2-core AVX2 machine, noise about 10%) on every KernelBench level-1 forward convolution
-and on variants: from 64 output channels per group on, the implicit GEMM was 1.0-2.3x the direct
-kernel (its patch packing shared by enough multiply-adds), but 0.91x on two 5x9 kernels over 32
-input channels; below, 0.7-1.04x (depthwise, 4 to 32 channels per group, rows of 6 columns)."""
+time, a busy 2-core AVX2 machine, noise up to 8%) on every KernelBench level-1 forward convolution
+and on variants: from 64 output channels per group on, the implicit GEMM was 0.94-1.8x the direct
+kernel (its patch packing shared by enough multiply-adds; 1.3-1.8x on 128 channels, 1D, short rows
+and strides), but 0.84x on two 5x9 kernels over 32 input channels and 64 output channels; with
+fewer, 0.65-1.0x (grouped with 4 or 16 per group, 3 to 4 input channels, 1D at 32)."""
+_GEMM_START_SHORT_ROWS = (32, 24)
+"""(output channels per group, output row length): a task with at least this many channels whose
+rows are shorter also starts with ``gemm``; the direct kernel's vector tiles are then mostly tail
+(measured: 1.49x on 32 channels of rows of 6, a 3D convolution)."""
 
 
 def _tuple(value: Any, spatial: int) -> tuple[int, ...] | None:
@@ -135,7 +140,7 @@ class ConvolutionRecipe:
         source = graph.node(ops[0].arg(0, "input"))
         assert source is not None  # checked by _layer
         summary = " then ".join(self._describe(layer) for layer in layers)
-        wide = any(_group_outputs(layer) >= _GEMM_START_GROUP_OUTPUTS for layer in layers)
+        wide = any(_gemm_first(layer) for layer in layers)
         return Match(
             family=self.family,
             summary=summary,
@@ -189,6 +194,7 @@ class ConvolutionRecipe:
             "batched": batched,
             "in_channels": channels,
             "out_channels": out_channels,
+            "out_width": node.dims[-1],
             "kernel": list(kernel),
             "weight": _operand(graph, weight),
             "bias": _operand(graph, bias_node) if bias_node is not None else None,
@@ -244,6 +250,13 @@ class ConvolutionRecipe:
 def _group_outputs(layer: Mapping[str, Any]) -> int:
     """Output channels per group: the rows of the layer's GEMM."""
     return int(layer["out_channels"]) // int(layer["groups"])
+
+
+def _gemm_first(layer: Mapping[str, Any]) -> bool:
+    """Whether the layer's shapes call for the implicit GEMM first (at the task's own sizes)."""
+    channels, width = _GEMM_START_SHORT_ROWS
+    outputs = _group_outputs(layer)
+    return outputs >= _GEMM_START_GROUP_OUTPUTS or (outputs >= channels and int(layer["out_width"]) < width)
 
 
 def _runs_gemm(layer: Mapping[str, Any], gemm: bool) -> bool:
