@@ -79,6 +79,9 @@ static inline void put(float* __restrict__ bp, int64_t kc, int64_t k, int64_t c,
         float* __restrict__ dst = bp + (c / NR) * kc * NR + k * NR + q;
         if (!src) {{
             for (int64_t u = 0; u < n; ++u) dst[u] = 0.0f;
+        }} else if (step == 1 && n == NR) {{
+            std::memcpy(dst, src, sizeof(float) * NR);  // a whole strip row: a fixed-size copy
+            src += NR;
         }} else if (step == 1) {{
             for (int64_t u = 0; u < n; ++u) dst[u] = src[u];
             src += n;
@@ -122,9 +125,9 @@ static void pack_patches(const Conv& p, const float* __restrict__ x, int64_t g, 
             const int64_t first = iw0 >= 0 ? 0 : p.SW == 1 ? -iw0 : (-iw0 + p.SW - 1) / p.SW;
             const int64_t end = iw0 >= p.W ? 0 : p.SW == 1 ? p.W - iw0 : (p.W - 1 - iw0) / p.SW + 1;
             const int64_t lo = std::min(run.count, first), hi = std::max(lo, std::min(run.count, end));
-            put(bp, kc, k, run.c, lo, nullptr, 0);
+            if (lo > 0) put(bp, kc, k, run.c, lo, nullptr, 0);
             put(bp, kc, k, run.c + lo, hi - lo, xrow + iw0 + lo * p.SW, p.SW);
-            put(bp, kc, k, run.c + hi, run.count - hi, nullptr, 0);
+            if (hi < run.count) put(bp, kc, k, run.c + hi, run.count - hi, nullptr, 0);
         }}
         const int64_t padded = (width + NR - 1) / NR * NR;
         put(bp, kc, k, width, padded - width, nullptr, 0);
