@@ -39,11 +39,12 @@ _GEMM_MIN_GROUP_OUTPUTS = 4
 fewer rows leaves most of every register tile idle (depthwise convolutions have one)."""
 _GEMM_START_GROUP_OUTPUTS = 64
 """Output channels per group from which a task starts with ``method=gemm``. Measured side by side (CPU
-time, a busy 2-core AVX2 machine, noise up to 8%) on every KernelBench level-1 forward convolution
-and on variants: from 64 output channels per group on, the implicit GEMM was 0.94-1.8x the direct
-kernel (its patch packing shared by enough multiply-adds; 1.3-1.8x on 128 channels, 1D, short rows
-and strides), but 0.84x on two 5x9 kernels over 32 input channels and 64 output channels; with
-fewer, 0.65-1.0x (grouped with 4 or 16 per group, 3 to 4 input channels, 1D at 32)."""
+time, a busy 2-core AVX2 machine, noise up to 8%, two runs) on every KernelBench level-1 forward
+convolution and on variants: from 64 output channels per group on, the implicit GEMM was 1.06-1.8x
+the direct kernel on most (128 channels, 1D, short rows, strides, pointwise), 0.84-0.97x on five
+(an 11x11 kernel at stride 4, two 3x5x7 3D kernels and two 5x9 kernels, all over 3 or 32 input
+channels: long rows the direct kernel already runs well); with fewer, 0.65-1.05x (grouped with 4
+or 16 per group, 3 or 4 input channels, 1D at 32)."""
 _GEMM_START_SHORT_ROWS = (32, 24)
 """(output channels per group, output row length): a task with at least this many channels whose
 rows are shorter also starts with ``gemm``; the direct kernel's vector tiles are then mostly tail
