@@ -187,6 +187,16 @@ INLINE = {
         "self.c(x)",
         "(2, 3, 7, 70)",
     ),
+    "grouped_by_the_gemm_2d": (  # 5 output channels per group: a GEMM per group under method=gemm
+        "self.c = nn.Conv2d(6, 10, (3, 2), stride=2, padding=(1, 2), dilation=2, groups=2)",
+        "self.c(x)",
+        "(3, 6, 13, 17)",
+    ),
+    "grouped_by_the_gemm_3d_long_rows": (
+        "self.c = nn.Conv3d(4, 8, 3, stride=(2, 1, 1), padding=1, groups=2, bias=False)",
+        "self.c(x)",
+        "(2, 4, 6, 7, 30)",
+    ),
     "three_chained": (
         "self.a = nn.Conv2d(3, 8, 3, padding=1); self.b = nn.Conv2d(8, 8, 3, groups=8); self.c = nn.Conv2d(8, 5, 1)",
         "self.c(self.b(self.a(x)))",
