@@ -61,7 +61,7 @@ def test_a_filter_that_matches_nothing_is_one_clear_error():
 
 def _builds_against_torch(case: AuditCase) -> bool:
     source = (CANDIDATES / f"{case.candidate}.py").read_text()
-    return "torch/extension.h" in source or "load_inline" in source
+    return "torch/extension.h" in source or "load_inline" in source or "torch=True" in source
 
 
 BUILDS_FIRST = sorted(CASES, key=lambda case: not _builds_against_torch(case))

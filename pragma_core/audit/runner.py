@@ -141,7 +141,7 @@ def _builds_against_torch(case: AuditCase) -> bool:
     """Whether the candidate compiles against torch's C++ headers (a torch extension), which
     takes tens of seconds where a plain kernel takes one."""
     source = (CANDIDATES / f"{case.candidate}.py").read_text()
-    return "torch/extension.h" in source or "load_inline" in source
+    return "torch/extension.h" in source or "load_inline" in source or "torch=True" in source
 
 
 def _audit_one(case: AuditCase, task_file: Path, settings: VerifySettings) -> AuditRow:
