@@ -32,17 +32,17 @@ _VECTORS_PER_ROW = 2
 leaves registers for the two loads and the broadcast."""
 
 
+_RUN_COLUMNS = 24
+"""Output row length from which patches pack by runs (a row's input copied at once) rather than
+element by element: measured side by side, element by element was 2.1x faster on rows of 6 and
+1.17x on rows of 14, runs 1.1x faster on rows of 34 to 126."""
+
+
 def conv_gemm_source(*, parallel: bool, simd: bool, rows: int, columns: int, signature: str, unpack: str) -> str:
     """The ``gemm`` namespace and the entry point declared by ``signature`` (its arguments unpacked
     into ``Conv p`` by ``unpack``): ``rows`` output channels per register tile (MR), ``columns``
     output positions per work item (rounded up to whole register tiles)."""
     return _namespace(simd, rows, columns) + _entry(parallel, signature, unpack)
-
-
-_RUN_COLUMNS = 24
-"""Output row length from which patches pack by runs (a row's input copied at once) rather than
-element by element: measured side by side, element by element was 2.1x faster on rows of 6 and
-1.17x on rows of 14, runs 1.1x faster on rows of 34 to 126."""
 
 
 def _namespace(simd: bool, rows: int, columns: int) -> str:
