@@ -32,10 +32,19 @@ SHARES_LOCAL_BENCH = pytest.mark.xdist_group("local_bench")
 made once; the others go to whichever worker is free."""
 
 TASKS = ("2_LeakyReLU", "3_Softmax")
-FAST = ("--max-attempts", "2", "--target-attainment", "3", "--reps", "10", "--no-profile", "--retime-after", "0")
-"""Two attempts for every task: on a machine whose measured peaks are low, LeakyReLU's first attempt
-reached 90% of the roofline floor and its run ended there. A confirmation timed while the machine
+SMALL = ("--set", "batch_size=64")
+"""Both tasks at 64 rows instead of 1024 (2 MB a tensor, not 32): every reference run, correctness
+trial and timing of the bench takes a sixteenth of the time, and no check here is about a size."""
+
+FAST = (
+    "--max-attempts", "1", "--target-attainment", "3", "--reps", "10", "--no-profile", "--retime-after", "0", *SMALL,
+)  # fmt: skip
+"""One attempt per task, never ended early by the roofline (on a machine whose measured peaks are
+low, LeakyReLU's first attempt reached 90% of the floor). A confirmation timed while the machine
 was busy is timed again at once, not a minute later."""
+
+TWO_ATTEMPTS = (*FAST, "--max-attempts", "2")
+"""For the bench killed between its task's first and second attempt (the last --max-attempts counts)."""
 
 
 def bench(*arguments: str, check: bool = True, **options) -> subprocess.CompletedProcess:
@@ -292,9 +301,9 @@ def test_a_resumed_bench_must_keep_its_settings(local_bench, capsys):
     before = (local_bench / "bench.json").read_text()
     code, _, said = pragma_here(
         capsys, "bench", str(EXAMPLES), *only(*TASKS), "--max-attempts", "3", "--reps", "10", "--no-profile",
-        "--out", str(local_bench),
+        *SMALL, "--out", str(local_bench),
     )  # fmt: skip
-    assert code == 2 and "max_attempts=2, not 3" in said
+    assert code == 2 and "max_attempts=1, not 3" in said
     assert (local_bench / "bench.json").read_text() == before
 
 
@@ -307,11 +316,12 @@ def _snapshot(out: Path) -> dict[str, str]:
 
 
 def test_a_bench_killed_mid_way_resumes_with_nothing_redone(tmp_path):
-    """Killed with the task's first attempt recorded and its second under way (the builds are the
-    module bench's, so only the loop runs): the resume keeps the recorded attempt and finishes."""
+    """Killed with the task's first attempt recorded and its second under way: the resume keeps the
+    recorded attempt and finishes."""
     out = tmp_path / "killed"
     key = f"level1/{TASKS[0]}"
-    command = [sys.executable, "-m", "pragma_core", "bench", str(EXAMPLES), *only(TASKS[0]), *FAST, "--out", str(out)]
+    command = [sys.executable, "-m", "pragma_core", "bench", str(EXAMPLES), *only(TASKS[0]), *TWO_ATTEMPTS]
+    command += ["--out", str(out)]
     driver = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     deadline = time.monotonic() + 600
     try:
@@ -348,7 +358,13 @@ def test_the_same_bench_through_ray_gives_the_same_verdicts(local_bench, tmp_pat
     from pragma_core.bench.runner import run_bench
 
     settings = BenchSettings(
-        only=TASKS[:1], max_attempts=2, target_attainment=3, reps=10, profile=False, retime_after_s=0
+        only=TASKS[:1],
+        max_attempts=1,
+        target_attainment=3,
+        reps=10,
+        profile=False,
+        retime_after_s=0,
+        sizes={"batch_size": "64"},
     )
     ray.init(num_cpus=2, include_dashboard=False, logging_level="ERROR", log_to_driver=False)
     try:
@@ -401,7 +417,7 @@ def test_a_task_stopped_by_an_outage_runs_again_on_resume_and_counts_its_tokens_
     outage.write_text("down")
     out = tmp_path / "flaky"
     env = os.environ | {"PYTHONPATH": str(plugin_site.root), "FLAKY_OUTAGE": str(outage)}
-    arguments = ["bench", str(EXAMPLES), *only(TASKS[0]), "--max-attempts", "1", "--reps", "10", "--no-profile"]
+    arguments = ["bench", str(EXAMPLES), *only(TASKS[0]), *FAST]
     arguments += ["--provider", "flaky", "--model", "openai/gpt-4o-mini", "--out", str(out)]
     first = bench(*arguments, env=env)
     assert "stopped (run again when the bench is resumed): openai/gpt-4o-mini: the server" in first.stderr
@@ -432,7 +448,7 @@ def test_a_kernelbench_level_at_fitted_sizes(kernelbench, tmp_path):
     out = tmp_path / "kernelbench"
     unknown = "13_ConvTranspose3d_Mean_Add_Softmax_Tanh_Scaling"  # a level-2 chain no recipe fuses yet
     names = ("19_ReLU", unknown)
-    settings = ("--max-attempts", "1", "--reps", "10", "--no-profile", "--fit-ms", "5")
+    settings = ("--max-attempts", "1", "--reps", "10", "--no-profile", "--fit-ms", "5", "--retime-after", "0")
     bench("bench", str(kernelbench), "--levels", "1,2", *only(*names), *settings, "--out", str(out))
     found = rows(out)
     assert found["level1/19_ReLU"]["status"] == "finished" and found["level1/19_ReLU"]["sizes"]

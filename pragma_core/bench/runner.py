@@ -68,7 +68,9 @@ def run_bench(
     done_before = len(files) - len(todo)
     if done_before:
         console.print(f"pragma: {done_before} of {len(files)} tasks already ran in {store.root}: not run again")
-    jobs = _jobs(tree, todo, settings, store, document, console)
+    # the overrides are checked against every chosen task, run before or now: a finished bench resumes
+    sizes = sizes_per_file(files, settings.sizes, where=tree) if settings.sizes else {}
+    jobs = _jobs(tree, todo, sizes, settings, store, document, console)
     store.save(document)
     if jobs:
         from ..knowledge.library import open_index
@@ -161,14 +163,14 @@ def _resolved(settings: BenchSettings) -> BenchSettings:
 def _jobs(
     tree: Path,
     files: list[Path],
+    sizes: dict[Path, dict[str, Any]],
     settings: BenchSettings,
     store: BenchStore,
     document: dict[str, Any],
     console: Console,
 ) -> list[TaskJob]:
-    """Load (trace) each file; a file that cannot load gets one line and a place under
-    ``unloadable``; a task outside ``--categories`` is left out."""
-    plan = sizes_per_file(files, settings.sizes, where=tree) if settings.sizes else {path: {} for path in files}
+    """Load (trace) each file at its ``sizes``; a file that cannot load gets one line and a place
+    under ``unloadable``; a task outside ``--categories`` is left out."""
     unloadable: dict[str, str] = document.setdefault("unloadable", {})
     jobs = []
     with progress_bar(console) as progress:
@@ -177,7 +179,7 @@ def _jobs(
             key = task_key(tree, path)
             progress.update(bar, description=f"loading {key}")
             try:
-                task: Task = load_task(path, plan[path])
+                task: Task = load_task(path, sizes.get(path, {}))
             except TaskError as error:
                 unloadable[key] = str(error)
                 progress.console.print(
