@@ -15,9 +15,8 @@ from pathlib import Path
 import pytest
 
 from pragma_core import Candidate, VerdictStatus, load_task
-from pragma_core.offline.coder import recognized
+from pragma_core.offline.coder import first_knobs, recognized
 from pragma_core.offline.graph import NotRecognized
-from pragma_core.offline.knobs import starting
 from pragma_core.offline.recipe import GenerationContext
 from pragma_core.records import Task
 from pragma_core.sizes.shrinking import shrink_task
@@ -63,7 +62,9 @@ def test_the_recipe_coders_first_candidate_is_correct_for_each_recognized_level1
         assert problem not in RECOGNIZED_AT_LEAST, f"{name} is no longer recognized"
         pytest.skip(f"no recipe knows {name}")
     source = recipe.generate(
-        match, starting(recipe.knobs), GenerationContext(graph=graph, task_source=task.source, task_key=task.key)
+        match,
+        first_knobs(recipe.knobs, match, "cpu-cpp"),
+        GenerationContext(graph=graph, task_source=task.source, task_key=task.key),
     )
     assert "super(Model" not in source  # ModelNew is its own class: it names no reference class
     agrees_with_reference(task, source)
@@ -75,7 +76,9 @@ def test_a_plain_number_forward_argument_goes_through_the_sandboxed_verifier(ker
     assert [(spec.dtype, spec.value) for spec in task.analysis.inputs] == [("float32", None), ("float", "3.14")]
     recipe, match, graph = recognized(task)
     source = recipe.generate(
-        match, starting(recipe.knobs), GenerationContext(graph=graph, task_source=task.source, task_key=task.key)
+        match,
+        first_knobs(recipe.knobs, match, "cpu-cpp"),
+        GenerationContext(graph=graph, task_source=task.source, task_key=task.key),
     )
     verdict = verify(task, Candidate(source=source, backend="cpu-cpp"), SANDBOXED)
     assert verdict.status is VerdictStatus.CORRECT, verdict.message
@@ -113,6 +116,8 @@ def test_a_candidate_more_exact_than_a_long_float32_reference_is_not_taken_for_l
     )
     recipe, match, graph = recognized(task)
     source = recipe.generate(
-        match, starting(recipe.knobs), GenerationContext(graph=graph, task_source=task.source, task_key=task.key)
+        match,
+        first_knobs(recipe.knobs, match, "cpu-cpp"),
+        GenerationContext(graph=graph, task_source=task.source, task_key=task.key),
     )
     agrees_with_reference(task, source)

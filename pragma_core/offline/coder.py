@@ -30,6 +30,7 @@ __all__ = [
     "write_module_reply",
     "check_backend",
     "backend_knobs",
+    "first_knobs",
     "generate_module",
     "attempt_numbered",
     "OFFLINE_BACKENDS",
@@ -93,7 +94,7 @@ def write_module_reply(request: CompletionRequest) -> str:
         last = request.history[-1] if request.history else None
         changes, base_number = parse_moves(last.guidance.actions if last and last.guidance else (), family_knobs)
         base = attempt_numbered(request.history, base_number) or request.best
-    first = _first_knobs(family_knobs, match, backend) if not request.history else defaults(family_knobs)
+    first = first_knobs(family_knobs, match, backend) if not request.history else defaults(family_knobs)
     base_knobs = knobs_of(base, recipe.family, family_knobs) or first
     knobs = {**base_knobs, **changes}
     source = generate_module(task, backend, knobs)
@@ -112,7 +113,7 @@ def write_module_reply(request: CompletionRequest) -> str:
     return f"{opening}\n\n```python\n{source.rstrip()}\n```\n"
 
 
-def _first_knobs(family_knobs: Mapping[str, Knob], match: Match, backend: str) -> dict[str, Any]:
+def first_knobs(family_knobs: Mapping[str, Knob], match: Match, backend: str) -> dict[str, Any]:
     """The knobs of a first attempt: the family's start, with the task's own starting shape
     (``match.start``) over it for the C++ backend."""
     if backend == "triton":
