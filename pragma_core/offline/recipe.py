@@ -23,6 +23,8 @@ Knob names are shared across recipes so one Conductor rule works on all of them:
 ``key_tile``      keys per tile of a running softmax (attention): 32 ... 512
 ``method``        the algorithm (convolution): ``direct`` loops over the input, or ``gemm``, an
                   implicit GEMM on packed patches
+``fusion``        where a level-2 chain runs: ``passes`` (each its own pass) or ``epilogue`` (the
+                  elementwise ops in the main operator's store, one pass per stage)
 """
 
 from __future__ import annotations
@@ -52,6 +54,7 @@ KNOB_MEANINGS = {
     "chunk": "rows or elements per OpenMP work item (0: even split)",
     "key_tile": "keys per tile of attention's running softmax (the score tile's width)",
     "method": "the algorithm: direct loops over the input, or an implicit GEMM on packed patches",
+    "fusion": "where a chain runs: its own passes, or the main operator's epilogue and one pass per stage",
 }
 
 

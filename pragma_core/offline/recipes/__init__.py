@@ -11,6 +11,7 @@ from .conv_transposed import ConvTransposedRecipe
 from .convolution import ConvolutionRecipe
 from .diagonal import DiagonalRecipe
 from .elementwise import ElementwiseRecipe
+from .fused import FusedRecipe
 from .losses import LossRecipe
 from .matmul import MatmulRecipe
 from .norms import NormRecipe
@@ -35,6 +36,7 @@ RECIPES: tuple[Recipe, ...] = (
     DiagonalRecipe(),
     ReductionRecipe(),
     ElementwiseRecipe(),
+    FusedRecipe(),  # level 2: a GEMM and its chain; last, so every level-1 task keeps its own family
 )
 
 

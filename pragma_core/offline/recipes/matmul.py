@@ -31,18 +31,23 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, TypeGuard
 
+import attrs
+
 from ..graph import Node, OpGraph, Ref
 from ..modules import candidate_module, forward_argument, param_expr
 from ..recipe import GenerationContext, Knob, Match
 from ._matmul_kernels import matmul_kernel
 from .elementwise import c_float, elementwise_expression
 
-__all__ = ["MatmulRecipe"]
+__all__ = ["MatmulRecipe", "epilogue_lines", "saved_value"]
 
 _PRODUCTS = ("matmul", "mm", "bmm", "linear", "einsum")
 _TRIANGLES = ("triu", "tril")
 _SWAPS = ("transpose", "swapaxes", "swapdims")
 _FLOAT32 = "torch.float32"
+_EXTRA_INDEX = {"scalar": "0", "column": "j", "full": "x"}
+"""How an extra tensor of the epilogue is indexed: one element, output column ``j``, or the
+output's flat element ``x`` (fusion tails only)."""
 
 
 def _is_float32(node: Node | None) -> TypeGuard[Node]:
@@ -139,13 +144,44 @@ def _c_operands(operands: list[Any], extras: list[dict[str, Any]], offset: int) 
     for operand in operands:
         if operand == "v":
             expressions.append("v")
+        elif "step" in operand:  # an earlier value of an epilogue DAG, saved when it was computed
+            expressions.append(saved_value(operand["step"]))
         elif "const" in operand:
             expressions.append(c_float(operand["const"]))
+        elif operand == "u":  # a fusion stage's input at this element
+            expressions.append("u")
         else:
             index = operand["extra"] + offset
-            column = extras[index]["broadcast"] == "column" if index < len(extras) else False
-            expressions.append(f"e{index}[{'j' if column else '0'}]")
+            broadcast = extras[index]["broadcast"] if index < len(extras) else "scalar"
+            expressions.append(f"e{index}[{_EXTRA_INDEX[broadcast]}]")
     return expressions
+
+
+def saved_value(step: int) -> str:
+    """The C name of an epilogue step's result that a later step reads (-1: the epilogue's input)."""
+    return "t_in" if step < 0 else f"t{step}"
+
+
+def epilogue_lines(steps: Any, extras: list[dict[str, Any]], graph: OpGraph, fast: bool, offset: int) -> list[str]:
+    """The C statements applying epilogue ``steps`` to ``v``: each step ``v = expression;``; a DAG's
+    step whose result a later step reads as ``{"step": k}`` is saved as ``t{k}`` (a chain saves
+    nothing). A step's ``op`` overrides the traced one (``torch.min(a, b)`` is ``minimum``)."""
+    read = {
+        operand["step"]
+        for step in steps
+        for operand in step["operands"]
+        if isinstance(operand, dict) and "step" in operand
+    }
+    lines = ["const float t_in = v;"] if -1 in read else []
+    for index, step in enumerate(steps):
+        node = graph[step["name"]]
+        if "op" in step and step["op"] != node.op:
+            node = attrs.evolve(node, op=step["op"])
+        expression = elementwise_expression(node, _c_operands(step["operands"], extras, offset), fast)
+        lines.append(f"v = {expression};  // {node.op}")
+        if index in read:
+            lines.append(f"const float {saved_value(index)} = v;")
+    return lines
 
 
 def _expression(operand: Mapping[str, Any], arguments: list[str]) -> str:
@@ -399,10 +435,7 @@ static inline float load_b(const float* __restrict__ b, int64_t k, int64_t j, in
         offset = 1 if facts["bias"] else 0
         parameters = "".join(f", const float* __restrict__ e{i}" for i in range(len(extras)))
         lines = ["v = v + e0[j];  // bias"] if facts["bias"] else []
-        for step in facts["steps"]:
-            node = graph[step["name"]]
-            expression = elementwise_expression(node, _c_operands(step["operands"], extras, offset), fast)
-            lines.append(f"v = {expression};  // {node.op}")
+        lines += epilogue_lines(facts["steps"], extras, graph, fast, offset)
         body = "\n".join("    " + line for line in [*lines, "return v;"])
         return f"""// The fused epilogue of output column j.
 static inline __attribute__((always_inline)) float epilogue(float v, int64_t j{parameters}) {{
