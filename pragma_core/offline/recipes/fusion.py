@@ -178,8 +178,8 @@ class _Planner:
     def _place(self, node: Node) -> None:
         if node.op in _ALIASES or (node.op == "getattr" and node.args[1:] == ("values",)):
             self._alias(node)
-        elif node.op == "getitem" and len(node.args) == 2 and node.args[1] == 0 and self._is_stage_result(node):
-            self.alias[node.name] = self._resolve(node.args[0]) or ""
+        elif node.op == "getitem" and node.args[1:] == (0,) and self._is_stage_result(node):
+            self.alias[node.name] = self.value  # torch.max(x, dim)[0]: the values
         elif node.op == "dropout" or node.op == "feature_dropout":
             raise NotRecognized(f"it computes dropout ({node.name}) in training mode, which is random")
         elif self._elementwise(node):
