@@ -20,17 +20,9 @@ panel's tile is first stored.
 
 from __future__ import annotations
 
-from ._matmul_kernels import micro_kernel_source
+from ._matmul_kernels import micro_kernel_source, register_columns
 
 __all__ = ["conv_gemm_source"]
-
-_SCALAR_COLUMNS = 4
-"""NR of the scalar micro-kernel (``simd`` off): four independent sums per row."""
-
-_VECTORS_PER_ROW = 2
-"""NR of the vector micro-kernel in machine vectors, as in the matmul recipe: an MR x 2 vector tile
-leaves registers for the two loads and the broadcast."""
-
 
 _RUN_COLUMNS = 24
 """Output row length from which patches pack by runs (a row's input copied at once) rather than
@@ -47,7 +39,7 @@ def conv_gemm_source(*, parallel: bool, simd: bool, rows: int, columns: int, sig
 
 def _namespace(simd: bool, rows: int, columns: int) -> str:
     width, micro = micro_kernel_source(simd)
-    nr = f"{_VECTORS_PER_ROW} * VW" if simd else str(_SCALAR_COLUMNS)
+    nr = register_columns(simd)
     return f"""
 #include <unistd.h>
 

@@ -16,12 +16,15 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["matmul_kernel", "micro_kernel_source"]
+__all__ = ["register_columns", "matmul_kernel", "micro_kernel_source"]
 
 # block knob -> cache tiles (rows of A per tile, columns of B per tile, K panel depth).
 _TILES = {32: (32, 128, 128), 64: (64, 256, 256), 128: (128, 256, 256), 256: (256, 512, 256)}
-_VECTORS_PER_ROW = 2  # NR = 2 machine vectors in the vector micro-kernel
-_SCALAR_COLUMNS = 4  # NR of the scalar micro-kernel
+_VECTORS_PER_ROW = 2
+"""NR of the vector micro-kernel in machine vectors at most: an MR x 2 vector tile leaves registers
+for the loads and the broadcast (fewer where MR rows of two would not fit the registers)."""
+_SCALAR_COLUMNS = 4
+"""NR of the scalar micro-kernel: four independent sums per row."""
 
 
 def matmul_kernel(
@@ -190,7 +193,7 @@ def _blocked_kernel(
     """Cache tiles with packed panels and an ``MR x NR`` register-blocked micro-kernel."""
     mb, nb, kc = _TILES[block]
     mr = accumulators
-    nr = f"{_VECTORS_PER_ROW} * VW" if simd else str(_SCALAR_COLUMNS)
+    nr = register_columns(simd)
     width, micro = micro_kernel_source(simd)
     return f"""{width}
 constexpr int64_t MR = {mr}, NR = {nr};              // register tile
@@ -206,6 +209,16 @@ constexpr int64_t MB = {mb}, NB = {nb}, KC = {kc};  // cache tile: rows, columns
 """
 
 
+def register_columns(simd: bool) -> str:
+    """The C++ expression of the register tile's width NR (after ``MR`` in the same declaration):
+    two machine vectors where ``MR`` rows of them, their loads and a broadcast fit the vector
+    registers (``MR * NV + NV + 1 <= NREG``), else one, so a tall tile (8 rows on AVX2's 16
+    registers) never spills; four columns in the scalar kernel."""
+    if not simd:
+        return str(_SCALAR_COLUMNS)
+    return f"std::min<int64_t>({_VECTORS_PER_ROW}, (NREG - 1) / (MR + 1)) * VW"
+
+
 def micro_kernel_source(simd: bool) -> tuple[str, str]:
     """The register tile's width definitions (VW, with ``simd``) and its micro-kernel, vector or scalar:
     ``micro_kernel(ap, bp, kc, tile)`` sets the ``MR x NR`` tile (the caller defines ``MR`` and ``NR``)
@@ -213,11 +226,11 @@ def micro_kernel_source(simd: bool) -> tuple[str, str]:
     if simd:
         width = """// VW: floats in one vector register of the machine compiling this (-march=native).
 #if defined(__AVX512F__)
-constexpr int64_t VW = 16;
+constexpr int64_t VW = 16, NREG = 32;  // and the vector registers
 #elif defined(__AVX__)
-constexpr int64_t VW = 8;
+constexpr int64_t VW = 8, NREG = 16;
 #else
-constexpr int64_t VW = 4;
+constexpr int64_t VW = 4, NREG = 16;
 #endif"""
         micro = """typedef float vfloat __attribute__((vector_size(4 * VW)));
 constexpr int64_t NV = NR / VW;  // vectors per row of the register tile

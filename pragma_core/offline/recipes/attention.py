@@ -19,13 +19,11 @@ from typing import Any
 from ..graph import Node, OpGraph, Ref
 from ..modules import candidate_module, forward_argument
 from ..recipe import GenerationContext, Knob, Match
-from ._matmul_kernels import micro_kernel_source
+from ._matmul_kernels import micro_kernel_source, register_columns
 
 __all__ = ["AttentionRecipe"]
 
 _FLOAT32 = "torch.float32"
-_VECTORS_PER_ROW = 2  # NR = 2 machine vectors, as in the matrix product's micro-kernel
-_SCALAR_COLUMNS = 4  # NR of the scalar micro-kernel
 
 
 def _float32_input(node: Node | None) -> bool:
@@ -157,7 +155,7 @@ def _row_kernel(header: str, parallel: bool, simd: bool) -> str:
 def _tiled_kernel(header: str, parallel: bool, simd: bool, rows: int, block: int, key_tile: int) -> str:
     """Query blocks x key tiles with a running softmax; both products on the register micro-kernel."""
     width, micro = micro_kernel_source(simd)
-    nr = f"{_VECTORS_PER_ROW} * VW" if simd else str(_SCALAR_COLUMNS)
+    nr = register_columns(simd)
     omp = "#pragma omp parallel" if parallel else ""
     omp_for = "#pragma omp for schedule(dynamic, 1)" if parallel else ""
     vector = "#pragma omp simd" if simd else ""
