@@ -347,10 +347,10 @@ def _plot_families(summaries: dict[str, dict[str, dict[str, Any]]], path: Path) 
     counts = {
         family: max(summary.get(family, {}).get("tasks", 0) for summary in summaries.values()) for family in families
     }
-    axis.set_xticks(range(len(families)), [f"{f}\n{counts[f]} tasks" for f in families], fontsize=8)
+    axis.set_xticks(range(len(families)), [f"{f} ({counts[f]})" for f in families], rotation=30, ha="right", fontsize=8)
     axis.set_ylabel("geometric mean speedup over eager (95% CI)")
     axis.set_title(
-        "KernelBench on this CPU, per recipe family\nbars: the offline loop's best; dashes: torch.compile",
+        "KernelBench on this CPU, per recipe family\nbars: the offline loop's best; dashes: torch.compile; (tasks)",
         fontsize=10,
     )
     axis.legend(fontsize=8)
