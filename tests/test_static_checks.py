@@ -306,12 +306,18 @@ def test_hand_written_honest_candidates_are_not_rejected(path):
 
 
 # KernelBench's own files for the families no bundled task shows (diagonal and 4-D products, batch
-# norm, group norm, a transposed convolution, attention), where the KernelBench tree is beside the clone.
-_KERNELBENCH_ONLY = ("11_", "12_", "33_", "35_", "64_", "97_")
+# norm, group norm, a transposed convolution, attention; a GEMM fused with norm and softmax stages),
+# where the KernelBench tree is beside the clone.
+_KERNELBENCH_ONLY = {"level1": ("11_", "12_", "33_", "35_", "64_", "97_"), "level2": ("84_",)}
 TASK_FILES = (
     sorted((REPO / "tests" / "data" / "offline_tasks").rglob("*.py"))
     + sorted(EXAMPLES.rglob("*.py"))
-    + sorted(path for path in (KERNELBENCH / "level1").glob("*.py") if path.name.startswith(_KERNELBENCH_ONLY))
+    + sorted(
+        path
+        for level, prefixes in _KERNELBENCH_ONLY.items()
+        for path in (KERNELBENCH / level).glob("*.py")
+        if path.name.startswith(prefixes)
+    )
 )
 
 
