@@ -18,9 +18,8 @@ from ..graph import NotRecognized, OpGraph
 from ..modules import candidate_module, forward_argument, param_expr
 from ..recipe import GenerationContext, Knob, Match
 from ._fused_kernels import pointwise_source, stage_source
-from ._matmul_kernels import matmul_kernel
 from .fusion import FusionPlan, Segment, Stage, plan_fusion
-from .matmul import MatmulRecipe, epilogue_lines
+from .matmul import MatmulRecipe, epilogue_lines, product_source
 
 __all__ = ["FusedRecipe"]
 
@@ -50,15 +49,16 @@ class FusedRecipe:
         epilogue_extras = list(plan.epilogue.extras) if fused else []
         gemm_extras = ([{**facts["bias"], "broadcast": "column"}] if facts["bias"] else []) + epilogue_extras
         parts = [
-            "#include <algorithm>",
-            "#include <cmath>",
-            "#include <cstdint>",
-            "#include <cstdlib>",
-            "#include <omp.h>",
-            "",
-            MatmulRecipe._loads(facts),  # noqa: SLF001 - the matmul recipe's own kernel pieces
-            MatmulRecipe._epilogue_function(facts, gemm_extras, graph, fast),  # noqa: SLF001
-            matmul_kernel(facts, parallel, simd, int(knobs["accumulators"]), int(knobs["block"]), len(gemm_extras)),
+            product_source(
+                facts,
+                gemm_extras,
+                graph,
+                fast=fast,
+                parallel=parallel,
+                simd=simd,
+                accumulators=int(knobs["accumulators"]),
+                block=int(knobs["block"]),
+            )
         ]
         if not fused and plan.epilogue.steps:
             parts.append(_tail_function("tail_e", plan.epilogue, graph, fast))

@@ -39,7 +39,7 @@ from ..recipe import GenerationContext, Knob, Match
 from ._matmul_kernels import matmul_kernel
 from .elementwise import c_float, elementwise_expression
 
-__all__ = ["MatmulRecipe", "epilogue_lines", "saved_value"]
+__all__ = ["MatmulRecipe", "epilogue_lines", "saved_value", "product_source"]
 
 _PRODUCTS = ("matmul", "mm", "bmm", "linear", "einsum")
 _TRIANGLES = ("triu", "tril")
@@ -187,6 +187,35 @@ def epilogue_lines(steps: Any, extras: list[dict[str, Any]], graph: OpGraph, fas
 def _expression(operand: Mapping[str, Any], arguments: list[str]) -> str:
     """The Python expression of an operand in ``forward``."""
     return param_expr(operand["param"]) if "param" in operand else arguments[operand["input"]]
+
+
+def product_source(
+    facts: Mapping[str, Any],
+    extras: list[dict[str, Any]],
+    graph: OpGraph,
+    *,
+    fast: bool,
+    parallel: bool,
+    simd: bool,
+    accumulators: int,
+    block: int,
+) -> str:
+    """The C++ of a matrix product with ``facts`` (operands, layout, epilogue ``steps``) and the
+    epilogue's ``extras``: headers, the operand loads, the epilogue and the ``matmul`` entry point;
+    a fused level-2 module appends its stages after it."""
+    return "\n".join(
+        [
+            "#include <algorithm>",
+            "#include <cmath>",
+            "#include <cstdint>",
+            "#include <cstdlib>",
+            "#include <omp.h>",
+            "",
+            MatmulRecipe._loads(facts),
+            MatmulRecipe._epilogue_function(facts, extras, graph, fast),
+            matmul_kernel(facts, parallel, simd, accumulators, block, len(extras)),
+        ]
+    )
 
 
 class MatmulRecipe:
@@ -390,18 +419,15 @@ class MatmulRecipe:
         accumulators, block = int(knobs["accumulators"]), int(knobs["block"])
         fast = bool(knobs["fast_math"])
         extras = ([{**facts["bias"], "broadcast": "column"}] if facts["bias"] else []) + list(facts["extras"])
-        cpp = "\n".join(
-            [
-                "#include <algorithm>",
-                "#include <cmath>",
-                "#include <cstdint>",
-                "#include <cstdlib>",
-                "#include <omp.h>",
-                "",
-                self._loads(facts),
-                self._epilogue_function(facts, extras, context.graph, fast),
-                matmul_kernel(facts, parallel, simd, accumulators, block, len(extras)),
-            ]
+        cpp = product_source(
+            facts,
+            extras,
+            context.graph,
+            fast=fast,
+            parallel=parallel,
+            simd=simd,
+            accumulators=accumulators,
+            block=block,
         )
         flags = (["-ffast-math"] if fast else []) + ([] if simd else ["-fno-tree-vectorize"])
         return candidate_module(
