@@ -19,7 +19,7 @@ from ..modules import candidate_module, forward_argument, param_expr
 from ..recipe import GenerationContext, Knob, Match
 from ._fused_kernels import pointwise_source, stage_source
 from .fusion import FusionPlan, Segment, Stage, plan_fusion
-from .matmul import MatmulRecipe, epilogue_lines, product_source
+from .matmul import MatmulRecipe, epilogue_lines, operand_expression, product_sizes, product_source
 
 __all__ = ["FusedRecipe"]
 
@@ -113,10 +113,6 @@ def _tail_function(name: str, segment: Segment, graph: OpGraph, fast: bool) -> s
 """
 
 
-def _tensor(extra: Mapping[str, Any], arguments: list[str]) -> str:
-    return param_expr(extra["param"]) if "param" in extra else arguments[extra["input"]]
-
-
 def _stage_arguments(stage: Stage) -> str:
     """The stage's own arguments after ``R, N`` (see :func:`stage_source`)."""
     options = stage.options
@@ -138,19 +134,7 @@ def _stage_arguments(stage: Stage) -> str:
 def _forward(
     plan: FusionPlan, facts: Mapping[str, Any], extras: list[dict[str, Any]], fused: bool, arguments: list[str]
 ) -> str:
-    lines = [
-        f"a_ = {_tensor(facts['a'], arguments)}.contiguous()",
-        f"b_ = {_tensor(facts['b'], arguments)}.contiguous()",
-    ]
-    lines += [f"e{i}_ = {_tensor(extra, arguments)}.contiguous()" for i, extra in enumerate(extras)]
-    if facts["a"]["transposed"]:
-        lines.append("K, M = a_.shape[-2], a_.shape[-1]")
-    elif facts["layout"] == "batched":
-        lines.append("M, K = a_.shape[-2], a_.shape[-1]")
-    else:
-        lines += ["K = a_.shape[-1]", "M = a_.numel() // K"]
-    lines.append("N = b_.shape[-2]" if facts["b"]["transposed"] else "N = b_.shape[-1]")
-    lines.append("batch = a_.numel() // (M * K)" if facts["layout"] == "batched" else "batch = 1")
+    lines = product_sizes(facts, extras, arguments)
     lines.append("R = batch * M")
     stages = plan.stages
     final = str(tuple(plan.out_shape))
@@ -186,4 +170,4 @@ def _forward(
 
 
 def _segment_arguments(segment: Segment, arguments: list[str]) -> str:
-    return "".join(f", {_tensor(extra, arguments)}.contiguous()" for extra in segment.extras)
+    return "".join(f", {operand_expression(extra, arguments)}.contiguous()" for extra in segment.extras)

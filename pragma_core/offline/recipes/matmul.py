@@ -39,7 +39,7 @@ from ..recipe import GenerationContext, Knob, Match
 from ._matmul_kernels import matmul_kernel
 from .elementwise import c_float, elementwise_expression
 
-__all__ = ["MatmulRecipe", "epilogue_lines", "saved_value", "product_source"]
+__all__ = ["MatmulRecipe", "epilogue_lines", "saved_value", "product_source", "product_sizes", "operand_expression"]
 
 _PRODUCTS = ("matmul", "mm", "bmm", "linear", "einsum")
 _TRIANGLES = ("triu", "tril")
@@ -184,9 +184,29 @@ def epilogue_lines(steps: Any, extras: list[dict[str, Any]], graph: OpGraph, fas
     return lines
 
 
-def _expression(operand: Mapping[str, Any], arguments: list[str]) -> str:
+def operand_expression(operand: Mapping[str, Any], arguments: list[str]) -> str:
     """The Python expression of an operand in ``forward``."""
     return param_expr(operand["param"]) if "param" in operand else arguments[operand["input"]]
+
+
+def product_sizes(facts: Mapping[str, Any], extras: list[dict[str, Any]], arguments: list[str]) -> list[str]:
+    """The lines of ``forward`` that make the operands contiguous (``a_``, ``b_``, ``e0_``...) and
+    read the product's sizes from them at run time: ``M``, ``N``, ``K`` and ``batch``."""
+    lines = [f"a_ = {operand_expression(facts['a'], arguments)}.contiguous()"]
+    lines.append(f"b_ = {operand_expression(facts['b'], arguments)}.contiguous()")
+    lines += [f"e{i}_ = {operand_expression(extra, arguments)}.contiguous()" for i, extra in enumerate(extras)]
+    if facts["a"]["transposed"]:
+        lines.append("K, M = a_.shape[-2], a_.shape[-1]")
+    elif facts["layout"] == "batched":
+        lines.append("M, K = a_.shape[-2], a_.shape[-1]")
+    else:
+        lines += ["K = a_.shape[-1]", "M = a_.numel() // K"]
+    if facts["b_vector"]:
+        lines.append("N = 1")
+    else:
+        lines.append("N = b_.shape[-2]" if facts["b"]["transposed"] else "N = b_.shape[-1]")
+    lines.append("batch = a_.numel() // (M * K)" if facts["layout"] == "batched" else "batch = 1")
+    return lines
 
 
 def product_source(
@@ -471,27 +491,10 @@ static inline __attribute__((always_inline)) float epilogue(float v, int64_t j{p
 
     @staticmethod
     def _forward(facts: Mapping[str, Any], extras: list[dict[str, Any]], arguments: list[str]) -> str:
-        a, b = _expression(facts["a"], arguments), _expression(facts["b"], arguments)
-        lines = [f"a_ = {a}.contiguous()", f"b_ = {b}.contiguous()"]
-        lines += [f"e{i}_ = {_expression(extra, arguments)}.contiguous()" for i, extra in enumerate(extras)]
-        if facts["a"]["transposed"]:
-            lines.append("K, M = a_.shape[-2], a_.shape[-1]")
-        elif facts["layout"] == "batched":
-            lines.append("M, K = a_.shape[-2], a_.shape[-1]")
-        else:
-            lines.append("K = a_.shape[-1]")
-            lines.append("M = a_.numel() // K")
-        if facts["b_vector"]:
-            lines.append("N = 1")
-        elif facts["b"]["transposed"]:
-            lines.append("N = b_.shape[-2]")
-        else:
-            lines.append("N = b_.shape[-1]")
+        lines = product_sizes(facts, extras, arguments)
         if facts["layout"] == "batched":
-            lines.append("batch = a_.numel() // (M * K)")
             shape = "(*a_.shape[:-2], M, N)"
         else:
-            lines.append("batch = 1")
             if facts["b_vector"]:
                 shape = "(*a_.shape[:-2], M)" if facts["a"]["transposed"] else "tuple(a_.shape[:-1])"
             else:
