@@ -86,24 +86,32 @@ static inline void put(float* __restrict__ bp, int64_t kc, int64_t k, int64_t c,
     }}
 }}
 
+// A row k of the patches: its input channel and taps, found once for a panel's first row and then
+// stepped row by row (no divisions per row).
+struct Tap {{
+    int64_t ic, kd, kh, kw;
+    Tap(const Conv& p, int64_t k)
+        : ic(k / (p.KW * p.KH * p.KD)), kd(k / (p.KW * p.KH) % p.KD), kh(k / p.KW % p.KH), kw(k % p.KW) {{}}
+    void next(const Conv& p) {{
+        if (++kw < p.KW) return;
+        kw = 0;
+        if (++kh < p.KH) return;
+        kh = 0;
+        if (++kd < p.KD) return;
+        kd = 0;
+        ++ic;
+    }}
+}};
+
 // Rows [k0, k0 + kc) of group g's patches for the runs of a work item, into NR-wide strips (the
 // columns past ``width`` up to a whole strip are zero).
 static void pack_patches(const Conv& p, const float* __restrict__ x, int64_t g, const Run* runs, int64_t nruns,
                          int64_t width, int64_t k0, int64_t kc, float* __restrict__ bp) {{
     const int64_t Cg = p.C / p.G;
-    // Row k0's input channel and taps, then stepped row by row (no divisions per row).
-    int64_t kw = k0 % p.KW, kh = k0 / p.KW % p.KH, kd = k0 / (p.KW * p.KH) % p.KD, ic = k0 / (p.KW * p.KH * p.KD);
+    Tap t(p, k0);
     for (int64_t k = 0; k < kc; ++k) {{
-        if (k > 0 && ++kw == p.KW) {{
-            kw = 0;
-            if (++kh == p.KH) {{
-                kh = 0;
-                if (++kd == p.KD) {{
-                    kd = 0;
-                    ++ic;
-                }}
-            }}
-        }}
+        if (k > 0) t.next(p);
+        const int64_t ic = t.ic, kd = t.kd, kh = t.kh, kw = t.kw;
         for (int64_t i = 0; i < nruns; ++i) {{
             const Run& run = runs[i];
             const int64_t id = run.od * p.SD - p.PD + kd * p.DD, ih = run.oh * p.SH - p.PH + kh * p.DH;
@@ -136,22 +144,14 @@ struct Corners {{ int64_t *at, *d, *h, *w; }};
 static void pack_gathered(const Conv& p, const float* __restrict__ x, const Corners& corner, int64_t padded,
                           int64_t k0, int64_t kc, float* __restrict__ bp) {{
     const int64_t plane = p.H * p.W, volume = p.D * plane;
-    int64_t kw = k0 % p.KW, kh = k0 / p.KW % p.KH, kd = k0 / (p.KW * p.KH) % p.KD, ic = k0 / (p.KW * p.KH * p.KD);
+    Tap t(p, k0);
     const int64_t* __restrict__ at = corner.at;
     const int64_t* __restrict__ cd = corner.d;
     const int64_t* __restrict__ ch = corner.h;
     const int64_t* __restrict__ cw = corner.w;
     for (int64_t k = 0; k < kc; ++k) {{
-        if (k > 0 && ++kw == p.KW) {{
-            kw = 0;
-            if (++kh == p.KH) {{
-                kh = 0;
-                if (++kd == p.KD) {{
-                    kd = 0;
-                    ++ic;
-                }}
-            }}
-        }}
+        if (k > 0) t.next(p);
+        const int64_t ic = t.ic, kd = t.kd, kh = t.kh, kw = t.kw;
         const int64_t dd = kd * p.DD, dh = kh * p.DH, dw = kw * p.DW;
         const int64_t delta = ic * volume + dd * plane + dh * p.W + dw;
         for (int64_t s = 0; s < padded; s += NR) {{
