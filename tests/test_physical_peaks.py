@@ -85,15 +85,26 @@ def test_the_compiler_emits_fused_multiply_adds_here():
 def test_stream_arrays_reach_beyond_the_cache_and_fit_in_half_of_it(monkeypatch):
     llc = 32 * MiB
     assert last_level_cache_bytes(EPYC) == llc
-    monkeypatch.setattr(physical_peaks, "_available_memory_bytes", lambda: 64 << 30)
+    monkeypatch.setattr(physical_peaks, "_memory_bytes", lambda: 64 << 30)
     assert dram_array_bytes(EPYC) == DRAM_CACHE_MULTIPLE * llc
     small = attrs.evolve(EPYC, l3_bytes=4 * MiB, l3_total_bytes=4 * MiB)
     assert dram_array_bytes(small) == DRAM_MIN_ARRAY_BYTES
-    monkeypatch.setattr(physical_peaks, "_available_memory_bytes", lambda: 1 << 30)
+    monkeypatch.setattr(physical_peaks, "_memory_bytes", lambda: 1 << 30)
     assert dram_array_bytes(EPYC) == (1 << 30) // (3 * MEMORY_SHARE) // MiB * MiB  # the memory caps it
-    assert 3 * (cache_array_bytes(EPYC) or llc) <= llc // CACHE_SHARE
-    unknown = attrs.evolve(EPYC, l2_bytes=None, l3_bytes=None, l3_total_bytes=None)
-    assert cache_array_bytes(unknown) is None
+
+
+def test_the_stream_arrays_do_not_follow_the_free_memory(monkeypatch, tmp_path):
+    """The arrays' size is part of what makes recorded peaks valid: read from the free memory, it
+    changed between two calls on a machine whose memory capped it (a 480 MiB L3), and every pragma
+    process measured the peaks again (minutes each, with 1.5 GB arrays)."""
+    meminfo = tmp_path / "meminfo"
+    monkeypatch.setattr(physical_peaks, "_MEMINFO", meminfo)
+    huge_cache = attrs.evolve(EPYC, l3_bytes=480 * MiB, l3_total_bytes=480 * MiB)
+    sizes = []
+    for available_kib in (20 << 20, 12 << 20):
+        meminfo.write_text(f"MemTotal: {24 << 20} kB\nMemFree: {available_kib} kB\nMemAvailable: {available_kib} kB\n")
+        sizes.append(dram_array_bytes(huge_cache))
+    assert sizes[0] == sizes[1] == (24 << 30) // (3 * MEMORY_SHARE) // MiB * MiB
 
 
 def test_timing_cpus_come_from_this_process_cpu_set():

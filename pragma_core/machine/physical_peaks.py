@@ -83,8 +83,10 @@ DRAM_CACHE_MULTIPLE = 4
 from memory."""
 DRAM_MIN_ARRAY_BYTES = 64 << 20
 """Each STREAM array is at least 64 MiB, whatever the caches say (STREAM's own rule of thumb)."""
-MEMORY_SHARE = 4
-"""The three STREAM arrays together take at most this fraction (1/4) of the memory available."""
+MEMORY_SHARE = 8
+"""The three STREAM arrays together take at most this fraction (1/8) of the machine's memory. Its
+installed memory, not what is free at the moment: the arrays' size is part of what makes recorded
+peaks valid, and a size that moved with the free memory made every run measure them again."""
 CACHE_SHARE = 2
 """The cache-resident arrays, all three together, fill at most this fraction (1/2) of the
 last-level cache, so they stay in it between sweeps."""
@@ -212,12 +214,12 @@ def last_level_cache_bytes(hardware: HardwareDescription) -> int | None:
 def dram_array_bytes(hardware: HardwareDescription) -> int:
     """Bytes of each STREAM array for a memory figure: :data:`DRAM_CACHE_MULTIPLE` times the
     last-level cache and at least :data:`DRAM_MIN_ARRAY_BYTES`, the three within
-    1/:data:`MEMORY_SHARE` of the memory available."""
+    1/:data:`MEMORY_SHARE` of the machine's memory: the same size on every call on one machine."""
     cache = last_level_cache_bytes(hardware) or 0
     wanted = max(DRAM_CACHE_MULTIPLE * cache, DRAM_MIN_ARRAY_BYTES)
-    available = _available_memory_bytes()
-    if available:
-        wanted = min(wanted, available // (3 * MEMORY_SHARE))
+    memory = _memory_bytes()
+    if memory:
+        wanted = min(wanted, memory // (3 * MEMORY_SHARE))
     return max(_MIB, wanted // _MIB * _MIB)
 
 
@@ -231,17 +233,19 @@ def cache_array_bytes(hardware: HardwareDescription) -> int | None:
 
 
 _MIB = 1 << 20
+_MEMINFO = Path("/proc/meminfo")
 
 
-def _available_memory_bytes() -> int | None:
+def _memory_bytes() -> int | None:
+    """The machine's installed memory (``MemTotal``), None where it cannot be read."""
     try:
-        for line in Path("/proc/meminfo").read_text().splitlines():
-            if line.startswith("MemAvailable:"):
+        for line in _MEMINFO.read_text().splitlines():
+            if line.startswith("MemTotal:"):
                 return int(line.split()[1]) * 1024
     except (OSError, ValueError, IndexError):
         pass
     try:
-        return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+        return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
     except (OSError, ValueError, AttributeError):
         return None
 
