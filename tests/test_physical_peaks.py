@@ -91,6 +91,9 @@ def test_stream_arrays_reach_beyond_the_cache_and_fit_in_half_of_it(monkeypatch)
     assert dram_array_bytes(small) == DRAM_MIN_ARRAY_BYTES
     monkeypatch.setattr(physical_peaks, "_memory_bytes", lambda: 1 << 30)
     assert dram_array_bytes(EPYC) == (1 << 30) // (3 * MEMORY_SHARE) // MiB * MiB  # the memory caps it
+    assert 3 * (cache_array_bytes(EPYC) or llc) <= llc // CACHE_SHARE
+    unknown = attrs.evolve(EPYC, l2_bytes=None, l3_bytes=None, l3_total_bytes=None)
+    assert cache_array_bytes(unknown) is None
 
 
 def test_the_stream_arrays_do_not_follow_the_free_memory(monkeypatch, tmp_path):
