@@ -50,9 +50,10 @@ def pytest_collection_modifyitems(config, items):
 def _one_cache_per_run(tmp_path_factory):
     """One pragma cache folder for the whole run, child processes and both xdist workers included,
     never the user's: a kernel built by one test is reused by every later one, and the machine's
-    peaks are measured once per thread count (on first need, by ``machine_peaks``), not once per
-    test, module or worker. The workers share it as two pragma processes share a user's cache (its
-    writers lock and rename). Tests about the cache itself give themselves a folder of their own."""
+    peaks are measured once per thread count (before the first test, or on first need:
+    ``_machine_peaks_measured_first``), not once per test, module or worker. The workers share it
+    as two pragma processes share a user's cache (its writers lock and rename). Tests about the
+    cache itself give themselves a folder of their own."""
     patch = pytest.MonkeyPatch()
     run_folder = tmp_path_factory.getbasetemp()
     if os.environ.get("PYTEST_XDIST_WORKER"):
@@ -62,6 +63,29 @@ def _one_cache_per_run(tmp_path_factory):
     patch.setenv("PRAGMA_CACHE_DIR", str(cache))
     yield cache
     patch.undo()
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _machine_peaks_measured_first(_one_cache_per_run, _one_timing_slot_per_test_process):
+    """With two test workers (``-n 2``), the machine's peaks at one thread and at all of them are
+    measured into the run's cache before any test, by the first worker while the other waits for
+    it: on a quiet machine. Measured on first need instead, they were measured beside the other
+    worker's tests, low, and a later process's quick check read 15% above them and measured them
+    again (seven times in one run of the core tests, 6-13 s each). One process alone (``make
+    check``, one file) measures them on first need, as a user's pragma does."""
+    if not os.environ.get("PYTEST_XDIST_WORKER"):
+        return
+    import fcntl
+
+    from pragma_core.machine.roofline import machine_peaks
+
+    done = _one_cache_per_run.parent / "peaks-measured-first"  # beside the cache, not in it
+    with open(done.with_suffix(".lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+        if not done.exists():
+            for threads in sorted({1, len(os.sched_getaffinity(0))}):
+                machine_peaks(threads)
+            done.touch()
 
 
 @pytest.fixture(scope="session", autouse=True)
