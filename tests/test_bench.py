@@ -315,42 +315,6 @@ def _snapshot(out: Path) -> dict[str, str]:
     }
 
 
-def test_a_bench_killed_mid_way_resumes_with_nothing_redone(tmp_path):
-    """Killed with the task's first attempt recorded and its second under way: the resume keeps the
-    recorded attempt and finishes."""
-    out = tmp_path / "killed"
-    key = f"level1/{TASKS[0]}"
-    command = [sys.executable, "-m", "pragma_core", "bench", str(EXAMPLES), *only(TASKS[0]), *TWO_ATTEMPTS]
-    command += ["--out", str(out)]
-    driver = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    deadline = time.monotonic() + 600
-    try:
-        while not any(out.glob("runs/unprofiled/*/*/attempt-01/attempt.json")):
-            assert driver.poll() is None, driver.stderr.read().decode()[-2000:]
-            assert time.monotonic() < deadline, "the bench never recorded its first attempt"
-            time.sleep(0.1)
-        os.kill(driver.pid, signal.SIGKILL)
-        driver.wait(30)
-    finally:
-        if driver.poll() is None:
-            driver.kill()
-    time.sleep(1.0)  # the worker dies with the driver (parent-death signal)
-    assert key not in (rows(out) if "unprofiled" in (out / "bench.json").read_text() else {})
-    attempts_before = _snapshot(out)
-    assert attempts_before
-
-    bench(*command[3:])
-    row = rows(out)[key]
-    assert row["status"] == "finished" and row["attempts"] == 2
-    assert json.loads((Path(row["run_dir"]) / "run.json").read_text())["settings"]["target_attainment"] == 3
-    snapshot = _snapshot(out)
-    assert all(snapshot[path] == digest for path, digest in attempts_before.items())  # no attempt redone
-    events = [json.loads(line) for line in (Path(row["run_dir"]) / "events.jsonl").read_text().splitlines()]
-    names = [event["event"] for event in events]
-    assert names.count("started") == 1 and "resumed" in names
-    assert [event.get("attempt") for event in events if event["event"] == "attempt_done"] == [1, 2]
-
-
 @SHARES_LOCAL_BENCH
 def test_the_same_bench_through_ray_gives_the_same_verdicts(local_bench, tmp_path):
     ray = pytest.importorskip("ray")
@@ -409,27 +373,59 @@ def pragma_register_llm_providers(register):
 """
 
 
-def test_a_task_stopped_by_an_outage_runs_again_on_resume_and_counts_its_tokens_and_cost(tmp_path, plugin_site):
-    """A priced stand-in model (the offline agents' answers through litellm, in the workers) that
-    is down for the first run: the task is an error row that is no result, run again on resume."""
+def test_a_task_stopped_by_an_outage_then_killed_mid_way_resumes_each_time_with_nothing_redone(tmp_path, plugin_site):
+    """One task, a priced stand-in model (the offline agents' answers through litellm, in the
+    workers) and three starts of the bench. The model is down for the first: the task is an error
+    row that is no result. The second runs it again and is killed (SIGKILL) with its first attempt
+    recorded and its second under way: it writes no row. The third keeps the recorded attempt,
+    finishes, and counts the model's tokens and cost. (The outage and the kill were two tests of two
+    starts each, each finishing and confirming the task: one run of the task serves both.)"""
     plugin_site.add("flaky_model", FLAKY_MODEL, entry_point="flaky")
     outage = tmp_path / "outage"
     outage.write_text("down")
-    out = tmp_path / "flaky"
+    out = tmp_path / "interrupted"
+    key = f"level1/{TASKS[0]}"
     env = os.environ | {"PYTHONPATH": str(plugin_site.root), "FLAKY_OUTAGE": str(outage)}
-    arguments = ["bench", str(EXAMPLES), *only(TASKS[0]), *FAST]
+    arguments = ["bench", str(EXAMPLES), *only(TASKS[0]), *TWO_ATTEMPTS]
     arguments += ["--provider", "flaky", "--model", "openai/gpt-4o-mini", "--out", str(out)]
     first = bench(*arguments, env=env)
     assert "stopped (run again when the bench is resumed): openai/gpt-4o-mini: the server" in first.stderr
-    assert rows(out)[f"level1/{TASKS[0]}"]["status"] == "error"
+    assert rows(out)[key]["status"] == "error"
     assert json.loads((out / "bench.json").read_text())["metrics"] == {}  # not a result: nothing to count
+
     outage.unlink()
+    driver = subprocess.Popen(
+        [sys.executable, "-m", "pragma_core", *arguments], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env
+    )
+    deadline = time.monotonic() + 600
+    try:
+        while not any(out.glob("runs/unprofiled/*/*/attempt-01/attempt.json")):
+            assert driver.poll() is None, driver.stderr.read().decode()[-2000:]
+            assert time.monotonic() < deadline, "the bench never recorded its first attempt"
+            time.sleep(0.1)
+        os.kill(driver.pid, signal.SIGKILL)
+        driver.wait(30)
+    finally:
+        if driver.poll() is None:
+            driver.kill()
+    time.sleep(1.0)  # the worker dies with the driver (parent-death signal)
+    assert rows(out)[key]["status"] == "error"  # the killed start wrote no row: the outage's stays
+    attempts_before = _snapshot(out)
+    assert attempts_before
+
     bench(*arguments, env=env)
-    row = rows(out)[f"level1/{TASKS[0]}"]
-    assert row["status"] == "finished" and row["model"] == "openai/gpt-4o-mini"
+    row = rows(out)[key]
+    assert row["status"] == "finished" and row["attempts"] == 2 and row["model"] == "openai/gpt-4o-mini"
     assert row["tokens"]["prompt"] > 100 and row["tokens"]["completion"] > 10
     assert row["cost_usd"] is not None and row["cost_usd"] > 0
     assert "Model use:" in (out / "report.md").read_text()
+    assert json.loads((Path(row["run_dir"]) / "run.json").read_text())["settings"]["target_attainment"] == 3
+    snapshot = _snapshot(out)
+    assert all(snapshot[path] == digest for path, digest in attempts_before.items())  # no attempt redone
+    events = [json.loads(line) for line in (Path(row["run_dir"]) / "events.jsonl").read_text().splitlines()]
+    names = [event["event"] for event in events]
+    assert names.count("started") == 1 and names.count("resumed") == 2
+    assert [event.get("attempt") for event in events if event["event"] == "attempt_done"] == [1, 2]
 
 
 def test_a_missing_model_key_stops_the_bench_before_anything_runs(tmp_path, capsys, monkeypatch):
