@@ -32,8 +32,17 @@ def pragma(*args: str, cwd: Path) -> subprocess.CompletedProcess:
     )
 
 
+def trace(capsys, run_dir: Path, *args: str) -> str:
+    """``pragma trace`` of a run folder, in this process (it reads records and runs nothing): its stdout."""
+    from pragma_core.cli import main
+
+    capsys.readouterr()
+    main(["trace", str(run_dir), *args])  # returns when it succeeds (exits only on an error)
+    return capsys.readouterr().out
+
+
 @pytest.mark.slow
-def test_optimize_without_a_model_runs_the_offline_agents(tmp_path):
+def test_optimize_without_a_model_runs_the_offline_agents(tmp_path, capsys):
     runs = tmp_path / "runs"
     done = pragma(
         "optimize",
@@ -64,10 +73,10 @@ def test_optimize_without_a_model_runs_the_offline_agents(tmp_path):
     first_knobs = read_marker(result.attempts[0].candidate.source)["knobs"]
     assert first_knobs["parallel"] is True and first_knobs["simd"] is True
     assert first_actions[0].startswith("set fast_math=true (from attempt 1)")
-    trace = pragma("trace", str(run_dir), cwd=tmp_path)
-    assert "kernel instructions per element" in trace.stdout and "action: set" in trace.stdout
-    assert "baseline: reference" in trace.stdout
-    document = json.loads(pragma("trace", str(run_dir), "--json", cwd=tmp_path).stdout)
+    shown = trace(capsys, run_dir)
+    assert "kernel instructions per element" in shown and "action: set" in shown
+    assert "baseline: reference" in shown
+    document = json.loads(trace(capsys, run_dir, "--json"))
     assert [row["attempt"] for row in document["attempts"]] == [a.number for a in result.attempts]
     assert document["attempts"][0]["guidance"]["actions"] == list(first_actions)
     assert document["baseline"]["reference"]["median_ms"] > 0
