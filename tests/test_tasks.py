@@ -179,6 +179,25 @@ def test_apply_sizes_handles_negative_and_annotated_constants():
     assert apply_sizes(source, {"a": 7, "b": 2.0}) == "a: int = 7\nb = 2.0\n"
 
 
+def test_one_name_of_a_chained_size_constant_can_change_alone(kernelbench):
+    # 16 of KernelBench's level-2 files write `height = width = 128`
+    source = "batch_size = 4\nheight = width = 128  # square\n"
+    assert size_constants(source) == {"batch_size": 4, "height": 128, "width": 128}
+    assert apply_sizes(source, {"height": 16}) == "batch_size = 4\nheight = 16; width = 128  # square\n"
+    assert apply_sizes(source, {"batch_size": 2}) == "batch_size = 2\nheight = width = 128  # square\n"
+    task = load_task(kernelbench / "level2" / "1_Conv2D_ReLU_BiasAdd.py", {"batch_size": 2, "height": 10, "width": 12})
+    assert task.analysis is not None and task.analysis.inputs[0].shape == (2, 64, 10, 12)
+
+
+def test_each_name_of_an_unpacked_size_tuple_is_a_size_constant(kernelbench):
+    # 29 of KernelBench's level-2 files write `depth, height, width = 16, 32, 32`
+    source = "depth, height, width = 16, 32, 32\n"
+    assert size_constants(source) == {"depth": 16, "height": 32, "width": 32}
+    assert apply_sizes(source, {"height": 8}) == "depth, height, width = 16, 8, 32\n"
+    task = load_task(kernelbench / "level2" / "100_ConvTranspose3d_Clamp_Min_Divide.py", {"depth": 4, "width": 5})
+    assert task.analysis is not None and task.analysis.inputs[0].shape == (16, 64, 4, 48, 5)
+
+
 def test_parse_size_assignments():
     assert parse_size_assignments(["batch_size=16", " dim = 64 "]) == {"batch_size": "16", "dim": "64"}
     for bad in ("batch_size", "=3", "batch_size=", "2x=3"):

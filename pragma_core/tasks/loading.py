@@ -180,6 +180,7 @@ def apply_sizes(source: str, sizes: Mapping[str, Any], *, path: Path | None = No
     and comments are kept. A list given for a tuple constant (as JSON stores it) is written as a tuple."""
     if not sizes:
         return source
+    source = _split_chains(source, set(sizes))
     nodes = _constant_nodes(parse(source), every=True)
     lines = source.splitlines(keepends=True)
     edits = []
@@ -196,6 +197,28 @@ def apply_sizes(source: str, sizes: Mapping[str, Any], *, path: Path | None = No
     return "".join(lines)
 
 
+def _split_chains(source: str, names: set[str]) -> str:
+    """``height = width = 128`` written as ``height = 128; width = 128`` (on its own line still) where
+    one of its names is to change, so each can take its own value."""
+    lines = source.splitlines(keepends=True)
+    chains = [
+        statement
+        for statement in parse(source).body
+        if isinstance(statement, ast.Assign)
+        and len(statement.targets) > 1
+        and all(isinstance(target, ast.Name) for target in statement.targets)
+        and names & {target.id for target in statement.targets}  # type: ignore[attr-defined]
+    ]
+    for statement in reversed(chains):
+        expression = ast.get_source_segment(source, statement.value)
+        text = "; ".join(f"{target.id} = {expression}" for target in statement.targets)  # type: ignore[attr-defined]
+        start, end = statement.lineno - 1, (statement.end_lineno or statement.lineno) - 1
+        head = lines[start][: _char_offset(lines[start], statement.col_offset)]
+        tail = lines[end][_char_offset(lines[end], statement.end_col_offset or 0) :]
+        lines[start : end + 1] = [head + text + tail]
+    return "".join(lines)
+
+
 def _source_text(value: Any, *, like: ast.expr) -> str:
     if isinstance(value, list) and isinstance(like, ast.Tuple):
         value = tuple(value)
@@ -205,23 +228,32 @@ def _source_text(value: Any, *, like: ast.expr) -> str:
 def _constant_nodes(module: ast.Module, *, every: bool = False) -> dict[str, Any]:
     """name -> (value, node) of the last assignment, or name -> [nodes] of all when ``every``."""
     found: dict[str, Any] = {}
+    pairs: list[tuple[ast.expr, ast.expr]] = []  # (target, value node)
     for statement in module.body:
-        if isinstance(statement, ast.Assign) and len(statement.targets) == 1:
-            target, value_node = statement.targets[0], statement.value
+        if isinstance(statement, ast.Assign):  # one name, or a chain: height = width = 128
+            pairs += [(target, statement.value) for target in statement.targets]
         elif isinstance(statement, ast.AnnAssign) and statement.value is not None:
-            target, value_node = statement.target, statement.value
+            pairs.append((statement.target, statement.value))
+    for target, value_node in pairs:
+        if (
+            isinstance(target, ast.Tuple)
+            and isinstance(value_node, ast.Tuple)
+            and len(target.elts) == len(value_node.elts)
+        ):
+            names = list(zip(target.elts, value_node.elts))  # depth, height, width = 16, 32, 32
         else:
-            continue
-        if not isinstance(target, ast.Name):
-            continue
-        try:
-            value = constant_value(value_node)
-        except ValueError:
-            continue
-        if every:
-            found.setdefault(target.id, []).append(value_node)
-        else:
-            found[target.id] = (value, value_node)
+            names = [(target, value_node)]
+        for name, node in names:
+            if not isinstance(name, ast.Name):
+                continue
+            try:
+                value = constant_value(node)
+            except ValueError:
+                continue
+            if every:
+                found.setdefault(name.id, []).append(node)
+            else:
+                found[name.id] = (value, node)
     return found
 
 
