@@ -174,8 +174,12 @@ def task_file(
 
 
 def unknown_chain(tmp_path: Path) -> Path:
-    """A task no recipe knows: a convolution with an activation after it, a chain the fusion planner
-    does not take yet (KernelBench level 2 is made of such chains)."""
+    """A task no recipe knows: a convolution whose channels are then sorted, an operator the fusion
+    planner does not place."""
     return task_file(
-        tmp_path, "conv_then_relu", "self.conv = nn.Conv2d(3, 8, 3)", "torch.relu(self.conv(x))", "(2, 3, 16, 16)"
+        tmp_path,
+        "conv_then_sort",
+        "self.conv = nn.Conv2d(3, 8, 3)",
+        "torch.sort(self.conv(x), dim=1).values",
+        "(2, 3, 16, 16)",
     )

@@ -1,41 +1,66 @@
-"""The fused recipe (KernelBench level 2, a GEMM and its chain): the fusion planner's plan of every
-GEMM-based file, the Coder's first candidate agreeing with the reference at a small size, the plain
-``passes`` version too, and the one clear line for what the planner does not place."""
+"""The fused recipes (KernelBench level 2: a GEMM, a convolution or a transposed convolution and its
+chain): the fusion planner's plan, every level-2 file's first candidate agreeing with the reference
+at two sizes (one module serves both: every size is read at run time), the plain ``passes`` version
+too, batch norm's running statistics, the sandboxed verifier, and the one clear line for what the
+planner does not place."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
+import torch
 
 from pragma_core import load_task
+from pragma_core.errors import TaskError
 from pragma_core.offline.coder import first_knobs, recognized
 from pragma_core.offline.graph import NotRecognized, trace_reference
 from pragma_core.offline.recipe import GenerationContext
-from pragma_core.offline.recipes.fused import FusedRecipe
 from pragma_core.offline.recipes.fusion import plan_fusion
 from pragma_core.offline.recipes.matmul import MatmulRecipe
 from pragma_core.records import Task
 from pragma_core.sizes.shrinking import shrink_task
+from pragma_core.tasks.loading import size_constants, task_namespace
+from pragma_core.verifier.inputs import construct, make_inputs
 
 from .conftest import KERNELBENCH
-from .offline_support import agrees_with_reference, verified_in_sandbox
-
-SMALL_BYTES = 64 * 1024
-"""What a task is shrunk to (as tests/test_kernelbench.py does): a few thousand elements."""
+from .offline_support import agrees_with_reference, task_file, verified_in_sandbox
 
 LEVEL2 = KERNELBENCH / "level2"
-GEMM_FILES = sorted(p.name for p in LEVEL2.glob("*.py") if "conv" not in p.name.lower()) if LEVEL2.is_dir() else []
+FILES = sorted(p.name for p in LEVEL2.glob("*.py")) if LEVEL2.is_dir() else []
 
 NOT_COVERED = {
-    "45_Gemm_Sigmoid_LogSumExp.py": "second matrix product",
-    "51_Gemm_Subtract_GlobalAvgPool_LogSumExp_GELU_ResidualAdd.py": "add .add. that broadcasts",
-    "66_Matmul_Dropout_Softmax.py": "nn.Dropout",  # training mode: random, no match to draw
-    "75_Gemm_GroupNorm_Min_BiasAdd.py": "add .add. that broadcasts",
+    "66_Matmul_Dropout_Softmax.py": r"dropout \(dropout\) in training mode, which is random",
+    "83_Conv3d_GroupNorm_Min_Clamp_Dropout.py": r"dropout \(dropout\) in training mode, which is random",
 }
-"""Files the planner does not place, and the words its one line names the operator with."""
+"""Files no kernel can match (a model built for the verifier is in training mode: its dropout draws
+a random mask), and the words their one line says it with."""
+
+_SPATIAL = ("height", "width", "depth", "H", "W", "D", "length", "seq_len", "in_features", "input_size")
 
 
-def small(name: str) -> Task:
-    return shrink_task(load_task(LEVEL2 / name), SMALL_BYTES, intensity_kept=0.0).task
+def sizes(path: Path, second: bool = False) -> dict[str, int]:
+    """Small sizes for a level-2 file: a batch of 2 (3 for the second set), its spatial constants 4
+    to 12 and its feature counts about 40 (others for the second set), channels as written."""
+    names = set(size_constants(path.read_text()))
+    chosen = {"batch_size": 3 if second else 2}
+    for offset, name in enumerate(_SPATIAL):
+        if name in names:
+            base = 4 if name in ("depth", "D") else 40 if "features" in name or "size" in name else 9
+            chosen[name] = base + (2 if second else 0) + offset % 2
+    return chosen
+
+
+def small(name: str, second: bool = False) -> Task:
+    """The file at :func:`sizes`; where its forward needs a size as written (a LayerNorm over the
+    last dim, sized to the channels), that size is left as written."""
+    chosen = sizes(LEVEL2 / name, second)
+    for kept in [None, *reversed(chosen)]:
+        try:
+            return load_task(LEVEL2 / name, {k: v for k, v in chosen.items() if k != kept})
+        except TaskError:
+            continue
+    raise AssertionError(f"{name}: no small sizes its forward accepts")
 
 
 def _module(task: Task, knobs: dict | None = None) -> str:
@@ -44,26 +69,37 @@ def _module(task: Task, knobs: dict | None = None) -> str:
     return recipe.generate(match, chosen, GenerationContext(graph=graph, task_source=task.source, task_key=task.key))
 
 
-@pytest.mark.parametrize("name", GEMM_FILES)
-def test_each_gemm_level2_files_first_candidate_agrees_or_is_named_not_covered(kernelbench, name):
+def _family(name: str, graph) -> str:
+    if MatmulRecipe().match(graph) is not None:
+        return "matmul"  # a plain chain after the product stays the matmul recipe's epilogue
+    lower = name.lower()
+    return "fused_conv_transposed" if "convtranspose" in lower else "fused_conv" if "conv" in lower else "fused_gemm"
+
+
+@pytest.mark.parametrize("name", FILES)
+def test_each_level2_files_first_candidate_agrees_at_two_sizes_or_is_named_not_covered(kernelbench, name):
     task = small(name)
     if name in NOT_COVERED:
         with pytest.raises(NotRecognized, match=NOT_COVERED[name]):
-            plan_fusion(trace_reference(task))
+            recognized(task)
         return
     recipe, _match, graph = recognized(task)
-    # a plain chain after the product stays the matmul recipe's (its epilogue); the rest is fused_gemm's
-    assert recipe.family == ("matmul" if MatmulRecipe().match(graph) is not None else "fused_gemm")
-    agrees_with_reference(task, _module(task))
+    assert recipe.family == _family(name, graph)
+    source = _module(task)
+    agrees_with_reference(task, source)
+    agrees_with_reference(small(name, second=True), source)  # the same module at other sizes
 
 
 @pytest.mark.parametrize(
     "name",
     [
-        "22_Matmul_Scale_ResidualAdd_Clamp_LogSumExp_Mish.py",  # DAG epilogue, a reduction with a tail
-        "33_Gemm_Scale_BatchNorm.py",  # batch norm in training mode
+        "22_Matmul_Scale_ResidualAdd_Clamp_LogSumExp_Mish.py",  # a DAG epilogue, a reduction with a tail
+        "33_Gemm_Scale_BatchNorm.py",  # batch norm of rows in training mode
         "80_Gemm_Max_Subtract_GELU.py",  # a tail reading its stage's input
         "98_Matmul_AvgPool_GELU_Scale_Max.py",  # a pool over rows
+        "15_ConvTranspose3d_BatchNorm_Subtract.py",  # a mean broadcast back over its input: a pass of its own
+        "38_ConvTranspose3d_AvgPool_Clamp_Softmax_Multiply.py",  # a pool first, reshapes around a softmax
+        "92_Conv2d_GroupNorm_Tanh_HardSwish_ResidualAdd_LogSumExp.py",  # a residual read across stages
     ],
 )
 def test_the_plain_passes_version_agrees_too(kernelbench, name):
@@ -73,37 +109,57 @@ def test_the_plain_passes_version_agrees_too(kernelbench, name):
     agrees_with_reference(task, _module(task, knobs))
 
 
+def test_the_plan_puts_each_chain_where_its_kernel_stores(kernelbench):
+    graph = trace_reference(small("92_Conv2d_GroupNorm_Tanh_HardSwish_ResidualAdd_LogSumExp.py"))
+    conv, norm, logsumexp = plan_fusion(graph).stages
+    assert (conv.kind, norm.kind, logsumexp.kind) == ("convolution", "channel_norm", "reduction")
+    assert [step["op"] for step in norm.tail.steps] == ["tanh", "hardswish", "add"]
+    assert norm.tail.extras[0]["source"] == {"stage": 0} and norm.tail.extras[0]["broadcast"] == "full"
+    assert logsumexp.facts == {"op": "logsumexp", "dims": [1, 2], "keepdim": True}
+
+    first = plan_fusion(trace_reference(small("1_Conv2D_ReLU_BiasAdd.py")))
+    (stage,) = first.stages  # ReLU and the per-channel bias in the convolution's store
+    assert [step["op"] for step in stage.tail.steps] == ["relu", "add"]
+    assert stage.tail.extras[0]["broadcast"] == "span" and stage.tail.extras[0]["span"] == [1, 2]
+
+    passes = plan_fusion(trace_reference(small("1_Conv2D_ReLU_BiasAdd.py")), fuse=False)
+    assert [stage.kind for stage in passes.stages] == ["convolution", "pointwise"]
+    assert not passes.stages[0].tail.steps
+
+
 def test_batch_norm_updates_its_running_statistics_like_torch(kernelbench):
-    import torch
-
-    from pragma_core.tasks.loading import task_namespace
-    from pragma_core.verifier.inputs import construct, make_inputs
-
-    task = small("33_Gemm_Scale_BatchNorm.py")
-    namespace, candidate = task_namespace(task), {"__name__": "candidate"}
-    exec(compile(_module(task), "candidate.py", "exec"), candidate)
-    reference, model = construct(namespace, namespace["Model"]), construct(namespace, candidate["ModelNew"])
-    with torch.no_grad():
-        for seed in (0, 1):
-            inputs = make_inputs(namespace, seed)
-            reference(*inputs), model(*inputs)
-    assert torch.allclose(model.bn.running_mean, reference.bn.running_mean, atol=1e-5)
-    assert torch.allclose(model.bn.running_var, reference.bn.running_var, atol=1e-4)
-    assert int(model.bn.num_batches_tracked) == 2
+    for name, module in (("33_Gemm_Scale_BatchNorm.py", "bn"), ("73_Conv2d_BatchNorm_Scaling.py", "bn")):
+        task = small(name)
+        namespace, candidate = task_namespace(task), {"__name__": "candidate"}
+        exec(compile(_module(task), "candidate.py", "exec"), candidate)
+        reference, model = construct(namespace, namespace["Model"]), construct(namespace, candidate["ModelNew"])
+        with torch.no_grad():
+            for seed in (0, 1):
+                inputs = make_inputs(namespace, seed)
+                reference(*inputs), model(*inputs)
+        ours, theirs = getattr(model, module), getattr(reference, module)
+        assert torch.allclose(ours.running_mean, theirs.running_mean, atol=1e-5), name
+        assert torch.allclose(ours.running_var, theirs.running_var, atol=1e-4), name
+        assert int(ours.num_batches_tracked) == 2
 
 
-def test_a_fused_candidate_passes_the_sandboxed_verifier(kernelbench):
-    task = small("84_Gemm_BatchNorm_Scaling_Softmax.py")
+@pytest.mark.parametrize(
+    "name", ["84_Gemm_BatchNorm_Scaling_Softmax.py", "13_ConvTranspose3d_Mean_Add_Softmax_Tanh_Scaling.py"]
+)
+def test_a_fused_candidate_passes_the_sandboxed_verifier(kernelbench, name):
+    task = small(name)
     verified_in_sandbox(task, _module(task))
 
 
-def test_a_level1_file_keeps_its_own_family_and_a_convolution_is_named(kernelbench):
-    recipe, _match, _graph = recognized(
-        shrink_task(load_task(KERNELBENCH / "level1" / "23_Softmax.py"), SMALL_BYTES, intensity_kept=0.0).task
+def test_a_level1_file_keeps_its_own_family_and_what_the_planner_cannot_place_is_named(kernelbench, tmp_path):
+    level1 = shrink_task(load_task(KERNELBENCH / "level1" / "23_Softmax.py"), 64 * 1024, intensity_kept=0.0).task
+    assert recognized(level1)[0].family == "softmax"
+    cumulative = task_file(
+        tmp_path,
+        "conv_then_cumsum",
+        "self.conv = nn.Conv2d(3, 8, 3)",
+        "torch.cumsum(self.conv(x), dim=1)",
+        "(2, 3, 12, 12)",
     )
-    assert recipe.family == "softmax"
-    conv = next(p.name for p in sorted(LEVEL2.glob("*Conv2d*.py")))
-    graph = trace_reference(small(conv))
-    assert FusedRecipe().match(graph) is None
-    with pytest.raises(NotRecognized, match=r"convolution \(conv2d\)"):
-        plan_fusion(graph)
+    with pytest.raises(NotRecognized, match=r"it computes cumsum \(cumsum\), which the fusion planner does not know"):
+        recognized(load_task(cumulative))

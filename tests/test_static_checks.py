@@ -306,9 +306,10 @@ def test_hand_written_honest_candidates_are_not_rejected(path):
 
 
 # KernelBench's own files for the families no bundled task shows (diagonal and 4-D products, batch
-# norm, group norm, a transposed convolution, attention; a GEMM fused with norm and softmax stages),
-# where the KernelBench tree is beside the clone.
-_KERNELBENCH_ONLY = {"level1": ("11_", "12_", "33_", "35_", "64_", "97_"), "level2": ("84_",)}
+# norm, group norm, a transposed convolution, attention; a GEMM fused with norm and softmax stages, a
+# convolution with its chain, a transposed one with a softmax over channels), where the KernelBench
+# tree is beside the clone.
+_KERNELBENCH_ONLY = {"level1": ("11_", "12_", "33_", "35_", "64_", "97_"), "level2": ("84_", "1_", "13_")}
 TASK_FILES = (
     sorted((REPO / "tests" / "data" / "offline_tasks").rglob("*.py"))
     + sorted(EXAMPLES.rglob("*.py"))

@@ -240,6 +240,13 @@ _MODULES: dict[type, tuple[str, tuple[str, ...], tuple[str, ...]]] = {
     torch.nn.KLDivLoss: ("kl_div", ("reduction", "log_target"), ()),
     torch.nn.CrossEntropyLoss: ("cross_entropy", ("reduction",), ()),
     torch.nn.TripletMarginLoss: ("triplet_margin_loss", ("margin", "p", "eps", "swap", "reduction"), ()),
+    **{
+        module: (f"adaptive_avg_pool{rank}d", ("output_size",), ())
+        for rank, module in enumerate(
+            (torch.nn.AdaptiveAvgPool1d, torch.nn.AdaptiveAvgPool2d, torch.nn.AdaptiveAvgPool3d), start=1
+        )
+    },
+    torch.nn.Dropout: ("dropout", ("p", "training"), ()),
     torch.nn.Identity: ("identity", (), ()),
     torch.nn.Flatten: ("flatten", ("start_dim", "end_dim"), ()),
 }
@@ -296,6 +303,10 @@ def _graph(namespace: dict[str, Any], seed: int) -> OpGraph:
             plain = {} if isinstance(given, torch.Tensor) else {"value": given}
             nodes.append(Node(name=fx_node.name, op="input", kwargs=plain, shape=shape, dtype=dtype))
             inputs_.append(fx_node.name)
+        elif fx_node.op == "get_attr" and _is_traced_constant(traced, fx_node.target):
+            # torch.tensor(0.5) in forward: fx keeps it on the traced module, not on the task's model
+            value = float(getattr(traced, fx_node.target).item())
+            nodes.append(Node(name=fx_node.name, op="tensor", args=(value,), shape=shape, dtype=dtype))
         elif fx_node.op == "get_attr":
             nodes.append(Node(name=fx_node.name, op="param", kwargs={"path": fx_node.target}, shape=shape, dtype=dtype))
             params[fx_node.name] = fx_node.target
@@ -313,6 +324,12 @@ def _graph(namespace: dict[str, Any], seed: int) -> OpGraph:
                 )
             )
     return OpGraph(nodes=tuple(nodes), inputs=tuple(inputs_), params=params, outputs=outputs)
+
+
+def _is_traced_constant(traced: Any, target: str) -> bool:
+    """Whether a ``get_attr`` target is a one-element tensor fx made from a constant in forward."""
+    value = getattr(traced, target, None) if target.startswith("_tensor_constant") else None
+    return isinstance(value, torch.Tensor) and value.numel() == 1 and value.is_floating_point()
 
 
 def _module_nodes(

@@ -11,7 +11,8 @@ from .conv_transposed import ConvTransposedRecipe
 from .convolution import ConvolutionRecipe
 from .diagonal import DiagonalRecipe
 from .elementwise import ElementwiseRecipe
-from .fused import FusedRecipe
+from .fused import FUSED_RECIPES
+from .fusion import MAIN_OPS, plan_fusion
 from .losses import LossRecipe
 from .matmul import MatmulRecipe
 from .norms import NormRecipe
@@ -36,15 +37,22 @@ RECIPES: tuple[Recipe, ...] = (
     DiagonalRecipe(),
     ReductionRecipe(),
     ElementwiseRecipe(),
-    FusedRecipe(),  # level 2: a GEMM and its chain; last, so every level-1 task keeps its own family
+    *FUSED_RECIPES,  # level 2: a main operator and its chain; last, so every level-1 task keeps its own family
 )
 
 
 def recognize(graph: OpGraph) -> tuple[Recipe, Match]:
-    """The first recipe that matches the traced reference, with its match."""
+    """The first recipe that matches the traced reference, with its match. When none does, the
+    error names what the reference computes, or, for a chain on a main operator, the operator the
+    fusion planner could not place."""
     for recipe in RECIPES:
         match = recipe.match(graph)
         if match is not None:
             return recipe, match
+    if any(node.op in MAIN_OPS for node in graph.ops):
+        try:
+            plan_fusion(graph)
+        except NotRecognized as error:
+            raise NotRecognized(str(error)) from None
     ops = ", ".join(dict.fromkeys(node.op for node in graph.ops)) or "nothing"
     raise NotRecognized(f"it computes {ops}")

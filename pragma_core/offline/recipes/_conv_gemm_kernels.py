@@ -21,6 +21,7 @@ panel's tile is first stored.
 from __future__ import annotations
 
 from ._matmul_kernels import micro_kernel_source, register_columns
+from ._tails import Tail
 
 __all__ = ["conv_gemm_source"]
 
@@ -30,11 +31,14 @@ element by element: measured side by side, element by element was 2.1x faster on
 1.17x on rows of 14, runs 1.1x faster on rows of 34 to 126."""
 
 
-def conv_gemm_source(*, parallel: bool, simd: bool, rows: int, columns: int, signature: str, unpack: str) -> str:
+def conv_gemm_source(
+    *, parallel: bool, simd: bool, rows: int, columns: int, signature: str, unpack: str, tail: Tail | None = None
+) -> str:
     """The ``gemm`` namespace and the entry point declared by ``signature`` (its arguments unpacked
     into ``Conv p`` by ``unpack``): ``rows`` output channels per register tile (MR), ``columns``
-    output positions per work item (rounded up to whole register tiles)."""
-    return _namespace(simd, rows, columns) + _entry(parallel, signature, unpack)
+    output positions per work item (rounded up to whole register tiles); a ``tail`` is applied to
+    each of a work item's output runs, per channel, once its last K panel is stored."""
+    return _namespace(simd, rows, columns) + _entry(parallel, signature, unpack, tail)
 
 
 def _namespace(simd: bool, rows: int, columns: int) -> str:
@@ -234,7 +238,7 @@ static inline void store(const Conv& p, const float* __restrict__ acc, float* __
 """
 
 
-def _entry(parallel: bool, signature: str, unpack: str) -> str:
+def _entry(parallel: bool, signature: str, unpack: str, tail: Tail | None) -> str:
     """The driver over groups, blocks of output positions and channel strips."""
     omp_for = "#pragma omp parallel for schedule(static)" if parallel else ""
     omp_region = "#pragma omp parallel" if parallel else ""
@@ -299,7 +303,7 @@ def _entry(parallel: bool, signature: str, unpack: str) -> str:
                     store(p, acc, out, has_bias ? bias : nullptr, g * Og + s * MR, std::min(MR, Og - s * MR), where,
                           c, std::min(NR, cols - c), k0 == 0);
                 }}
-        }}
+        }}{_finish_item(tail)}
     }}
     std::free(corners);
     std::free(where);
@@ -309,3 +313,17 @@ def _entry(parallel: bool, signature: str, unpack: str) -> str:
     std::free(packed);
 }}
 """
+
+
+def _finish_item(tail: Tail | None) -> str:
+    """The tail applied to a work item's output runs of each of its channels, once all are stored."""
+    if tail is None:
+        return ""
+    return f"""
+        const int64_t plane = OD * OH * OW;
+        for (int64_t oc = g * Og + s0 * MR; oc < g * Og + std::min(Og, s1 * MR); ++oc)
+            for (int64_t r = 0; r < nruns; ++r) {{
+                const Run& run = runs[r];
+                const int64_t x0 = (run.n * O + oc) * plane + (run.od * OH + run.oh) * OW + run.ow;
+                {tail.call("out + x0", "x0", "run.count")}
+            }}"""

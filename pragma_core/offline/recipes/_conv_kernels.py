@@ -23,6 +23,7 @@ item sweeps the same slab while it is in cache. Depthwise convolutions (one chan
 from __future__ import annotations
 
 from ._conv_gemm_kernels import conv_gemm_source
+from ._tails import Tail, tail_call, tail_definition, tail_parameters
 
 __all__ = ["conv_kernel_source", "CONV_ARGUMENTS"]
 
@@ -44,48 +45,65 @@ struct Conv {
 """
 
 
-def _signature(name: str) -> str:
+def _signature(name: str, tail: Tail | None) -> str:
     return (
         f'extern "C" void {name}(const float* __restrict__ x, const float* __restrict__ weight, '
         "const float* __restrict__ bias, float* __restrict__ out, int64_t has_bias, "
         + ", ".join(f"int64_t {name}" for name in CONV_ARGUMENTS)
+        + tail_parameters(tail)
         + ")"
     )
 
 
-_SIGNATURE = _signature("conv")
 _UNPACK = "    const Conv p{" + ", ".join(CONV_ARGUMENTS) + "};"
 
 
 def conv_kernel_source(
-    *, parallel: bool, simd: bool, channels: int, block: int, vector_bits: int, gemm: bool = False
+    *,
+    parallel: bool,
+    simd: bool,
+    channels: int,
+    block: int,
+    vector_bits: int,
+    gemm: bool = False,
+    prefix: str = "",
+    tail: Tail | None = None,
 ) -> str:
     """The whole C++ source at these knob values: ``channels`` output channels per register tile,
     ``block`` output columns (or, with ``gemm``, flattened output positions) per work item, vectors
     of at most ``vector_bits``; with ``gemm`` also ``conv_gemm``, the implicit GEMM
-    (:mod:`._conv_gemm_kernels`), with the same arguments."""
-    direct = _vector_kernel(parallel, channels, block, vector_bits) if simd else _plain_kernel(parallel)
+    (:mod:`._conv_gemm_kernels`), with the same arguments. The entry points are named
+    ``{prefix}conv`` and ``{prefix}conv_gemm``; a ``tail`` (a fused level-2 chain's, :mod:`._tails`)
+    is applied to each output row's columns as a work item finishes them."""
+    signature = _signature(f"{prefix}conv", tail)
+    direct = (
+        _vector_kernel(parallel, channels, block, vector_bits, signature, tail)
+        if simd
+        else _plain_kernel(parallel, signature, tail)
+    )
+    head = _HEADER + tail_definition(tail)
     if not gemm:
-        return _HEADER + direct
+        return head + direct
     return (
-        _HEADER
+        head
         + direct
         + conv_gemm_source(
             parallel=parallel,
             simd=simd,
             rows=channels,
             columns=block,
-            signature=_signature("conv_gemm"),
+            signature=_signature(f"{prefix}conv_gemm", tail),
             unpack=_UNPACK,
+            tail=tail,
         )
     )
 
 
-def _plain_kernel(parallel: bool) -> str:
+def _plain_kernel(parallel: bool, signature: str, tail: Tail | None) -> str:
     omp = "#pragma omp parallel for schedule(static)" if parallel else ""
     return f"""
 // Plain: every output element is the sum over its taps that fall inside the input.
-{_SIGNATURE} {{
+{signature} {{
 {_UNPACK}
     const int64_t Cg = C / G, Og = O / G;
     {omp}
@@ -112,12 +130,15 @@ def _plain_kernel(parallel: bool) -> str:
                 }}
             orow[ow] = has_bias ? s + bias[oc] : s;
         }}
+        {tail_call(tail, "orow", "row * OW", "OW")}
     }}
 }}
 """
 
 
-def _vector_kernel(parallel: bool, channels: int, block: int, vector_bits: int) -> str:
+def _vector_kernel(
+    parallel: bool, channels: int, block: int, vector_bits: int, signature: str, tail: Tail | None
+) -> str:
     omp_for = "#pragma omp parallel for schedule(static)" if parallel else ""
     omp_region = "#pragma omp parallel" if parallel else ""
     omp_tasks = "#pragma omp for schedule(dynamic, 1)" if parallel else ""
@@ -221,7 +242,7 @@ static void row_tiles(const Conv& p, const float* __restrict__ slab, int64_t pha
     for (; ow < c1; ow += VW) tile<OB, 1>(p, slab, phase, offsets, span, wp, orow, valid, bias, ow, c0, c1);
 }}
 
-{_SIGNATURE} {{
+{signature} {{
 {_UNPACK}
     const int64_t Cg = C / G, Og = O / G, R = Cg * KD * KH * KW;
     // Output channels per register tile: a group smaller than the tile (depthwise) takes one.
@@ -285,7 +306,7 @@ static void row_tiles(const Conv& p, const float* __restrict__ slab, int64_t pha
             float* __restrict__ og = out + (((n * O + oc0) * OD + od) * OH + oh) * OW;
 {dispatch}
             }}
-        }}
+        }}{_finish_item(tail)}
     }}
     std::free(slab);
     }}
@@ -293,3 +314,14 @@ static void row_tiles(const Conv& p, const float* __restrict__ slab, int64_t pha
     std::free(packed);
 }}
 """
+
+
+def _finish_item(tail: Tail | None) -> str:
+    """The tail applied to a work item's columns of every output channel, once all are written."""
+    if tail is None:
+        return ""
+    return f"""
+        for (int64_t oc = 0; oc < O; ++oc) {{
+            const int64_t x0 = (((n * O + oc) * OD + od) * OH + oh) * OW + c0;
+            {tail.call("out + x0", "x0", "c1 - c0")}
+        }}"""

@@ -10,18 +10,23 @@ dims. The design is described in :mod:`~pragma_core.offline.recipes.conv_transpo
 
 from __future__ import annotations
 
+from ._tails import Tail, tail_call, tail_definition, tail_parameters
+
 __all__ = ["conv_transposed_kernel"]
 
 _VECTORS_PER_TILE = 2
 """Output positions per register tile, in machine vectors: two loads of x feed every weight
 broadcast, as the matmul micro-kernel's ``NR`` does."""
 
-_SIGNATURE = """extern "C" void conv_transpose(const float* __restrict__ x, const float* __restrict__ w,
+
+def _signature(prefix: str, tail: Tail | None) -> str:
+    return f"""extern "C" void {prefix}conv_transpose(const float* __restrict__ x, const float* __restrict__ w,
                                const float* __restrict__ bias, float* __restrict__ out, int64_t has_bias,
                                int64_t N, int64_t C_in, int64_t C_out, int64_t G,
                                int64_t ID, int64_t IH, int64_t IW, int64_t OD, int64_t OH, int64_t OW,
                                int64_t KD, int64_t KH, int64_t KW, int64_t sd, int64_t sh, int64_t sw,
-                               int64_t pd, int64_t ph, int64_t pw, int64_t dd, int64_t dh, int64_t dw)"""
+                               int64_t pd, int64_t ph, int64_t pw, int64_t dd, int64_t dh, int64_t dw{tail_parameters(tail)})"""
+
 
 _HEADERS = """#include <algorithm>
 #include <cstdint>
@@ -29,19 +34,31 @@ _HEADERS = """#include <algorithm>
 #include <vector>"""
 
 
-def conv_transposed_kernel(parallel: bool, simd: bool, accumulators: int, block: int, vector_width: int) -> str:
-    """The C++ source for these knobs: the plain gather without ``simd``, the register-tiled one with it."""
+def conv_transposed_kernel(
+    parallel: bool,
+    simd: bool,
+    accumulators: int,
+    block: int,
+    vector_width: int,
+    *,
+    prefix: str = "",
+    tail: Tail | None = None,
+) -> str:
+    """The C++ source for these knobs: the plain gather without ``simd``, the register-tiled one with
+    it; the entry point is ``{prefix}conv_transpose``, and a ``tail`` (:mod:`._tails`) is applied
+    to each output row's positions as a work item finishes them."""
+    signature = _signature(prefix, tail)
     if not simd:
-        return _plain(parallel)
-    return _tiled(parallel, accumulators, block, vector_width)
+        return _plain(parallel, signature, tail)
+    return _tiled(parallel, accumulators, block, vector_width, signature, tail)
 
 
-def _plain(parallel: bool) -> str:
+def _plain(parallel: bool, signature: str, tail: Tail | None) -> str:
     """One output element at a time, every tap checked: simple, and what the loop falls back to."""
     omp = "#pragma omp parallel for collapse(2) schedule(static)" if parallel else ""
     return f"""{_HEADERS}
-
-{_SIGNATURE} {{
+{tail_definition(tail)}
+{signature} {{
     const int64_t cin_g = C_in / G, cout_g = C_out / G;
     {omp}
     for (int64_t n = 0; n < N; ++n)
@@ -70,12 +87,13 @@ def _plain(parallel: bool) -> str:
                             }}
                         o[(od * OH + oh) * OW + ow] = s;
                     }}
+            {tail_call(tail, "o", "(n * C_out + co) * OD * OH * OW", "OD * OH * OW")}
         }}
 }}
 """
 
 
-def _tiled(parallel: bool, accumulators: int, block: int, vector_width: int) -> str:
+def _tiled(parallel: bool, accumulators: int, block: int, vector_width: int, signature: str, tail: Tail | None) -> str:
     """Register tiles of ``accumulators`` output channels x two vectors of output positions of one
     stride phase, summed over (tap, input channel) with packed weights; work items are output rows x
     blocks of ``block`` positions per phase (0: whole rows), all output channels inside an item."""
@@ -146,8 +164,8 @@ static inline void tile_kernel(const float* __restrict__ xs, const float* __rest
 }}
 
 static inline int64_t floor_div(int64_t a, int64_t b) {{ return a >= 0 ? a / b : -((-a + b - 1) / b); }}
-
-{_SIGNATURE} {{
+{tail_definition(tail)}
+{signature} {{
     const int64_t cin_g = C_in / G, cout_g = C_out / G;
     const int64_t ncb = (cout_g + COB - 1) / COB, kvol = KD * KH * KW;
     const int64_t ospatial = OD * OH * OW;
@@ -251,8 +269,21 @@ static inline int64_t floor_div(int64_t a, int64_t b) {{ return a >= 0 ? a / b :
                                 }}
                             }}
                         }}
-                    }}
+                    }}{_finish_item(tail)}
                 }}
     }}
 }}
 """
+
+
+def _finish_item(tail: Tail | None) -> str:
+    """The tail applied to a work item's positions of every output channel (every stride phase of
+    its block: ``[jb0 * sw, jb1 * sw)`` of the row), once all are written."""
+    if tail is None:
+        return ""
+    return f"""
+                    const int64_t lo = jb0 * sw, hi = std::min(OW, jb1 * sw);
+                    for (int64_t co = 0; co < C_out; ++co) {{
+                        const int64_t x0 = (n * C_out + co) * ospatial + (od * OH + oh) * OW + lo;
+                        {tail.call("out + x0", "x0", "hi - lo")}
+                    }}"""

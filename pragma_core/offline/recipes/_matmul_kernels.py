@@ -28,16 +28,23 @@ _SCALAR_COLUMNS = 4
 
 
 def matmul_kernel(
-    facts: Mapping[str, Any], parallel: bool, simd: bool, accumulators: int, block: int, extra_count: int
+    facts: Mapping[str, Any],
+    parallel: bool,
+    simd: bool,
+    accumulators: int,
+    block: int,
+    extra_count: int,
+    *,
+    prefix: str = "",
 ) -> str:
-    """The C++ ``matmul`` entry point for the product's facts and knobs, its epilogue taking
+    """The C++ ``{prefix}matmul`` entry point for the product's facts and knobs, its epilogue taking
     ``extra_count`` tensors besides the value."""
     extra_parameters = "".join(f", const float* __restrict__ e{i}" for i in range(extra_count))
     extra_arguments = "".join(f", e{i}" for i in range(extra_count))
     b_stride = "K * N" if facts["b_batched"] else "0"
     triangle = _triangle(facts, parallel)
     header = (
-        f'extern "C" void matmul(const float* __restrict__ a, const float* __restrict__ b, float* __restrict__ c'
+        f'extern "C" void {prefix}matmul(const float* __restrict__ a, const float* __restrict__ b, float* __restrict__ c'
         f"{extra_parameters}, int64_t batch, int64_t M, int64_t N, int64_t K)"
     )
     if facts["n"] == 1 or block == 0:

@@ -3,7 +3,9 @@ them), the scale they give, and its application, for rows (``inner == 1``) or fo
 
     cpp = norm_kernel_source(match.facts, knobs)
 
-writes ``norm_rows`` or ``norm_columns`` over the input viewed as ``(outer, reduced, inner)``.
+writes ``norm_rows`` or ``norm_columns`` over the input viewed as ``(outer, reduced, inner)``
+(``{prefix}norm_rows`` with a prefix); a ``tail`` (:mod:`._tails`) is applied to each stretch of
+the output as it is written.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from ._tails import Tail, tail_call, tail_definition, tail_parameters
 from .elementwise import c_float
 
 __all__ = ["norm_kernel_source", "reduce_span_source"]
@@ -19,17 +22,20 @@ _LANES = 16  # floats per accumulator when vectorized: one AVX-512 register, two
 _SPLIT_ROW_ELEMENTS = 1 << 18  # rows longer than this (1 MiB) are shared by all threads
 
 
-def norm_kernel_source(facts: Mapping[str, Any], knobs: Mapping[str, Any]) -> str:
+def norm_kernel_source(
+    facts: Mapping[str, Any], knobs: Mapping[str, Any], *, prefix: str = "", tail: Tail | None = None
+) -> str:
     """The whole C++ source for the match's facts at these knob values."""
     parallel, simd = bool(knobs["parallel"]), bool(knobs["simd"])
     lanes = _LANES if simd else 1
     helpers = reduce_span_source(facts["stat"], lanes * int(knobs["accumulators"]), simd)
     helpers += _scale_helper(facts)
     helpers += _apply_helper(facts, simd)
+    helpers += tail_definition(tail)
     kernel = (
-        _columns_kernel(facts, parallel, simd, int(knobs["chunk"]))
+        _columns_kernel(facts, parallel, simd, int(knobs["chunk"]), prefix, tail)
         if facts["layout"] == "columns"
-        else _rows_kernel(facts, parallel, int(knobs["chunk"]))
+        else _rows_kernel(facts, parallel, int(knobs["chunk"]), prefix, tail)
     )
     return "\n".join(
         [
@@ -158,7 +164,7 @@ def _schedule(chunk: int) -> str:
     return f"schedule(static, {chunk})" if chunk else "schedule(static)"
 
 
-def _rows_kernel(facts: Mapping[str, Any], parallel: bool, chunk: int) -> str:
+def _rows_kernel(facts: Mapping[str, Any], parallel: bool, chunk: int, prefix: str, tail: Tail | None) -> str:
     """``norm_rows``: rows of ``count`` contiguous elements; each row's statistics then its scaling."""
     moments = facts["stat"] == "moments"
     per_reduced = facts["weight_per"] == "reduced"
@@ -184,12 +190,13 @@ def _rows_kernel(facts: Mapping[str, Any], parallel: bool, chunk: int) -> str:
         float* yr = y + row * count;
 {serial_rows}
         apply_span(xr{row_params}, yr, count, scale, shift);
+        {tail_call(tail, "yr", "row * count", "count")}
     }}"""
-    split = _split_rows(facts, span_params) if parallel else ""
+    split = _split_rows(facts, span_params, tail) if parallel else ""
     return f"""
 // Rows of count contiguous elements{"; channels for a per-channel affine map" if moments else ""}.
-extern "C" void norm_rows(const float* __restrict__ x{params}, float* __restrict__ y, int64_t rows, int64_t count,
-                          int64_t channels) {{
+extern "C" void {prefix}norm_rows(const float* __restrict__ x{params}, float* __restrict__ y, int64_t rows, int64_t count,
+                          int64_t channels{tail_parameters(tail)}) {{
     (void)channels;{split}{serial}
 }}
 """
@@ -207,7 +214,7 @@ def _channel_fold(facts: Mapping[str, Any]) -> list[str]:
     ]
 
 
-def _split_rows(facts: Mapping[str, Any], span_params: str) -> str:
+def _split_rows(facts: Mapping[str, Any], span_params: str, tail: Tail | None) -> str:
     """Few or long rows: every thread sums its slice of the row, then scales that same slice."""
     moments = facts["stat"] == "moments"
     partial = (
@@ -241,6 +248,7 @@ def _split_rows(facts: Mapping[str, Any], span_params: str) -> str:
                 #pragma omp barrier
                 {total}{channel}
                 apply_span(xr + lo{span_params}, yr + lo, hi - lo, scale, shift);
+                {tail_call(tail, "yr + lo", "row * count + lo", "hi - lo")}
                 #pragma omp barrier
             }}
         }}
@@ -248,7 +256,9 @@ def _split_rows(facts: Mapping[str, Any], span_params: str) -> str:
     }}"""
 
 
-def _columns_kernel(facts: Mapping[str, Any], parallel: bool, simd: bool, chunk: int) -> str:
+def _columns_kernel(
+    facts: Mapping[str, Any], parallel: bool, simd: bool, chunk: int, prefix: str, tail: Tail | None
+) -> str:
     """``norm_columns``: (outer, count, inner) with the statistics per inner position, walked in
     tiles of the inner dims so every access is contiguous and a tile's rows stay in cache."""
     weight, bias = bool(facts["weight"]), bool(facts["bias"])
@@ -263,8 +273,8 @@ def _columns_kernel(facts: Mapping[str, Any], parallel: bool, simd: bool, chunk:
 constexpr int64_t MAX_TILE = 2048;
 
 // x as (outer, count, inner): each (outer, inner) fibre of count elements is normalized.
-extern "C" void norm_columns(const float* __restrict__ x{params},
-                             float* __restrict__ y, int64_t outer, int64_t count, int64_t inner) {{
+extern "C" void {prefix}norm_columns(const float* __restrict__ x{params},
+                             float* __restrict__ y, int64_t outer, int64_t count, int64_t inner{tail_parameters(tail)}) {{
     // Tile width: about 64K floats of x per tile, so the second pass reads it from cache.
     const int64_t tile = std::min<int64_t>(std::min<int64_t>(MAX_TILE, inner),
                                            std::max<int64_t>(16, (65536 / count) / 16 * 16));
@@ -292,6 +302,7 @@ extern "C" void norm_columns(const float* __restrict__ x{params},
             float* yr = yo + r * inner;{per_row}
             {pragma}
             for (int64_t i = 0; i < n; ++i) yr[i] = {value};
+            {tail_call(tail, "yr", "(o * count + r) * inner + first", "n")}
         }}
     }}
 }}

@@ -16,11 +16,17 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from ._tails import Tail, tail_call, tail_definition, tail_parameters
+
 __all__ = ["pooling_kernel_source"]
 
 
-def pooling_kernel_source(facts: Mapping[str, Any], knobs: Mapping[str, Any]) -> str:
-    """The whole C++ source for the match's facts at these knob values."""
+def pooling_kernel_source(
+    facts: Mapping[str, Any], knobs: Mapping[str, Any], *, prefix: str = "", tail: Tail | None = None
+) -> str:
+    """The whole C++ source for the match's facts at these knob values: the entry point
+    ``{prefix}pool``; a ``tail`` (:mod:`._tails`) is applied to each stretch of an output row as it
+    is written."""
     maximum = facts["op"] == "max"
     constants = _constants(facts)
     combine = (
@@ -28,7 +34,15 @@ def pooling_kernel_source(facts: Mapping[str, Any], knobs: Mapping[str, Any]) ->
         if maximum
         else "static inline float combine(float a, float b) { return a + b; }"
     )
-    body = _tiled(facts, knobs) if knobs["simd"] else _direct(facts, bool(knobs["parallel"]))
+    signature = (
+        f'extern "C" void {prefix}pool(const float* __restrict__ x, float* __restrict__ y, int64_t planes, int64_t D, int64_t H,\n'
+        f"                     int64_t W, int64_t OD, int64_t OH, int64_t OW{tail_parameters(tail)})"
+    )
+    body = (
+        _tiled(facts, knobs, signature, tail)
+        if knobs["simd"]
+        else _direct(facts, bool(knobs["parallel"]), signature, tail)
+    )
     return "\n".join(
         [
             "#include <algorithm>",
@@ -40,6 +54,7 @@ def pooling_kernel_source(facts: Mapping[str, Any], knobs: Mapping[str, Any]) ->
             f"constexpr float IDENTITY = {'-INFINITY' if maximum else '0.0f'};",
             combine,
             _divisor_helpers(facts),
+            tail_definition(tail),
             body,
         ]
     )
@@ -91,11 +106,10 @@ def _finish(facts: Mapping[str, Any], value: str, ow: str) -> str:
     return f"{value} / (float)(rows_counted * extent({ow} * SW - PW, KW, W, PW))"
 
 
-def _direct(facts: Mapping[str, Any], parallel: bool) -> str:
+def _direct(facts: Mapping[str, Any], parallel: bool, signature: str, tail: Tail | None) -> str:
     """Every output visits its window, checking each position against the input's bounds."""
     return f"""
-extern "C" void pool(const float* __restrict__ x, float* __restrict__ y, int64_t planes, int64_t D, int64_t H,
-                     int64_t W, int64_t OD, int64_t OH, int64_t OW) {{
+{signature} {{
     const int64_t rows = planes * OD * OH;
     {"#pragma omp parallel for schedule(static)" if parallel else "// rows one after another"}
     for (int64_t row = 0; row < rows; ++row) {{
@@ -120,12 +134,13 @@ extern "C" void pool(const float* __restrict__ x, float* __restrict__ y, int64_t
             }}
             yr[ow] = {_finish(facts, "acc", "ow")};
         }}
+        {tail_call(tail, "yr", "row * OW", "OW")}
     }}
 }}
 """
 
 
-def _tiled(facts: Mapping[str, Any], knobs: Mapping[str, Any]) -> str:
+def _tiled(facts: Mapping[str, Any], knobs: Mapping[str, Any], signature: str, tail: Tail | None) -> str:
     """The window's rows combined into a padded buffer per tile of outputs, then the taps along W."""
     parallel = bool(knobs["parallel"])
     average = facts["op"] != "max"
@@ -137,8 +152,7 @@ def _tiled(facts: Mapping[str, Any], knobs: Mapping[str, Any]) -> str:
         else ""
     )
     return f"""
-extern "C" void pool(const float* __restrict__ x, float* __restrict__ y, int64_t planes, int64_t D, int64_t H,
-                     int64_t W, int64_t OD, int64_t OH, int64_t OW) {{
+{signature} {{
     const int64_t rows = planes * OD * OH;
     const int64_t tile = TILE > 0 ? std::min<int64_t>(TILE, OW) : OW;
     const int64_t span = (tile - 1) * SW + (KW - 1) * LW + 1;  // buffer covering one tile's windows
@@ -190,6 +204,7 @@ extern "C" void pool(const float* __restrict__ x, float* __restrict__ y, int64_t
                     for (int64_t kw = 1; kw < KW; ++kw) acc = combine(acc, taps[i * SW + kw * LW]);
                     yt[i] = acc;
                 }}{divide}
+                {tail_call(tail, "yt", "row * OW + t0", "t")}
             }}
         }}
     }}

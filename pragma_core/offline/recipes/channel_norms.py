@@ -27,7 +27,7 @@ from ..modules import candidate_module, forward_argument, param_expr
 from ..recipe import GenerationContext, Knob, Match
 from ._channel_norm_kernels import channel_norm_source
 
-__all__ = ["ChannelNormRecipe"]
+__all__ = ["ChannelNormRecipe", "channel_norm_facts", "channel_norm_lines"]
 
 _FLOAT32 = "torch.float32"
 
@@ -63,26 +63,54 @@ class ChannelNormRecipe:
         facts = match.facts
         cpp = channel_norm_source(facts, knobs)
         name = forward_argument(context, 0)
-        affine = [param_expr(facts[key]) for key in ("weight", "bias") if facts[key]]
-        sizes = f"{name}.shape[0], {name}.shape[1], torch.Size({name}.shape[2:]).numel()"
-        head = [f"{name} = {name}.contiguous()", f"out = torch.empty_like({name})"]
-        if facts["kind"] == "group_norm":
-            body = [f"lib.group_norm({', '.join([name, *affine])}, out, {sizes}, {facts['groups']})"]
-        elif facts["running_mean"] is None:
-            body = [f"lib.batch_norm({', '.join([name, *affine])}, out, {sizes})"]
-        else:
-            module = param_expr(facts["module"])
-            running = [param_expr(facts[key]) for key in ("running_mean", "running_var", "tracked")]
-            body = [
-                f"if {module}.training:",
-                f"    momentum = -1.0 if {module}.momentum is None else float({module}.momentum)",
-                f"    lib.batch_norm({', '.join([name, *affine])}, out, {sizes}, {', '.join(running)}, momentum)",
-                "else:",
-                f"    lib.batch_norm_eval({', '.join([name, *affine, *running[:2]])}, out, {sizes})",
-            ]
-        forward = "\n".join([*head, *body, "return out"])
+        forward = "\n".join([f"{name} = {name}.contiguous()", *channel_norm_lines(facts, name, "out"), "return out"])
         flags = [] if knobs["simd"] else ["-fno-tree-vectorize"]
         return candidate_module(match=match, knobs=knobs, context=context, cpp=cpp, forward_body=forward, flags=flags)
+
+
+def channel_norm_lines(
+    facts: Mapping[str, Any], x: str, target: str, *, prefix: str = "", tail_arguments: str = ""
+) -> list[str]:
+    """The lines of ``forward`` normalizing the contiguous tensor ``x`` into a new ``target``:
+    ``lib.{prefix}group_norm`` or ``batch_norm`` (``batch_norm_eval`` when the module is in eval mode),
+    with ``tail_arguments`` after its own."""
+    affine = [param_expr(facts[key]) for key in ("weight", "bias") if facts[key]]
+    sizes = f"{x}.shape[0], {x}.shape[1], torch.Size({x}.shape[2:]).numel()"
+    head = [f"{target} = torch.empty_like({x})"]
+    if facts["kind"] == "group_norm":
+        return [
+            *head,
+            f"lib.{prefix}group_norm({', '.join([x, *affine])}, {target}, {sizes}, {facts['groups']}{tail_arguments})",
+        ]
+    if facts["running_mean"] is None:
+        return [*head, f"lib.{prefix}batch_norm({', '.join([x, *affine])}, {target}, {sizes}{tail_arguments})"]
+    module = param_expr(facts["module"])
+    running = [param_expr(facts[key]) for key in ("running_mean", "running_var", "tracked")]
+    return [
+        *head,
+        f"if {module}.training:",
+        f"    momentum = -1.0 if {module}.momentum is None else float({module}.momentum)",
+        f"    lib.{prefix}batch_norm({', '.join([x, *affine])}, {target}, {sizes}, {', '.join(running)}, momentum{tail_arguments})",
+        "else:",
+        f"    lib.{prefix}batch_norm_eval({', '.join([x, *affine, *running[:2]])}, {target}, {sizes}{tail_arguments})",
+    ]
+
+
+def channel_norm_facts(graph: OpGraph, x: Node, node: Node) -> dict[str, Any] | None:
+    """The facts of a batch norm or group norm ``node`` of the float32 tensor ``x`` (2-D or more);
+    None for any other node, or one the kernels do not compute."""
+    if x.shape is None or len(x.shape) < 2 or 0 in x.shape or str(x.dtype) != _FLOAT32:
+        return None
+    if node.args[:1] != (Ref(x.name),) or node.shape != x.shape or str(node.dtype) != _FLOAT32:
+        return None
+    match = (
+        _match_batch_norm(graph, x, node)
+        if node.op == "batch_norm"
+        else _match_group_norm(graph, x, node)
+        if node.op == "group_norm"
+        else None
+    )
+    return match.facts if match is not None else None
 
 
 # -- matching ---------------------------------------------------------------------------------------

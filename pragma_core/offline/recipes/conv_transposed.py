@@ -30,7 +30,7 @@ from ..modules import candidate_module, forward_argument, param_expr
 from ..recipe import GenerationContext, Knob, Match, compiler_flags
 from ._conv_transposed_kernels import conv_transposed_kernel
 
-__all__ = ["ConvTransposedRecipe"]
+__all__ = ["ConvTransposedRecipe", "transposed_facts", "transposed_lines", "describe_transposed"]
 
 _FLOAT32 = "torch.float32"
 _OPS = {"conv_transpose1d": 1, "conv_transpose2d": 2, "conv_transpose3d": 3}
@@ -60,92 +60,23 @@ class ConvTransposedRecipe:
         ops = graph.ops
         if len(ops) != 1 or ops[0].op not in _OPS or graph.outputs[0] != Ref(ops[0].name):
             return None
-        node, rank = ops[0], _OPS[ops[0].op]
+        node = ops[0]
         arguments = _arguments(node)
-        if arguments is None:
+        x = graph.node(arguments["input"]) if arguments is not None else None
+        if x is None or x.op != "input" or graph.inputs[0] != x.name:
             return None
-        x = graph.node(arguments["input"])
-        weight = graph.node(arguments["weight"])
-        bias = graph.node(arguments["bias"]) if arguments["bias"] is not None else None
-        if x is None or x.op != "input" or graph.inputs[0] != x.name or weight is None:
+        facts = transposed_facts(graph, node)
+        if facts is None:
             return None
-        if arguments["bias"] is not None and bias is None:
+        operands = [facts[name] for name in ("weight", "bias") if facts[name] is not None]
+        if len(graph.inputs) != 1 + sum("input" in operand for operand in operands):
             return None
-        if any(t.op not in ("param", "input") or t.name == x.name for t in (weight, bias) if t is not None):
-            return None
-        if not all(_is_float32(t) for t in (x, weight, node, *([bias] if bias is not None else []))):
-            return None
-        if len(graph.inputs) != 1 + sum(t.op == "input" for t in (weight, bias) if t is not None):
-            return None
-        geometry = _geometry(arguments, rank)
-        if geometry is None:
-            return None
-        groups = geometry["groups"]
-        x_dims, w_dims = x.dims, weight.dims
-        if len(x_dims) != rank + 2 or len(w_dims) != rank + 2 or x_dims[1] != w_dims[0] or w_dims[0] % groups:
-            return None
-        out_channels = w_dims[1] * groups
-        if bias is not None and bias.dims != (out_channels,):
-            return None
-        kernel = list(w_dims[2:])
-        expected = (
-            x_dims[0],
-            out_channels,
-            *(
-                (size - 1) * s - 2 * p + d * (k - 1) + op + 1
-                for size, s, p, d, k, op in zip(
-                    x_dims[2:],
-                    geometry["stride"],
-                    geometry["padding"],
-                    geometry["dilation"],
-                    kernel,
-                    geometry["output_padding"],
-                )
-            ),
-        )
-        if node.dims != expected or 0 in expected or 0 in x_dims:
-            return None
-        facts = {
-            "rank": rank,
-            **geometry,
-            "kernel": kernel,
-            "out_channels": out_channels,
-            "weight": _operand(graph, weight),
-            "bias": _operand(graph, bias) if bias is not None else None,
-        }
-        return Match(family=self.family, summary=_summary(facts), facts=facts)
+        return Match(family=self.family, summary=describe_transposed(facts), facts=facts)
 
     def generate(self, match: Match, knobs: Mapping[str, Any], context: GenerationContext) -> str:
-        facts = match.facts
-        rank = facts["rank"]
         x = forward_argument(context, 0)
         arguments = [forward_argument(context, i) for i in range(len(context.graph.inputs))]
-        weight = _expression(facts["weight"], arguments)
-        bias = _expression(facts["bias"], arguments) if facts["bias"] is not None else weight
-        pad = 3 - rank  # leading size-1 dims of the 3-D kernel
-
-        def full(values: list[int], fill: int) -> list[str]:
-            return [str(fill)] * pad + [str(v) for v in values]
-
-        inputs = ["1"] * pad + [f"{x}.shape[{2 + d}]" for d in range(rank)]
-        outputs = ["1"] * pad + [
-            f"({x}.shape[{2 + d}] - 1) * {facts['stride'][d]} - {2 * facts['padding'][d]} "
-            f"+ {facts['dilation'][d] * (facts['kernel'][d] - 1) + facts['output_padding'][d] + 1}"
-            for d in range(rank)
-        ]
-        spatial = ", ".join(f"o{d}" for d in range(3))
-        lines = [
-            f"{x} = {x}.contiguous()",
-            f"{', '.join(f'i{d}' for d in range(3))} = {', '.join(inputs)}",
-            *(f"o{d} = {outputs[d]}" for d in range(3)),
-            f"out = torch.empty(({x}.shape[0], {facts['out_channels']}, "
-            f"{', '.join(f'o{d}' for d in range(pad, 3))}), dtype=torch.float32)",
-            f"lib.conv_transpose({x}, {weight}, {bias}, out, {1 if facts['bias'] is not None else 0}, "
-            f"{x}.shape[0], {x}.shape[1], {facts['out_channels']}, {facts['groups']}, i0, i1, i2, {spatial}, "
-            f"{', '.join(full(facts['kernel'], 1))}, {', '.join(full(facts['stride'], 1))}, "
-            f"{', '.join(full(facts['padding'], 0))}, {', '.join(full(facts['dilation'], 1))})",
-            "return out",
-        ]
+        lines = [f"{x} = {x}.contiguous()", *transposed_lines(match.facts, x, "out", arguments), "return out"]
         cpp = conv_transposed_kernel(
             knobs["parallel"], knobs["simd"], knobs["accumulators"], knobs["block"], knobs["vector_width"]
         )
@@ -157,6 +88,101 @@ class ConvTransposedRecipe:
             forward_body="\n".join(lines),
             flags=compiler_flags(knobs),
         )
+
+
+def transposed_facts(graph: OpGraph, node: Node) -> dict[str, Any] | None:
+    """One transposed convolution's facts (geometry, kernel, channels, weight and bias operands)
+    whatever it reads; None when the recipe's kernel does not compute it."""
+    rank = _OPS.get(node.op)
+    arguments = _arguments(node) if rank is not None else None
+    if rank is None or arguments is None:
+        return None
+    x = graph.node(arguments["input"])
+    weight = graph.node(arguments["weight"])
+    bias = graph.node(arguments["bias"]) if arguments["bias"] is not None else None
+    if x is None or weight is None:
+        return None
+    if arguments["bias"] is not None and bias is None:
+        return None
+    if any(t.op not in ("param", "input") or t.name == x.name for t in (weight, bias) if t is not None):
+        return None
+    if not all(_is_float32(t) for t in (x, weight, node, *([bias] if bias is not None else []))):
+        return None
+    geometry = _geometry(arguments, rank)
+    if geometry is None:
+        return None
+    groups = geometry["groups"]
+    x_dims, w_dims = x.dims, weight.dims
+    if len(x_dims) != rank + 2 or len(w_dims) != rank + 2 or x_dims[1] != w_dims[0] or w_dims[0] % groups:
+        return None
+    out_channels = w_dims[1] * groups
+    if bias is not None and bias.dims != (out_channels,):
+        return None
+    kernel = list(w_dims[2:])
+    expected = (
+        x_dims[0],
+        out_channels,
+        *(
+            (size - 1) * s - 2 * p + d * (k - 1) + op + 1
+            for size, s, p, d, k, op in zip(
+                x_dims[2:],
+                geometry["stride"],
+                geometry["padding"],
+                geometry["dilation"],
+                kernel,
+                geometry["output_padding"],
+            )
+        ),
+    )
+    if node.dims != expected or 0 in expected or 0 in x_dims:
+        return None
+    return {
+        "rank": rank,
+        **geometry,
+        "kernel": kernel,
+        "out_channels": out_channels,
+        "weight": _operand(graph, weight),
+        "bias": _operand(graph, bias) if bias is not None else None,
+    }
+
+
+def transposed_lines(
+    facts: Mapping[str, Any],
+    x: str,
+    target: str,
+    arguments: list[str],
+    *,
+    prefix: str = "",
+    tail_arguments: str = "",
+) -> list[str]:
+    """The lines of ``forward`` running the transposed convolution of the contiguous tensor ``x``
+    into a new ``target``: the output's sizes from ``x``'s shape, then ``lib.{prefix}conv_transpose``
+    with ``tail_arguments`` after its own."""
+    rank = facts["rank"]
+    weight = _expression(facts["weight"], arguments)
+    bias = _expression(facts["bias"], arguments) if facts["bias"] is not None else weight
+    pad = 3 - rank  # leading size-1 dims of the 3-D kernel
+
+    def full(values: list[int], fill: int) -> list[str]:
+        return [str(fill)] * pad + [str(v) for v in values]
+
+    inputs = ["1"] * pad + [f"{x}.shape[{2 + d}]" for d in range(rank)]
+    outputs = ["1"] * pad + [
+        f"({x}.shape[{2 + d}] - 1) * {facts['stride'][d]} - {2 * facts['padding'][d]} "
+        f"+ {facts['dilation'][d] * (facts['kernel'][d] - 1) + facts['output_padding'][d] + 1}"
+        for d in range(rank)
+    ]
+    spatial = ", ".join(f"o{d}" for d in range(3))
+    return [
+        f"{', '.join(f'i{d}' for d in range(3))} = {', '.join(inputs)}",
+        *(f"o{d} = {outputs[d]}" for d in range(3)),
+        f"{target} = torch.empty(({x}.shape[0], {facts['out_channels']}, "
+        f"{', '.join(f'o{d}' for d in range(pad, 3))}), dtype=torch.float32)",
+        f"lib.{prefix}conv_transpose({x}, {weight}, {bias}, {target}, {1 if facts['bias'] is not None else 0}, "
+        f"{x}.shape[0], {x}.shape[1], {facts['out_channels']}, {facts['groups']}, i0, i1, i2, {spatial}, "
+        f"{', '.join(full(facts['kernel'], 1))}, {', '.join(full(facts['stride'], 1))}, "
+        f"{', '.join(full(facts['padding'], 0))}, {', '.join(full(facts['dilation'], 1))}{tail_arguments})",
+    ]
 
 
 def _is_float32(node: Node) -> bool:
@@ -212,7 +238,8 @@ def _expression(operand: Mapping[str, Any], arguments: list[str]) -> str:
     return param_expr(operand["param"]) if "param" in operand else f"{arguments[operand['input']]}.contiguous()"
 
 
-def _summary(facts: Mapping[str, Any]) -> str:
+def describe_transposed(facts: Mapping[str, Any]) -> str:
+    """One line for people and prompts: the transposed convolution's kernel and geometry."""
     details = [
         f"{name.replace('_', ' ')} {'x'.join(map(str, facts[name]))}"
         for name, plain in (("stride", 1), ("padding", 0), ("output_padding", 0), ("dilation", 1))

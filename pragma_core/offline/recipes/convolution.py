@@ -20,7 +20,7 @@ group, or a few less over short rows (:data:`_GEMM_START_SHORT_ROWS`), else ``di
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..graph import Node, OpGraph, Ref
@@ -28,7 +28,15 @@ from ..modules import candidate_module, forward_argument, param_expr
 from ..recipe import GenerationContext, Knob, Match, compiler_flags
 from ._conv_kernels import conv_kernel_source
 
-__all__ = ["ConvolutionRecipe", "conv_geometry"]
+__all__ = [
+    "ConvolutionRecipe",
+    "conv_geometry",
+    "convolution_layer",
+    "describe_layer",
+    "layer_lines",
+    "gemm_first",
+    "calls_gemm",
+]
 
 _CONVOLUTIONS = {"conv1d": 1, "conv2d": 2, "conv3d": 3}
 _FLOAT32 = "torch.float32"
@@ -141,7 +149,7 @@ class ConvolutionRecipe:
         source = graph.node(ops[0].arg(0, "input"))
         assert source is not None  # checked by _layer
         summary = " then ".join(self._describe(layer) for layer in layers)
-        wide = any(_gemm_first(layer) for layer in layers)
+        wide = any(gemm_first(layer) for layer in layers)
         return Match(
             family=self.family,
             summary=summary,
@@ -150,81 +158,18 @@ class ConvolutionRecipe:
         )
 
     def _layer(self, graph: OpGraph, node: Node, previous: Node | None) -> dict[str, Any] | None:
-        """One convolution's facts: its weight and bias operands and geometry; None when the
-        recipe does not generate it."""
-        spatial = _CONVOLUTIONS[node.op]
+        """One convolution of the chain: it reads the task's input (the first) or the convolution
+        before it; None when the recipe does not generate it."""
         source = graph.node(node.arg(0, "input"))
-        if source is None or str(source.dtype) != _FLOAT32 or source.shape is None:
-            return None
-        if previous is None and source.op != "input":
+        if source is None or (previous is None and source.op != "input"):
             return None
         if previous is not None and source.name != previous.name:
             return None
-        if node.kwargs.get("padding_mode", "zeros") != "zeros" or str(node.dtype) != _FLOAT32 or node.shape is None:
-            return None
-        batched = len(source.dims) == spatial + 2
-        if not batched and len(source.dims) != spatial + 1:
-            return None
-        weight, bias = graph.node(node.arg(1, "weight")), node.arg(2, "bias")
-        bias_node = graph.node(bias)
-        if not _is_float32_tensor(weight) or (bias is not None and not _is_float32_tensor(bias_node)):
-            return None
-        assert weight is not None
-        if len(weight.dims) != spatial + 2:
-            return None
-        out_channels, group_channels, *kernel = weight.dims
-        geometry = conv_geometry(
-            tuple(kernel),
-            node.arg(3, "stride", 1),
-            node.arg(4, "padding", 0),
-            node.arg(5, "dilation", 1),
-            node.arg(6, "groups", 1),
-        )
-        if geometry is None:
-            return None
-        channels = source.dims[1 if batched else 0]
-        groups = geometry["groups"]
-        if channels != group_channels * groups or out_channels % groups or min(source.dims) < 1:
-            return None
-        if bias_node is not None and bias_node.dims != (out_channels,):
-            return None
-        if min(node.dims) < 1:
-            return None
-        return {
-            "spatial": spatial,
-            "batched": batched,
-            "in_channels": channels,
-            "out_channels": out_channels,
-            "out_width": node.dims[-1],
-            "kernel": list(kernel),
-            "weight": _operand(graph, weight),
-            "bias": _operand(graph, bias_node) if bias_node is not None else None,
-            **{key: list(value) if isinstance(value, tuple) else value for key, value in geometry.items()},
-        }
+        return convolution_layer(graph, node)
 
     @staticmethod
     def _describe(layer: Mapping[str, Any]) -> str:
-        groups, channels = layer["groups"], layer["in_channels"]
-        kind = (
-            "depthwise"
-            if groups == channels and groups > 1
-            else "grouped"
-            if groups > 1
-            else "pointwise"
-            if set(layer["kernel"]) == {1}
-            else "standard"
-        )
-        details = [f"{channels} -> {layer['out_channels']} channels", "kernel " + "x".join(map(str, layer["kernel"]))]
-        for name in ("stride", "dilation"):
-            if set(layer[name]) != {1}:
-                details.append(f"{name} {'x'.join(map(str, layer[name]))}")
-        if set(layer["before"]) | set(layer["after"]) != {0}:
-            details.append(f"padding {'x'.join(map(str, layer['before']))}")
-        if groups > 1:
-            details.append(f"groups {groups}")
-        if layer["bias"] is not None:
-            details.append("bias")
-        return f"{kind} {layer['spatial']}D convolution ({', '.join(details)})"
+        return describe_layer(layer)
 
     # -- generating ---------------------------------------------------------------------------
 
@@ -235,7 +180,7 @@ class ConvolutionRecipe:
             channels=int(knobs["accumulators"]),
             block=int(knobs["block"]),
             vector_bits=int(knobs["vector_width"]),
-            gemm=_calls_gemm(match.facts, knobs),
+            gemm=calls_gemm(match.facts["layers"], knobs["method"]),
         )
         arguments = [forward_argument(context, i) for i in range(len(context.graph.inputs))]
         return candidate_module(
@@ -243,9 +188,84 @@ class ConvolutionRecipe:
             knobs=knobs,
             context=context,
             cpp=cpp,
-            forward_body=_forward(match.facts, arguments, gemm=_calls_gemm(match.facts, knobs)),
+            forward_body=_forward(match.facts, arguments, gemm=calls_gemm(match.facts["layers"], knobs["method"])),
             flags=compiler_flags(knobs),
         )
+
+
+def convolution_layer(graph: OpGraph, node: Node) -> dict[str, Any] | None:
+    """One convolution's facts (its weight and bias operands and geometry) whatever it reads; None
+    when the recipe's kernels do not compute it."""
+    spatial = _CONVOLUTIONS.get(node.op)
+    source = graph.node(node.arg(0, "input"))
+    if spatial is None or source is None or str(source.dtype) != _FLOAT32 or source.shape is None:
+        return None
+    if node.kwargs.get("padding_mode", "zeros") != "zeros" or str(node.dtype) != _FLOAT32 or node.shape is None:
+        return None
+    batched = len(source.dims) == spatial + 2
+    if not batched and len(source.dims) != spatial + 1:
+        return None
+    weight, bias = graph.node(node.arg(1, "weight")), node.arg(2, "bias")
+    bias_node = graph.node(bias)
+    if not _is_float32_tensor(weight) or (bias is not None and not _is_float32_tensor(bias_node)):
+        return None
+    assert weight is not None
+    if len(weight.dims) != spatial + 2:
+        return None
+    out_channels, group_channels, *kernel = weight.dims
+    geometry = conv_geometry(
+        tuple(kernel),
+        node.arg(3, "stride", 1),
+        node.arg(4, "padding", 0),
+        node.arg(5, "dilation", 1),
+        node.arg(6, "groups", 1),
+    )
+    if geometry is None:
+        return None
+    channels = source.dims[1 if batched else 0]
+    groups = geometry["groups"]
+    if channels != group_channels * groups or out_channels % groups or min(source.dims) < 1:
+        return None
+    if bias_node is not None and bias_node.dims != (out_channels,):
+        return None
+    if min(node.dims) < 1:
+        return None
+    return {
+        "spatial": spatial,
+        "batched": batched,
+        "in_channels": channels,
+        "out_channels": out_channels,
+        "out_width": node.dims[-1],
+        "kernel": list(kernel),
+        "weight": _operand(graph, weight),
+        "bias": _operand(graph, bias_node) if bias_node is not None else None,
+        **{key: list(value) if isinstance(value, tuple) else value for key, value in geometry.items()},
+    }
+
+
+def describe_layer(layer: Mapping[str, Any]) -> str:
+    """One line for people and prompts: the kind of convolution and its geometry."""
+    groups, channels = layer["groups"], layer["in_channels"]
+    kind = (
+        "depthwise"
+        if groups == channels and groups > 1
+        else "grouped"
+        if groups > 1
+        else "pointwise"
+        if set(layer["kernel"]) == {1}
+        else "standard"
+    )
+    details = [f"{channels} -> {layer['out_channels']} channels", "kernel " + "x".join(map(str, layer["kernel"]))]
+    for name in ("stride", "dilation"):
+        if set(layer[name]) != {1}:
+            details.append(f"{name} {'x'.join(map(str, layer[name]))}")
+    if set(layer["before"]) | set(layer["after"]) != {0}:
+        details.append(f"padding {'x'.join(map(str, layer['before']))}")
+    if groups > 1:
+        details.append(f"groups {groups}")
+    if layer["bias"] is not None:
+        details.append("bias")
+    return f"{kind} {layer['spatial']}D convolution ({', '.join(details)})"
 
 
 def _group_outputs(layer: Mapping[str, Any]) -> int:
@@ -253,7 +273,7 @@ def _group_outputs(layer: Mapping[str, Any]) -> int:
     return int(layer["out_channels"]) // int(layer["groups"])
 
 
-def _gemm_first(layer: Mapping[str, Any]) -> bool:
+def gemm_first(layer: Mapping[str, Any]) -> bool:
     """Whether the layer's shapes call for the implicit GEMM first (at the task's own sizes)."""
     channels, width = _GEMM_START_SHORT_ROWS
     outputs = _group_outputs(layer)
@@ -265,10 +285,11 @@ def _runs_gemm(layer: Mapping[str, Any], gemm: bool) -> bool:
     return gemm and _group_outputs(layer) >= _GEMM_MIN_GROUP_OUTPUTS
 
 
-def _calls_gemm(facts: Mapping[str, Any], knobs: Mapping[str, Any]) -> bool:
-    """Whether any layer runs as an implicit GEMM (else the GEMM is not built: a depthwise task's
-    ``method=gemm`` builds the same machine code as ``direct``, which the verifier reports)."""
-    return any(_runs_gemm(layer, knobs["method"] == "gemm") for layer in facts["layers"])
+def calls_gemm(layers: Sequence[Mapping[str, Any]], method: str) -> bool:
+    """Whether any layer runs as an implicit GEMM under ``method`` (else the GEMM is not built: a
+    depthwise task's ``method=gemm`` builds the same machine code as ``direct``, which the verifier
+    reports)."""
+    return any(_runs_gemm(layer, method == "gemm") for layer in layers)
 
 
 def _expression(operand: Mapping[str, Any], arguments: list[str]) -> str:
@@ -291,40 +312,57 @@ def _forward(facts: Mapping[str, Any], arguments: list[str], *, gemm: bool) -> s
     called; the last result returned."""
     lines = [f"y0 = {arguments[facts['input']]}.contiguous()"]
     for index, layer in enumerate(facts["layers"]):
-        spatial, source, target = layer["spatial"], f"y{index}", f"y{index + 1}"
-        pad3 = [0] * (3 - spatial)
-        one3 = [1] * (3 - spatial)
-        kernel, stride = one3 + layer["kernel"], one3 + layer["stride"]
-        before, after, dilation = pad3 + layer["before"], pad3 + layer["after"], one3 + layer["dilation"]
-        weight = f"{_expression(layer['weight'], arguments)}.contiguous()"
-        bias = f"{_expression(layer['bias'], arguments)}.contiguous()" if layer["bias"] is not None else "w"
-        batch = f"N = {source}.shape[0]" if layer["batched"] else "N = 1"
-        dims = f"{source}.shape[{2 if layer['batched'] else 1}:]"
-        lines += [
-            f"w = {weight}",
-            f"b = {bias}",
-            batch,
-            f"D, H, W = {tuple(one3)} + tuple({dims})" if spatial < 3 else f"D, H, W = {dims}",
-            *(
-                _output_size(dim, b + a - d * (k - 1), s)
-                for dim, b, a, d, k, s in zip("DHW", before, after, dilation, kernel, stride)
-            ),
-            f"C, O = {source}.shape[{1 if layer['batched'] else 0}], w.shape[0]",
-            f"{target} = torch.empty(({'N, ' if layer['batched'] else ''}O, "
-            f"{', '.join(['OD', 'OH', 'OW'][3 - spatial :])}), dtype=torch.float32)",
-        ]
-        flat = set(kernel) == {1} and set(stride) == {1} and set(before) | set(after) == {0}
-        geometry = [*kernel, *stride, *before, *dilation, layer["groups"]]
-        sizes = (
-            "N, C, 1, 1, D * H * W, O, 1, 1, OD * OH * OW"
-            if flat  # a pointwise convolution: the spatial dims are one long row
-            else "N, C, D, H, W, O, OD, OH, OW"
-        )
-        entry = "conv_gemm" if _runs_gemm(layer, gemm) else "conv"
-        lines.append(
-            f"lib.{entry}({source}, w, b, {target}, {int(layer['bias'] is not None)}, {sizes}, "
-            + ", ".join(map(str, geometry))
-            + ")"
-        )
+        lines += layer_lines(layer, f"y{index}", f"y{index + 1}", arguments, gemm=gemm)
     lines.append(f"return y{len(facts['layers'])}")
     return "\n".join(lines)
+
+
+def layer_lines(
+    layer: Mapping[str, Any],
+    source: str,
+    target: str,
+    arguments: list[str],
+    *,
+    gemm: bool,
+    prefix: str = "",
+    tail_arguments: str = "",
+) -> list[str]:
+    """The lines of ``forward`` running one convolution of the contiguous tensor ``source`` into a
+    new ``target``: its sizes read from ``source``'s shape, then ``lib.{prefix}conv`` (or
+    ``conv_gemm`` where the layer runs as an implicit GEMM) with ``tail_arguments`` after its own."""
+    spatial = layer["spatial"]
+    pad3 = [0] * (3 - spatial)
+    one3 = [1] * (3 - spatial)
+    kernel, stride = one3 + layer["kernel"], one3 + layer["stride"]
+    before, after, dilation = pad3 + layer["before"], pad3 + layer["after"], one3 + layer["dilation"]
+    weight = f"{_expression(layer['weight'], arguments)}.contiguous()"
+    bias = f"{_expression(layer['bias'], arguments)}.contiguous()" if layer["bias"] is not None else "w"
+    batch = f"N = {source}.shape[0]" if layer["batched"] else "N = 1"
+    dims = f"{source}.shape[{2 if layer['batched'] else 1}:]"
+    lines = [
+        f"w = {weight}",
+        f"b = {bias}",
+        batch,
+        f"D, H, W = {tuple(one3)} + tuple({dims})" if spatial < 3 else f"D, H, W = {dims}",
+        *(
+            _output_size(dim, b + a - d * (k - 1), s)
+            for dim, b, a, d, k, s in zip("DHW", before, after, dilation, kernel, stride)
+        ),
+        f"C, O = {source}.shape[{1 if layer['batched'] else 0}], w.shape[0]",
+        f"{target} = torch.empty(({'N, ' if layer['batched'] else ''}O, "
+        f"{', '.join(['OD', 'OH', 'OW'][3 - spatial :])}), dtype=torch.float32)",
+    ]
+    flat = set(kernel) == {1} and set(stride) == {1} and set(before) | set(after) == {0}
+    geometry = [*kernel, *stride, *before, *dilation, layer["groups"]]
+    sizes = (
+        "N, C, 1, 1, D * H * W, O, 1, 1, OD * OH * OW"
+        if flat  # a pointwise convolution: the spatial dims are one long row
+        else "N, C, D, H, W, O, OD, OH, OW"
+    )
+    entry = f"{prefix}conv_gemm" if _runs_gemm(layer, gemm) else f"{prefix}conv"
+    lines.append(
+        f"lib.{entry}({source}, w, b, {target}, {int(layer['bias'] is not None)}, {sizes}, "
+        + ", ".join(map(str, geometry))
+        + f"{tail_arguments})"
+    )
+    return lines

@@ -1,173 +1,539 @@
-"""Level-2 fusion: a GEMM followed by a chain of operators, written as one ``cpu-cpp`` module from
-the fusion planner's plan (:mod:`~pragma_core.offline.recipes.fusion`).
+"""Level-2 fusion: a main operator (a GEMM, a convolution, a transposed convolution) and the chain of
+operators after it, written as one ``cpu-cpp`` module from the fusion planner's plan
+(:mod:`~pragma_core.offline.recipes.fusion`).
 
-The product is the matmul recipe's kernel; with ``fusion`` ``epilogue`` the plan's elementwise DAG
-runs in its store (the matmul epilogue). Each stage after it (a reduction over rows, a row-wise
-norm or softmax, batch norm over columns, a pool over rows) is one pass over the product's output,
-parallel over rows, its tail applied as it stores. With ``fusion`` ``passes`` the product stores
-plain (its bias only) and the epilogue and each tail run as their own pass: the simple version a
-measured move can return to when the fused one is slower.
+Every stage is its level-1 family's kernel, built into the module's one library in a namespace of
+its own (``s0``, ``s1``...), its entry points prefixed the same way (``s0_conv``). With ``fusion``
+``epilogue`` (the start) each stage's tail runs where its kernel stores (:mod:`._tails`; a matrix
+product's in its epilogue), while the run it just wrote is in cache; with ``passes`` every stage
+stores plain and each elementwise chain is a pass of its own, the simple version a measured move can
+return to. Every size is read from the tensors at run time, so one module serves every size of the
+task. The family is named by the main operator: ``fused_gemm``, ``fused_conv`` and
+``fused_conv_transposed``, each with its main operator's knobs, ``fast_math`` and ``fusion``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
-from ..graph import NotRecognized, OpGraph
+from ..graph import NotRecognized, OpGraph, Ref
+from ..knobs import starting
 from ..modules import candidate_module, forward_argument, param_expr
-from ..recipe import GenerationContext, Knob, Match
-from ._fused_kernels import pointwise_source, stage_source
-from .fusion import FusionPlan, Segment, Stage, plan_fusion
-from .matmul import MatmulRecipe, epilogue_lines, operand_expression, product_sizes, product_source
+from ..recipe import GenerationContext, Knob, Match, compiler_flags
+from ._channel_norm_kernels import channel_norm_source
+from ._conv_kernels import conv_kernel_source
+from ._conv_transposed_kernels import conv_transposed_kernel
+from ._norm_kernels import norm_kernel_source
+from ._pooling_kernels import pooling_kernel_source
+from ._tails import Tail, tail_source
+from .channel_norms import ChannelNormRecipe, channel_norm_lines
+from .conv_transposed import ConvTransposedRecipe, describe_transposed, transposed_lines
+from .convolution import ConvolutionRecipe, calls_gemm, describe_layer, gemm_first, layer_lines
+from .fusion import FusionPlan, Stage, plan_fusion
+from .matmul import MatmulRecipe, product_shape, product_sizes, product_source
+from .norms import NormRecipe, norm_lines
+from .pooling import POOLED_SIZE_SOURCE, PoolingRecipe, pool_lines
+from .reduction import ReductionRecipe, reduction_source
+from .softmax import SoftmaxRecipe, softmax_source
 
-__all__ = ["FusedRecipe"]
+__all__ = ["FusedRecipe", "FUSED_RECIPES"]
+
+_FUSION = Knob(default="passes", values=("passes", "epilogue"), start="epilogue")
+_FAST_MATH = Knob(default=False, values=(False, True))
+_FAMILY_KNOBS: dict[str, Mapping[str, Knob]] = {
+    "matmul": MatmulRecipe.knobs,
+    "convolution": ConvolutionRecipe.knobs,
+    "conv_transposed": ConvTransposedRecipe.knobs,
+    "pool": PoolingRecipe.knobs,
+    "reduction": ReductionRecipe.knobs,
+    "softmax": SoftmaxRecipe.knobs,
+    "norm": NormRecipe.knobs,
+    "channel_norm": ChannelNormRecipe.knobs,
+}
+_POINTWISE_CHUNK = 4096
+"""Elements a pointwise pass copies and finishes per work item: 16 KiB, in L1 for its tail."""
+_SPAN_OF = '''def span_of(t, shape, lo, hi):
+    """t read over dims [lo, hi) of a tensor of ``shape`` (both aligned on the right): its values
+    made contiguous over those dims, the size of the dims after them, and of the span."""
+    rank = len(shape)
+    aligned = t.reshape((1,) * (rank - t.dim()) + tuple(t.shape))
+    covered = aligned.expand(*(shape[d] if lo <= d < hi else 1 for d in range(rank))).contiguous()
+    return covered, shape[hi:].numel(), shape[lo:hi].numel()
+'''
 
 
 class FusedRecipe:
-    """A GEMM with its epilogue and the stages after it (KernelBench level 2)."""
+    """A main operator of kind ``main`` and its chain (KernelBench level 2)."""
 
-    family = "fused_gemm"
-    knobs: Mapping[str, Knob] = {
-        **MatmulRecipe.knobs,
-        "fusion": Knob(default="passes", values=("passes", "epilogue"), start="epilogue"),
-    }
+    def __init__(self, family: str, main: str) -> None:
+        self.family = family
+        self.main = main
+        self.knobs: Mapping[str, Knob] = {
+            **_FAMILY_KNOBS[main],
+            **({} if "fast_math" in _FAMILY_KNOBS[main] else {"fast_math": _FAST_MATH}),
+            "fusion": _FUSION,
+        }
 
     def match(self, graph: OpGraph) -> Match | None:
         try:
             plan = plan_fusion(graph)
         except NotRecognized:
             return None
-        return Match(family=self.family, summary=f"fused GEMM ({plan.describe()})", facts={"plan": plan.describe()})
+        main = plan.main
+        if main is None or main.kind != self.main:
+            return None
+        start = {"method": "gemm" if gemm_first(main.facts) else "direct"} if main.kind == "convolution" else {}
+        return Match(
+            family=self.family,
+            summary=f"fused {_describe_main(main)} ({plan.describe()})",
+            facts={"plan": plan.describe()},
+            start=start,
+        )
 
     def generate(self, match: Match, knobs: Mapping[str, Any], context: GenerationContext) -> str:
-        plan = plan_fusion(context.graph)
         graph = context.graph
-        fused = knobs["fusion"] == "epilogue"
-        parallel, simd, fast = bool(knobs["parallel"]), bool(knobs["simd"]), bool(knobs["fast_math"])
-        facts = dict(plan.main.facts, steps=list(plan.epilogue.steps) if fused else [], extras=[], triangle=None)
-        epilogue_extras = list(plan.epilogue.extras) if fused else []
-        gemm_extras = ([{**facts["bias"], "broadcast": "column"}] if facts["bias"] else []) + epilogue_extras
+        plan = plan_fusion(graph, fuse=knobs["fusion"] == "epilogue")
+        writer = _Writer(plan, graph, [forward_argument(context, i) for i in range(len(graph.inputs))])
+        main = plan.main
         parts = [
-            product_source(
-                facts,
-                gemm_extras,
-                graph,
-                fast=fast,
-                parallel=parallel,
-                simd=simd,
-                accumulators=int(knobs["accumulators"]),
-                block=int(knobs["block"]),
-            )
+            writer.stage(index, knobs if stage is main else _stage_knobs(stage.kind, knobs))
+            for index, stage in enumerate(plan.stages)
         ]
-        if not fused and plan.epilogue.steps:
-            parts.append(_tail_function("tail_e", plan.epilogue, graph, fast))
-            parts.append(
-                pointwise_source(
-                    "pointwise_e", _call("tail_e", plan.epilogue), _extra_parameters(plan.epilogue), parallel, simd
-                )
-            )
-        for index, stage in enumerate(plan.stages):
-            name = f"tail{index}"
-            parts.append(_tail_function(name, stage.tail, graph, fast))
-            if fused or not stage.tail.steps:
-                parts.append(
-                    stage_source(index, stage, _call(name, stage.tail), _extra_parameters(stage.tail), parallel, simd)
-                )
-            else:
-                parts.append(stage_source(index, stage, "v", "", parallel, simd))
-                parts.append(
-                    pointwise_source(
-                        f"pointwise{index}", _call(name, stage.tail), _extra_parameters(stage.tail), parallel, simd
-                    )
-                )
-        flags = (["-ffast-math"] if fast else []) + ([] if simd else ["-fno-tree-vectorize"])
-        arguments = [forward_argument(context, i) for i in range(len(graph.inputs))]
-        return candidate_module(
+        module = candidate_module(
             match=match,
             knobs=knobs,
             context=context,
-            cpp="\n".join(parts),
-            forward_body=_forward(plan, facts, gemm_extras, fused, arguments),
-            flags=flags,
+            cpp=_one_library(parts),
+            forward_body="\n".join([*writer.prologue(), *writer.lines, f"return h{len(plan.stages) - 1}"]),
+            flags=compiler_flags(knobs),
         )
+        helpers = [source for source, used in ((POOLED_SIZE_SOURCE, writer.pools), (_SPAN_OF, writer.spans)) if used]
+        if not helpers:
+            return module
+        return module.replace("\n\nclass ModelNew", "\n\n" + "\n\n".join(helpers) + "\n\nclass ModelNew", 1)
 
 
-def _extra_parameters(segment: Segment) -> str:
-    return "".join(f", const float* __restrict__ e{i}" for i in range(len(segment.extras)))
+FUSED_RECIPES = (
+    FusedRecipe("fused_gemm", "matmul"),
+    FusedRecipe("fused_conv", "convolution"),
+    FusedRecipe("fused_conv_transposed", "conv_transposed"),
+)
+"""The level-2 families, one per main operator."""
 
 
-def _call(name: str, segment: Segment) -> str:
-    return f"{name}(v, u, j, x" + "".join(f", e{i}" for i in range(len(segment.extras))) + ")"
+def _describe_main(stage: Stage) -> str:
+    if stage.kind == "convolution":
+        return describe_layer(stage.facts)
+    if stage.kind == "conv_transposed":
+        return describe_transposed(stage.facts)
+    return f"GEMM ({stage.op})"
 
 
-def _tail_function(name: str, segment: Segment, graph: OpGraph, fast: bool) -> str:
-    """The C function applying ``segment`` to one element: value ``v``, stage input ``u``, output
-    column ``j``, flat index ``x``."""
-    lines = epilogue_lines(segment.steps, list(segment.extras), graph, fast, 0)
-    body = "\n".join("    " + line for line in [*lines, "return v;"])
-    return f"""static inline __attribute__((always_inline)) float {name}(float v, [[maybe_unused]] float u,
-        [[maybe_unused]] int64_t j, [[maybe_unused]] int64_t x{_extra_parameters(segment)}) {{
-{body}
+def _stage_knobs(kind: str, knobs: Mapping[str, Any]) -> dict[str, Any]:
+    """A stage other than the main one: its family's starting knobs, with the shared switches
+    (``parallel``, ``simd``, ``fast_math``, ``vector_width``) as the task's knobs set them."""
+    shared = {name: knobs[name] for name in ("parallel", "simd", "fast_math", "vector_width") if name in knobs}
+    return {**starting(_FAMILY_KNOBS.get(kind, {})), **shared}
+
+
+def _one_library(parts: list[str]) -> str:
+    """The stages' C++ as one source: their ``#include`` lines once, at the top, and each stage's
+    code in its own namespace (``s0``, ``s1``...), so their helpers and constants never collide."""
+    includes: list[str] = []
+    bodies = []
+    for index, part in enumerate(parts):
+        body: list[str] = []
+        for line in part.splitlines():
+            if line.startswith("#include"):
+                includes.append(line.strip())
+            else:
+                body.append(line)
+        bodies.append(f"namespace s{index} {{\n" + "\n".join(body).strip("\n") + f"\n}}  // namespace s{index}")
+    return "\n".join(dict.fromkeys(includes)) + "\n\n" + "\n\n".join(bodies)
+
+
+class _Writer:
+    """The forward's lines and each stage's C++, stage by stage: stage ``k``'s output is ``h{k}``."""
+
+    def __init__(self, plan: FusionPlan, graph: OpGraph, arguments: list[str]) -> None:
+        self.plan = plan
+        self.graph = graph
+        self.arguments = arguments
+        self.lines: list[str] = []
+        self.inputs: set[int] = set()  # forward arguments a stage reads whole: made contiguous first
+        self.pools = False
+        self.spans = False
+
+    def prologue(self) -> list[str]:
+        return [f"{self.arguments[i]} = {self.arguments[i]}.contiguous()" for i in sorted(self.inputs)]
+
+    def source(self, source: Mapping[str, Any]) -> str:
+        if "stage" in source:
+            return f"h{source['stage']}"
+        if "param" in source:
+            return param_expr(source["param"])
+        self.inputs.add(source["input"])
+        return self.arguments[source["input"]]
+
+    def stage(self, index: int, knobs: Mapping[str, Any]) -> str:
+        """Stage ``index``'s C++ (its forward lines appended to :attr:`lines`)."""
+        stage = self.plan.stages[index]
+        prefix, target = f"s{index}_", f"h{index}"
+        fast = bool(knobs.get("fast_math"))
+        if stage.kind == "matmul":
+            return self._matmul(index, stage, knobs, prefix, target, fast)
+        if stage.kind == "view":
+            self.lines.append(f"{target} = {self.source(stage.source)}.{_view_call(stage, self)}")
+            return ""
+        tail = tail_source(stage.tail.steps, stage.tail.extras, self.graph, fast)
+        arguments = self._tail_arguments(index, stage)
+        x = self.source(stage.source)
+        cpp, lines = _KERNELS[stage.kind](self, stage, knobs, prefix, tail, x, target, arguments)
+        at = next(i for i, line in enumerate(lines) if line.startswith(f"{target} = ")) + 1
+        self.lines += [*lines[:at], *self._extra_lines(index, stage), *lines[at:]]
+        return cpp
+
+    # -- the tail's tensors -------------------------------------------------------------------
+
+    def _extra(self, extra: Mapping[str, Any]) -> str:
+        expression = self.source(extra["source"])
+        if extra.get("view"):
+            expression = f"{expression}.{_view_call(self.graph[extra['view']], self)}"
+        return expression
+
+    def _extra_lines(self, index: int, stage: Stage) -> list[str]:
+        lines = []
+        for i, extra in enumerate(stage.tail.extras):
+            name = f"t{index}_{i}"
+            if extra["broadcast"] == "span":
+                self.spans = True
+                lo, hi = extra["span"]
+                lines.append(
+                    f"{name}, a{index}_{i}, b{index}_{i} = span_of({self._extra(extra)}, h{index}.shape, {lo}, {hi})"
+                )
+            else:
+                lines.append(f"{name} = {self._extra(extra)}.contiguous()")
+        return lines
+
+    def _tail_arguments(self, index: int, stage: Stage) -> str:
+        names = []
+        for i, extra in enumerate(stage.tail.extras):
+            names.append(f"t{index}_{i}")
+            if extra["broadcast"] == "span":
+                names += [f"a{index}_{i}", f"b{index}_{i}"]
+        return "".join(f", {name}" for name in names) if stage.tail.steps else ""
+
+    # -- the matrix product, whose tail is its epilogue -----------------------------------------
+
+    def _matmul(self, index: int, stage: Stage, knobs: Mapping[str, Any], prefix: str, target: str, fast: bool) -> str:
+        facts = stage.facts
+        # Its operands index the forward's arguments, then the chain's value it reads, then the stages.
+        arguments = [*self.arguments, self.source(stage.source), *(f"h{k}" for k in range(len(self.plan.stages)))]
+        epilogue = []
+        for extra in stage.tail.extras:
+            source = extra["source"]
+            operand = {"input": len(self.arguments) + 1 + source["stage"]} if "stage" in source else dict(source)
+            epilogue.append({**operand, "broadcast": "scalar" if extra["broadcast"] == "scalar" else "column"})
+        bias = [{**facts["bias"], "broadcast": "column"}] if facts["bias"] else []
+        extras = bias + epilogue
+        cpp = product_source(
+            dict(facts, steps=list(stage.tail.steps), extras=[], triangle=None),
+            extras,
+            self.graph,
+            fast=fast,
+            parallel=bool(knobs["parallel"]),
+            simd=bool(knobs["simd"]),
+            accumulators=int(knobs["accumulators"]),
+            block=int(knobs["block"]),
+            prefix=prefix,
+        )
+        self.lines += product_sizes(facts, extras, arguments)
+        self.lines += [
+            f"{target} = torch.empty({product_shape(facts)}, dtype=torch.float32)",
+            f"lib.{prefix}matmul(a_, b_, {target}{''.join(f', e{i}_' for i in range(len(extras)))}, batch, M, N, K)",
+        ]
+        return cpp
+
+
+# -- each family's kernel and forward lines --------------------------------------------------------
+
+_Kernel = Callable[..., tuple[str, list[str]]]
+"""``(writer, stage, knobs, prefix, tail, x, target, tail_arguments) -> (C++, forward lines)``: a
+family's kernel for a stage reading the tensor ``x`` into ``target``; the lines allocate
+``target`` in one line starting ``{target} = ``, after which the tail's tensors are prepared."""
+
+
+def _convolution(
+    writer: _Writer,
+    stage: Stage,
+    knobs: Mapping[str, Any],
+    prefix: str,
+    tail: Tail | None,
+    x: str,
+    target: str,
+    arguments: str,
+) -> tuple[str, list[str]]:
+    layer = stage.facts
+    gemm = calls_gemm([layer], knobs["method"])
+    cpp = conv_kernel_source(
+        parallel=bool(knobs["parallel"]),
+        simd=bool(knobs["simd"]),
+        channels=int(knobs["accumulators"]),
+        block=int(knobs["block"]),
+        vector_bits=int(knobs["vector_width"]),
+        gemm=gemm,
+        prefix=prefix,
+        tail=tail,
+    )
+    return cpp, layer_lines(layer, x, target, writer.arguments, gemm=gemm, prefix=prefix, tail_arguments=arguments)
+
+
+def _conv_transposed(
+    writer: _Writer,
+    stage: Stage,
+    knobs: Mapping[str, Any],
+    prefix: str,
+    tail: Tail | None,
+    x: str,
+    target: str,
+    arguments: str,
+) -> tuple[str, list[str]]:
+    cpp = conv_transposed_kernel(
+        knobs["parallel"],
+        knobs["simd"],
+        knobs["accumulators"],
+        knobs["block"],
+        knobs["vector_width"],
+        prefix=prefix,
+        tail=tail,
+    )
+    return cpp, transposed_lines(stage.facts, x, target, writer.arguments, prefix=prefix, tail_arguments=arguments)
+
+
+def _pool(
+    writer: _Writer,
+    stage: Stage,
+    knobs: Mapping[str, Any],
+    prefix: str,
+    tail: Tail | None,
+    x: str,
+    target: str,
+    arguments: str,
+) -> tuple[str, list[str]]:
+    writer.pools = True
+    facts = {**stage.facts, "tile": int(knobs["block"])}
+    cpp = pooling_kernel_source(facts, knobs, prefix=prefix, tail=tail)
+    return cpp, pool_lines(facts, x, target, prefix=prefix, tail_arguments=arguments)
+
+
+def _reduction(
+    writer: _Writer,
+    stage: Stage,
+    knobs: Mapping[str, Any],
+    prefix: str,
+    tail: Tail | None,
+    x: str,
+    target: str,
+    arguments: str,
+) -> tuple[str, list[str]]:
+    facts = stage.facts
+    first, last = facts["dims"]
+    cpp = reduction_source(
+        facts["op"],
+        simd=bool(knobs["simd"]),
+        parallel=bool(knobs["parallel"]),
+        accumulators=int(knobs["accumulators"]),
+        prefix=prefix,
+        tail=tail,
+    )
+    kept = f" + (1,) * {last - first}" if facts["keepdim"] else ""
+    return cpp, [
+        f"shape = {x}.shape",
+        f"{target} = torch.empty(shape[:{first}]{kept} + shape[{last}:], dtype=torch.float32)",
+        f"lib.{prefix}reduce({target}, {x}, shape[:{first}].numel(), shape[{first}:{last}].numel(), "
+        f"shape[{last}:].numel(){arguments})",
+    ]
+
+
+def _softmax(
+    writer: _Writer,
+    stage: Stage,
+    knobs: Mapping[str, Any],
+    prefix: str,
+    tail: Tail | None,
+    x: str,
+    target: str,
+    arguments: str,
+) -> tuple[str, list[str]]:
+    dim = stage.facts["dims"][0]
+    cpp = softmax_source(
+        log=stage.facts["op"] == "log_softmax",
+        simd=bool(knobs["simd"]),
+        parallel=bool(knobs["parallel"]),
+        accumulators=int(knobs["accumulators"]),
+        prefix=prefix,
+        tail=tail,
+    )
+    return cpp, [
+        f"shape = {x}.shape",
+        f"{target} = torch.empty_like({x})",
+        f"lib.{prefix}softmax({target}, {x}, shape[:{dim}].numel(), shape[{dim}], shape[{dim + 1}:].numel(){arguments})",
+    ]
+
+
+def _norm(
+    writer: _Writer,
+    stage: Stage,
+    knobs: Mapping[str, Any],
+    prefix: str,
+    tail: Tail | None,
+    x: str,
+    target: str,
+    arguments: str,
+) -> tuple[str, list[str]]:
+    cpp = norm_kernel_source(stage.facts, knobs, prefix=prefix, tail=tail)
+    return cpp, norm_lines(stage.facts, x, target, len(stage.shape), prefix=prefix, tail_arguments=arguments)
+
+
+def _channel_norm(
+    writer: _Writer,
+    stage: Stage,
+    knobs: Mapping[str, Any],
+    prefix: str,
+    tail: Tail | None,
+    x: str,
+    target: str,
+    arguments: str,
+) -> tuple[str, list[str]]:
+    cpp = channel_norm_source(stage.facts, knobs, prefix=prefix, tail=tail)
+    return cpp, channel_norm_lines(stage.facts, x, target, prefix=prefix, tail_arguments=arguments)
+
+
+def _pointwise(
+    writer: _Writer,
+    stage: Stage,
+    knobs: Mapping[str, Any],
+    prefix: str,
+    tail: Tail | None,
+    x: str,
+    target: str,
+    arguments: str,
+) -> tuple[str, list[str]]:
+    """An elementwise chain as a pass of its own: the source read (broadcast where it is smaller)
+    into the output in chunks, the chain applied to each chunk in place while it is in L1."""
+    assert tail is not None  # a pointwise stage starts with its first step
+    parallel = "#pragma omp parallel for schedule(static)" if knobs["parallel"] else ""
+    broadcast = stage.facts["broadcast"]
+    source = x
+    if stage.facts.get("view"):
+        source = f"{x}.{_view_call(writer.graph[stage.facts['view']], writer)}"
+    extras = [writer._extra(extra) for extra in stage.tail.extras]  # noqa: SLF001 - the writer's own reader
+    cpp = f"""#include <algorithm>
+#include <cmath>
+#include <cstdint>
+{tail.definition}
+// The source read into out (element (x / sa) % sb of it: itself, or broadcast), then the tail.
+extern "C" void {prefix}pointwise(const float* __restrict__ src, float* __restrict__ out, int64_t total, int64_t sa,
+                                  int64_t sb{tail.parameters}) {{
+    {parallel}
+    for (int64_t x0 = 0; x0 < total; x0 += {_POINTWISE_CHUNK}) {{
+        const int64_t count = std::min<int64_t>({_POINTWISE_CHUNK}, total - x0);
+        float* __restrict__ o = out + x0;
+        if (sa == 1 && sb == total) {{
+            #pragma omp simd
+            for (int64_t p = 0; p < count; ++p) o[p] = src[x0 + p];
+        }} else {{
+            for (int64_t p = 0; p < count; ++p) o[p] = src[(x0 + p) / sa % sb];
+        }}
+        {tail.call("o", "x0", "count")}
+    }}
 }}
 """
+    shape = (
+        f"{source}.shape"
+        if broadcast["broadcast"] == "full"
+        else "torch.broadcast_shapes(" + ", ".join(f"({e}).shape" for e in [source, *extras]) + ")"
+    )
+    lines = [f"{target} = torch.empty({shape}, dtype=torch.float32)"]
+    read = f"u_{target}"
+    if broadcast["broadcast"] == "span":
+        writer.spans = True
+        lo, hi = broadcast["span"]
+        lines.append(f"{read}, a_{target}, b_{target} = span_of({source}, {target}.shape, {lo}, {hi})")
+        sizes = f"a_{target}, b_{target}"
+    else:
+        lines.append(f"{read} = ({source}).contiguous()")
+        sizes = f"1, {target}.numel()" if broadcast["broadcast"] == "full" else f"{target}.numel(), 1"
+    lines.append(f"lib.{prefix}pointwise({read}, {target}, {target}.numel(), {sizes}{arguments})")
+    return cpp, lines
 
 
-def _stage_arguments(stage: Stage) -> str:
-    """The stage's own arguments after ``R, N`` (see :func:`stage_source`)."""
-    options = stage.options
-    if stage.kind == "row_pool":
-        return f", {stage.n_out}"
-    values = [f"{param_expr(options[name])}.contiguous()" for name in ("weight", "bias") if options.get(name)]
-    if stage.kind == "column_norm":
-        module = param_expr(options["module"])
-        values += [
-            f"{module}.running_mean",
-            f"{module}.running_var",
-            f"{module}.num_batches_tracked",
-            f"{module}.training",
-            f"-1.0 if {module}.momentum is None else float({module}.momentum)",
-        ]
-    return "".join(f", {value}" for value in values)
+_KERNELS: dict[str, _Kernel] = {
+    "convolution": _convolution,
+    "conv_transposed": _conv_transposed,
+    "pool": _pool,
+    "reduction": _reduction,
+    "softmax": _softmax,
+    "norm": _norm,
+    "channel_norm": _channel_norm,
+    "pointwise": _pointwise,
+}
 
 
-def _forward(
-    plan: FusionPlan, facts: Mapping[str, Any], extras: list[dict[str, Any]], fused: bool, arguments: list[str]
-) -> str:
-    lines = product_sizes(facts, extras, arguments)
-    lines.append("R = batch * M")
-    stages = plan.stages
-    final = str(tuple(plan.out_shape))
-    first = "(R, N)" if stages else final
-    extra_arguments = "".join(f", e{i}_" for i in range(len(extras)))
-    lines += [
-        f"h0 = torch.empty({first}, dtype=torch.float32)",
-        f"lib.matmul(a_, b_, h0{extra_arguments}, batch, M, N, K)",
-    ]
-    if not fused and plan.epilogue.steps:
-        lines += [
-            f"p = torch.empty({first}, dtype=torch.float32)",
-            f"lib.pointwise_e(h0, h0, p, h0.numel(), N{_segment_arguments(plan.epilogue, arguments)})",
-            "h0 = p",
-        ]
-    width = "N"
-    for index, stage in enumerate(stages):
-        shape = final if index == len(stages) - 1 else f"(R, {stage.n_out})"
-        tail = _segment_arguments(stage.tail, arguments)
-        separate = not fused and stage.tail.steps
-        lines.append(f"h{index + 1} = torch.empty({shape}, dtype=torch.float32)")
-        own = _stage_arguments(stage)
-        lines.append(f"lib.stage{index}(h{index}, h{index + 1}, R, {width}{own}{'' if separate else tail})")
-        if separate:
-            lines += [
-                f"p = torch.empty({shape}, dtype=torch.float32)",
-                f"lib.pointwise{index}(h{index + 1}, h{index}, p, p.numel(), {stage.n_out}{tail})",
-                f"h{index + 1} = p",
-            ]
-        width = str(stage.n_out)
-    lines.append(f"return h{len(stages)}")
-    return "\n".join(lines)
+# -- reshapes ---------------------------------------------------------------------------------------
 
 
-def _segment_arguments(segment: Segment, arguments: list[str]) -> str:
-    return "".join(f", {operand_expression(extra, arguments)}.contiguous()" for extra in segment.extras)
+def _view_call(node_or_stage: Any, writer: _Writer) -> str:
+    """The method call that reshapes as the traced view does (``view(h0.shape[0], h0.shape[1], -1)``),
+    its sizes read from the tensors at run time."""
+    if isinstance(node_or_stage, Stage):
+        op, args, kwargs = node_or_stage.facts["op"], node_or_stage.facts["args"], node_or_stage.facts["kwargs"]
+    else:
+        op, args, kwargs = node_or_stage.op, list(node_or_stage.args[1:]), dict(node_or_stage.kwargs)
+    rendered = [_size_expression(arg, writer) for arg in args]
+    rendered += [f"{key}={_size_expression(value, writer)}" for key, value in kwargs.items()]
+    return f"{'reshape' if op == 'view' else op}({', '.join(rendered)})"
+
+
+def _size_expression(value: Any, writer: _Writer) -> str:
+    """A view's argument in Python: a number or tuple as written, a size read from the traced
+    value's tensor (``x.shape[1]``), or arithmetic on sizes."""
+    if isinstance(value, tuple):
+        inner = ", ".join(_size_expression(v, writer) for v in value)
+        return f"({inner}{',' if len(value) == 1 else ''})"
+    if not isinstance(value, Ref):
+        return repr(value)
+    node = writer.graph[value.name]
+    if node.op == "getattr" and node.args[1:] == ("shape",):
+        return f"{_tensor_of(node.args[0], writer)}.shape"
+    if node.op == "getitem" and len(node.args) == 2 and isinstance(node.args[1], int):
+        return f"{_size_expression(node.args[0], writer)}[{node.args[1]}]"
+    if node.op == "size":
+        dim = node.arg(1, "dim")
+        return f"{_tensor_of(node.args[0], writer)}.shape" + (f"[{dim}]" if dim is not None else "")
+    symbols = {"mul": "*", "add": "+", "sub": "-", "floordiv": "//"}
+    if node.op in symbols and len(node.args) == 2:
+        left, right = (_size_expression(v, writer) for v in node.args)
+        return f"({left} {symbols[node.op]} {right})"
+    raise NotRecognized(f"it reshapes with {node.op} ({node.name}), which the fusion planner does not read")
+
+
+def _tensor_of(ref: Any, writer: _Writer) -> str:
+    """A Python name of a tensor with the traced value's shape: its stage's output (a tail keeps
+    the shape), or the forward argument or parameter itself."""
+    graph = writer.graph
+    if not isinstance(ref, Ref):
+        raise NotRecognized("it reads the size of a constant, which the fusion planner does not place")
+    if ref.name in graph.inputs:
+        return writer.arguments[graph.inputs.index(ref.name)]
+    if ref.name in graph.params:
+        return param_expr(graph.params[ref.name])
+    for index, stage in enumerate(writer.plan.stages):
+        names = {stage.node, *(step["name"] for step in stage.tail.steps)}
+        if ref.name in names:
+            return f"h{index}"
+    node = graph[ref.name]
+    if node.args and isinstance(node.args[0], Ref) and node.shape is not None:
+        return _tensor_of(node.args[0], writer)  # an alias of a value (clone, detach)
+    raise NotRecognized(f"it reads the size of {ref.name}, which the fusion planner did not place")

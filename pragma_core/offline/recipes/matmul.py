@@ -28,7 +28,7 @@ factors (about a sixth of a full product's work); any other inputs get the full 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, TypeGuard
 
 import attrs
@@ -39,7 +39,16 @@ from ..recipe import GenerationContext, Knob, Match
 from ._matmul_kernels import matmul_kernel
 from .elementwise import c_float, elementwise_expression
 
-__all__ = ["MatmulRecipe", "epilogue_lines", "saved_value", "product_source", "product_sizes", "operand_expression"]
+__all__ = [
+    "MatmulRecipe",
+    "epilogue_lines",
+    "saved_value",
+    "product_facts",
+    "product_source",
+    "product_sizes",
+    "product_shape",
+    "operand_expression",
+]
 
 _PRODUCTS = ("matmul", "mm", "bmm", "linear", "einsum")
 _TRIANGLES = ("triu", "tril")
@@ -138,8 +147,11 @@ def _operand(graph: OpGraph, node: Node, transposed: bool) -> dict[str, Any]:
     return {"input": graph.inputs.index(node.name), "transposed": transposed}
 
 
-def _c_operands(operands: list[Any], extras: list[dict[str, Any]], offset: int) -> list[str]:
-    """C expressions of an epilogue step's operands; extra ``i`` is kernel parameter ``e{i + offset}``."""
+def _c_operands(
+    operands: list[Any], extras: list[dict[str, Any]], offset: int, extra: Callable[[int], str] | None = None
+) -> list[str]:
+    """C expressions of an epilogue step's operands; extra ``i`` is kernel parameter ``e{i + offset}``
+    (read as ``extra(i + offset)`` when given, else by its ``broadcast``)."""
     expressions = []
     for operand in operands:
         if operand == "v":
@@ -152,6 +164,9 @@ def _c_operands(operands: list[Any], extras: list[dict[str, Any]], offset: int) 
             expressions.append("u")
         else:
             index = operand["extra"] + offset
+            if extra is not None:
+                expressions.append(extra(index))
+                continue
             broadcast = extras[index]["broadcast"] if index < len(extras) else "scalar"
             expressions.append(f"e{index}[{_EXTRA_INDEX[broadcast]}]")
     return expressions
@@ -162,10 +177,20 @@ def saved_value(step: int) -> str:
     return "t_in" if step < 0 else f"t{step}"
 
 
-def epilogue_lines(steps: Any, extras: list[dict[str, Any]], graph: OpGraph, fast: bool, offset: int) -> list[str]:
+def epilogue_lines(
+    steps: Any,
+    extras: list[dict[str, Any]],
+    graph: OpGraph,
+    fast: bool,
+    offset: int,
+    *,
+    extra: Callable[[int], str] | None = None,
+) -> list[str]:
     """The C statements applying epilogue ``steps`` to ``v``: each step ``v = expression;``; a DAG's
     step whose result a later step reads as ``{"step": k}`` is saved as ``t{k}`` (a chain saves
-    nothing). A step's ``op`` overrides the traced one (``torch.min(a, b)`` is ``minimum``)."""
+    nothing). A step's ``op`` overrides the traced one (``torch.min(a, b)`` is ``minimum``).
+    ``extra(i)`` gives the C expression of extra tensor ``i`` where the caller indexes them itself
+    (a fused stage's tail, :mod:`._tails`)."""
     read = {
         operand["step"]
         for step in steps
@@ -177,7 +202,7 @@ def epilogue_lines(steps: Any, extras: list[dict[str, Any]], graph: OpGraph, fas
         node = graph[step["name"]]
         if "op" in step and step["op"] != node.op:
             node = attrs.evolve(node, op=step["op"])
-        expression = elementwise_expression(node, _c_operands(step["operands"], extras, offset), fast)
+        expression = elementwise_expression(node, _c_operands(step["operands"], extras, offset, extra), fast)
         lines.append(f"v = {expression};  // {node.op}")
         if index in read:
             lines.append(f"const float {saved_value(index)} = v;")
@@ -209,6 +234,15 @@ def product_sizes(facts: Mapping[str, Any], extras: list[dict[str, Any]], argume
     return lines
 
 
+def product_shape(facts: Mapping[str, Any]) -> str:
+    """The Python expression of the product's shape, after :func:`product_sizes`' lines."""
+    if facts["layout"] == "batched":
+        return "(*a_.shape[:-2], M, N)"
+    if facts["b_vector"]:
+        return "(*a_.shape[:-2], M)" if facts["a"]["transposed"] else "tuple(a_.shape[:-1])"
+    return "(M, N)" if facts["a"]["transposed"] else "(*a_.shape[:-1], N)"
+
+
 def product_source(
     facts: Mapping[str, Any],
     extras: list[dict[str, Any]],
@@ -219,10 +253,11 @@ def product_source(
     simd: bool,
     accumulators: int,
     block: int,
+    prefix: str = "",
 ) -> str:
     """The C++ of a matrix product with ``facts`` (operands, layout, epilogue ``steps``) and the
-    epilogue's ``extras``: headers, the operand loads, the epilogue and the ``matmul`` entry point;
-    a fused level-2 module appends its stages after it."""
+    epilogue's ``extras``: headers, the operand loads, the epilogue and the ``{prefix}matmul`` entry
+    point; a fused level-2 module writes it as one of its stages."""
     return "\n".join(
         [
             "#include <algorithm>",
@@ -233,9 +268,91 @@ def product_source(
             "",
             MatmulRecipe._loads(facts),
             MatmulRecipe._epilogue_function(facts, extras, graph, fast),
-            matmul_kernel(facts, parallel, simd, accumulators, block, len(extras)),
+            matmul_kernel(facts, parallel, simd, accumulators, block, len(extras), prefix=prefix),
         ]
     )
+
+
+def product_facts(graph: OpGraph, product: Node) -> dict[str, Any] | None:
+    """Operands, layout (``flat``: leading dims of A fold into rows, or ``batched``) and
+    the traced sizes; None for shapes this recipe does not generate."""
+    swaps = (False, False)
+    if product.op == "linear":
+        left_ref, right_ref = product.arg(0, "input"), product.arg(1, "weight")
+        bias_ref = product.arg(2, "bias")
+    elif product.op == "einsum":
+        operands = product.args[1:]
+        if len(operands) == 1 and isinstance(operands[0], (tuple, list)):
+            operands = tuple(operands[0])
+        read = _einsum_as_matmul(product.args[0] if product.args else None)
+        if read is None or len(operands) != 2 or product.kwargs:
+            return None
+        (left_ref, right_ref), bias_ref, swaps = operands, None, read
+    else:
+        left_ref, right_ref, bias_ref = (
+            product.arg(0, "input"),
+            product.arg(1, "other" if product.op == "matmul" else "mat2"),
+            None,
+        )
+    if "out" in product.kwargs:
+        return None
+    left, right = _leaf(graph, left_ref), _leaf(graph, right_ref)
+    if left is None or right is None:
+        return None
+    (a, a_t, a_crossed), (b, b_t, b_crossed) = left, right
+    a_t, b_t = a_t != swaps[0], b_t != swaps[1]
+    sa, sb = a.dims, b.dims
+    if product.op == "linear":
+        if b_t or len(sb) != 2 or len(sa) < 2 or a_t:
+            return None
+        b_t = True  # the weight is (N, K): the product reads it transposed
+    if len(sa) < 2:
+        return None
+    m, k = (sa[-1], sa[-2]) if a_t else (sa[-2], sa[-1])
+    if len(sb) == 1:
+        if product.op not in ("matmul", "einsum") or b_t or (a_t and len(sa) != 2):
+            return None
+        kb, n, layout = sb[0], 1, "flat"
+    else:
+        kb, n = (sb[-1], sb[-2]) if b_t else (sb[-2], sb[-1])
+        if product.op == "mm" and (len(sa), len(sb)) != (2, 2):
+            return None
+        if product.op == "bmm" and (len(sa), len(sb)) != (3, 3):
+            return None
+        if len(sb) == 2:
+            layout = "batched" if a_t and len(sa) > 2 else "flat"
+        elif len(sa) == len(sb) and sa[:-2] == sb[:-2]:
+            layout = "batched"
+        else:
+            return None
+    if kb != k or min(m, n, k) < 1:
+        return None
+    expected = (*sa[:-2], m) if len(sb) == 1 else (*sa[:-2], m, n)
+    if product.dims != expected:
+        return None
+    bias = None
+    if bias_ref is not None:
+        bias_node = graph.node(bias_ref)
+        if (
+            bias_node is None
+            or bias_node.op not in ("param", "input")
+            or not _is_float32(bias_node)
+            or bias_node.dims != (n,)
+        ):
+            return None
+        bias = _operand(graph, bias_node, False)
+    return {
+        "layout": layout,
+        "a": _operand(graph, a, a_t),
+        "b": _operand(graph, b, b_t),
+        "b_vector": len(sb) == 1,
+        "b_batched": len(sb) > 2,
+        "bias": bias,
+        "m": m,
+        "n": n,
+        "k": k,
+        "crossed": [*a_crossed, *b_crossed],
+    }
 
 
 class MatmulRecipe:
@@ -259,7 +376,7 @@ class MatmulRecipe:
         if len(products) != 1 or not _is_float32(products[0]):
             return None
         product = products[0]
-        facts = self._product_facts(graph, product)
+        facts = product_facts(graph, product)
         if facts is None:
             return None
         epilogue = self._epilogue(graph, product, facts["n"])
@@ -292,87 +409,6 @@ class MatmulRecipe:
             details.append(f"{'upper' if triangle['upper'] else 'lower'} triangle of the result")
         summary = f"{kind} ({product.op}{'; ' + '; '.join(details) if details else ''})"
         return Match(family=self.family, summary=summary, facts=facts)
-
-    def _product_facts(self, graph: OpGraph, product: Node) -> dict[str, Any] | None:
-        """Operands, layout (``flat``: leading dims of A fold into rows, or ``batched``) and
-        the traced sizes; None for shapes this recipe does not generate."""
-        swaps = (False, False)
-        if product.op == "linear":
-            left_ref, right_ref = product.arg(0, "input"), product.arg(1, "weight")
-            bias_ref = product.arg(2, "bias")
-        elif product.op == "einsum":
-            operands = product.args[1:]
-            if len(operands) == 1 and isinstance(operands[0], (tuple, list)):
-                operands = tuple(operands[0])
-            read = _einsum_as_matmul(product.args[0] if product.args else None)
-            if read is None or len(operands) != 2 or product.kwargs:
-                return None
-            (left_ref, right_ref), bias_ref, swaps = operands, None, read
-        else:
-            left_ref, right_ref, bias_ref = (
-                product.arg(0, "input"),
-                product.arg(1, "other" if product.op == "matmul" else "mat2"),
-                None,
-            )
-        if "out" in product.kwargs:
-            return None
-        left, right = _leaf(graph, left_ref), _leaf(graph, right_ref)
-        if left is None or right is None:
-            return None
-        (a, a_t, a_crossed), (b, b_t, b_crossed) = left, right
-        a_t, b_t = a_t != swaps[0], b_t != swaps[1]
-        sa, sb = a.dims, b.dims
-        if product.op == "linear":
-            if b_t or len(sb) != 2 or len(sa) < 2 or a_t:
-                return None
-            b_t = True  # the weight is (N, K): the product reads it transposed
-        if len(sa) < 2:
-            return None
-        m, k = (sa[-1], sa[-2]) if a_t else (sa[-2], sa[-1])
-        if len(sb) == 1:
-            if product.op not in ("matmul", "einsum") or b_t or (a_t and len(sa) != 2):
-                return None
-            kb, n, layout = sb[0], 1, "flat"
-        else:
-            kb, n = (sb[-1], sb[-2]) if b_t else (sb[-2], sb[-1])
-            if product.op == "mm" and (len(sa), len(sb)) != (2, 2):
-                return None
-            if product.op == "bmm" and (len(sa), len(sb)) != (3, 3):
-                return None
-            if len(sb) == 2:
-                layout = "batched" if a_t and len(sa) > 2 else "flat"
-            elif len(sa) == len(sb) and sa[:-2] == sb[:-2]:
-                layout = "batched"
-            else:
-                return None
-        if kb != k or min(m, n, k) < 1:
-            return None
-        expected = (*sa[:-2], m) if len(sb) == 1 else (*sa[:-2], m, n)
-        if product.dims != expected:
-            return None
-        bias = None
-        if bias_ref is not None:
-            bias_node = graph.node(bias_ref)
-            if (
-                bias_node is None
-                or bias_node.op not in ("param", "input")
-                or not _is_float32(bias_node)
-                or bias_node.dims != (n,)
-            ):
-                return None
-            bias = _operand(graph, bias_node, False)
-        return {
-            "layout": layout,
-            "a": _operand(graph, a, a_t),
-            "b": _operand(graph, b, b_t),
-            "b_vector": len(sb) == 1,
-            "b_batched": len(sb) > 2,
-            "bias": bias,
-            "m": m,
-            "n": n,
-            "k": k,
-            "crossed": [*a_crossed, *b_crossed],
-        }
 
     def _epilogue(
         self, graph: OpGraph, product: Node, n: int
@@ -492,13 +528,7 @@ static inline __attribute__((always_inline)) float epilogue(float v, int64_t j{p
     @staticmethod
     def _forward(facts: Mapping[str, Any], extras: list[dict[str, Any]], arguments: list[str]) -> str:
         lines = product_sizes(facts, extras, arguments)
-        if facts["layout"] == "batched":
-            shape = "(*a_.shape[:-2], M, N)"
-        else:
-            if facts["b_vector"]:
-                shape = "(*a_.shape[:-2], M)" if facts["a"]["transposed"] else "tuple(a_.shape[:-1])"
-            else:
-                shape = "(M, N)" if facts["a"]["transposed"] else "(*a_.shape[:-1], N)"
+        shape = product_shape(facts)
         extra_arguments = "".join(f", e{i}_" for i in range(len(extras)))
         lines += [
             f"out = torch.empty({shape}, dtype=torch.float32)",

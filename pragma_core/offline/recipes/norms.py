@@ -25,7 +25,7 @@ from ..recipe import GenerationContext, Knob, Match
 from ._norm_kernels import norm_kernel_source
 from .elementwise import c_float, elementwise_expression
 
-__all__ = ["NormRecipe"]
+__all__ = ["NormRecipe", "norm_facts", "norm_lines"]
 
 _FLOAT32 = "torch.float32"
 _REDUCTIONS = ("sum", "mean", "norm", "vector_norm")
@@ -66,22 +66,45 @@ class NormRecipe:
         facts = match.facts
         cpp = norm_kernel_source(facts, knobs)
         x = context.graph.inputs[0]
-        first, last = facts["dims"]
         ndim = len(context.graph.input_node(0).dims)
-        outer, reduced, inner = (
-            _product(x, range(0, first)),
-            _product(x, range(first, last)),
-            _product(x, range(last, ndim)),
-        )
-        params = [param_expr(path) for path in (facts.get("weight"), facts.get("bias")) if path]
-        if facts["layout"] == "columns":
-            call = f"lib.norm_columns({', '.join([x, *params])}, out, {outer}, {reduced}, {inner})"
-        else:
-            channels = f"{x}.shape[1]" if ndim > 1 else "1"
-            call = f"lib.norm_rows({', '.join([x, *params])}, out, {outer}, {reduced}, {channels})"
-        forward = "\n".join([f"{x} = {x}.contiguous()", f"out = torch.empty_like({x})", call, "return out"])
+        forward = "\n".join([f"{x} = {x}.contiguous()", *norm_lines(facts, x, "out", ndim), "return out"])
         flags = (["-ffast-math"] if knobs["fast_math"] else []) + ([] if knobs["simd"] else ["-fno-tree-vectorize"])
         return candidate_module(match=match, knobs=knobs, context=context, cpp=cpp, forward_body=forward, flags=flags)
+
+
+def norm_lines(
+    facts: Mapping[str, Any], x: str, target: str, ndim: int, *, prefix: str = "", tail_arguments: str = ""
+) -> list[str]:
+    """The lines of ``forward`` normalizing the contiguous tensor ``x`` (``ndim`` dims) into a new
+    ``target``: ``lib.{prefix}norm_rows`` or ``norm_columns``, with ``tail_arguments`` after its own."""
+    first, last = facts["dims"]
+    outer, reduced, inner = (
+        _product(x, range(0, first)),
+        _product(x, range(first, last)),
+        _product(x, range(last, ndim)),
+    )
+    params = [param_expr(path) for path in (facts.get("weight"), facts.get("bias")) if path]
+    if facts["layout"] == "columns":
+        call = f"lib.{prefix}norm_columns({', '.join([x, *params])}, {target}, {outer}, {reduced}, {inner}{tail_arguments})"
+    else:
+        channels = f"{x}.shape[1]" if ndim > 1 else "1"
+        call = f"lib.{prefix}norm_rows({', '.join([x, *params])}, {target}, {outer}, {reduced}, {channels}{tail_arguments})"
+    return [f"{target} = torch.empty_like({x})", call]
+
+
+def norm_facts(graph: OpGraph, x: Node, node: Node) -> dict[str, Any] | None:
+    """The facts of a layer norm or instance norm ``node`` of the float32 tensor ``x``; None for any
+    other node, or one the kernels do not compute."""
+    if x.shape is None or not x.shape or str(x.dtype) != _FLOAT32 or 0 in x.shape or node.shape != x.shape:
+        return None
+    match = (
+        _match_layer_norm(graph, x, node)
+        if node.op == "layer_norm"
+        else _match_instance_norm(graph, x, node)
+        if node.op == "instance_norm"
+        else None
+    )
+    return match.facts if match is not None else None
 
 
 # -- matching ---------------------------------------------------------------------------------------
@@ -157,7 +180,9 @@ def _match_instance_norm(graph: OpGraph, x: Node, node: Node) -> Match | None:
         or node.kwargs.get("running_var") is not None
     ):
         return None
-    if len(x.dims) < 3 or (not functional and len(x.dims) != 4):
+    # A 5-D input can only be a batch of volumes (InstanceNorm3d); a 3-D one is left (a batch of
+    # sequences or one image).
+    if len(x.dims) < 3 or (not functional and len(x.dims) not in (4, 5)):
         return None
     eps = node.kwargs.get("eps", 1e-5)
     affine = _param_paths(graph, (node.kwargs.get("weight"), node.kwargs.get("bias")), (x.dims[1],))

@@ -19,7 +19,7 @@ from ..modules import candidate_module, forward_argument
 from ..recipe import GenerationContext, Knob, Match
 from ._pooling_kernels import pooling_kernel_source
 
-__all__ = ["PoolingRecipe", "pooled_size"]
+__all__ = ["PoolingRecipe", "pooled_size", "pool_facts", "pool_lines", "describe_pool", "POOLED_SIZE_SOURCE"]
 
 _FLOAT32 = "torch.float32"
 _OPS = {f"{kind}_pool{rank}d": (kind, rank) for kind in ("max", "avg") for rank in (1, 2, 3)}
@@ -50,56 +50,80 @@ class PoolingRecipe:
         if len(ops) != 1 or ops[0].op not in _OPS or graph.outputs[0] != Ref(ops[0].name):
             return None
         node, x = ops[0], graph.input_node(0)
-        kind, rank = _OPS[node.op]
-        if x.shape is None or str(x.dtype) != _FLOAT32 or len(x.shape) not in (rank + 1, rank + 2) or 0 in x.shape:
+        if node.args[:1] != (Ref(x.name),):
             return None
-        if node.args[:1] != (Ref(x.name),) or node.shape is None or str(node.dtype) != _FLOAT32:
+        facts = pool_facts(node, x)
+        if facts is None:
             return None
-        window = _window(node, kind, rank)
-        if window is None:
-            return None
-        expected = x.shape[: len(x.shape) - rank] + tuple(
-            pooled_size(size, k, s, p, d, window["ceil_mode"])
-            for size, k, s, p, d in zip(
-                x.shape[-rank:], *(window[key][3 - rank :] for key in ("kernel", "stride", "padding", "dilation"))
-            )
-        )
-        if expected != node.shape:
-            return None  # torch sizes the output otherwise: leave it rather than guess
-        text = "x".join(map(str, window["kernel"][3 - rank :]))
-        return Match(
-            family=self.family,
-            summary=f"{kind} pooling {rank}D, window {text}",
-            facts={"op": kind, "rank": rank, **window},
-        )
+        return Match(family=self.family, summary=describe_pool(facts), facts=facts)
 
     def generate(self, match: Match, knobs: Mapping[str, Any], context: GenerationContext) -> str:
         facts = {**match.facts, "tile": int(knobs["block"])}
         cpp = pooling_kernel_source(facts, knobs)
-        name, rank = forward_argument(context, 0), facts["rank"]
-        spatial = ["1"] * (3 - rank) + [f"{name}.shape[{d - rank}]" for d in range(rank)]
-        outputs = [
-            f"pooled_size({size}, {k}, {s}, {p}, {d}, {facts['ceil_mode']})"
-            for size, k, s, p, d in zip(
-                spatial, facts["kernel"], facts["stride"], facts["padding"], facts["dilation"], strict=True
-            )
-        ]
-        forward = "\n".join(
-            [
-                f"{name} = {name}.contiguous()",
-                f"D, H, W = {', '.join(spatial)}",
-                f"OD, OH, OW = {', '.join(outputs)}",
-                f"lead = tuple({name}.shape[:{-rank}])",
-                f"out = torch.empty(lead + (OD, OH, OW)[{3 - rank}:], dtype={name}.dtype)",
-                "planes = torch.Size(lead).numel()",
-                f"lib.pool({name}, out, planes, D, H, W, OD, OH, OW)",
-                "return out",
-            ]
-        )
+        name = forward_argument(context, 0)
+        forward = "\n".join([f"{name} = {name}.contiguous()", *pool_lines(facts, name, "out"), "return out"])
         flags = [] if knobs["simd"] else ["-fno-tree-vectorize"]
         module = candidate_module(match=match, knobs=knobs, context=context, cpp=cpp, forward_body=forward, flags=flags)
-        helper = inspect.getsource(pooled_size)  # the same formula the match checked the trace with
-        return module.replace("\n\nclass ModelNew", f"\n\n{helper}\n\nclass ModelNew", 1)
+        return module.replace("\n\nclass ModelNew", f"\n\n{POOLED_SIZE_SOURCE}\n\nclass ModelNew", 1)
+
+
+POOLED_SIZE_SOURCE = inspect.getsource(pooled_size)
+"""The formula the forward sizes a pooled output with, written into the module: the same one the
+match checked the trace with."""
+
+
+def pool_facts(node: Node, x: Node) -> dict[str, Any] | None:
+    """A pooling's facts (``op`` max or avg, ``rank``, the window) on the float32 tensor ``x``;
+    None for what the kernels do not compute, or where torch sizes the output otherwise."""
+    if node.op not in _OPS:
+        return None
+    kind, rank = _OPS[node.op]
+    if x.shape is None or str(x.dtype) != _FLOAT32 or len(x.shape) not in (rank + 1, rank + 2) or 0 in x.shape:
+        return None
+    if node.shape is None or str(node.dtype) != _FLOAT32:
+        return None
+    window = _window(node, kind, rank)
+    if window is None:
+        return None
+    expected = x.shape[: len(x.shape) - rank] + tuple(
+        pooled_size(size, k, s, p, d, window["ceil_mode"])
+        for size, k, s, p, d in zip(
+            x.shape[-rank:], *(window[key][3 - rank :] for key in ("kernel", "stride", "padding", "dilation"))
+        )
+    )
+    if expected != node.shape:
+        return None  # torch sizes the output otherwise: leave it rather than guess
+    return {"op": kind, "rank": rank, **window}
+
+
+def describe_pool(facts: Mapping[str, Any]) -> str:
+    """One line for people and prompts: max or average pooling and its window."""
+    rank = facts["rank"]
+    return f"{facts['op']} pooling {rank}D, window {'x'.join(map(str, facts['kernel'][3 - rank :]))}"
+
+
+def pool_lines(
+    facts: Mapping[str, Any], x: str, target: str, *, prefix: str = "", tail_arguments: str = ""
+) -> list[str]:
+    """The lines of ``forward`` pooling the contiguous tensor ``x`` into a new ``target``: the
+    output's sizes (``pooled_size``, :data:`POOLED_SIZE_SOURCE`) from ``x``'s shape, then
+    ``lib.{prefix}pool`` with ``tail_arguments`` after its own."""
+    rank = facts["rank"]
+    spatial = ["1"] * (3 - rank) + [f"{x}.shape[{d - rank}]" for d in range(rank)]
+    outputs = [
+        f"pooled_size({size}, {k}, {s}, {p}, {d}, {facts['ceil_mode']})"
+        for size, k, s, p, d in zip(
+            spatial, facts["kernel"], facts["stride"], facts["padding"], facts["dilation"], strict=True
+        )
+    ]
+    return [
+        f"D, H, W = {', '.join(spatial)}",
+        f"OD, OH, OW = {', '.join(outputs)}",
+        f"lead = tuple({x}.shape[:{-rank}])",
+        f"{target} = torch.empty(lead + (OD, OH, OW)[{3 - rank}:], dtype={x}.dtype)",
+        "planes = torch.Size(lead).numel()",
+        f"lib.{prefix}pool({x}, {target}, planes, D, H, W, OD, OH, OW{tail_arguments})",
+    ]
 
 
 def _window(node: Node, kind: str, rank: int) -> dict[str, Any] | None:

@@ -17,8 +17,9 @@ import attrs
 from ..graph import Node, OpGraph, Ref
 from ..modules import candidate_module, forward_argument
 from ..recipe import GenerationContext, Knob, Match
+from ._tails import Tail, tail_definition, tail_parameters
 
-__all__ = ["ReductionRecipe", "reduced_dim", "forward_argument"]
+__all__ = ["ReductionRecipe", "reduced_dim", "forward_argument", "reduction_source", "VALUE_REDUCTIONS"]
 
 _VECTOR_LANES = 16
 """Floats per accumulator when the loop is written for the vectorizer (one AVX-512 register)."""
@@ -42,6 +43,9 @@ _VALUE_REDUCERS = {
     "max": _Reducer("-INFINITY", "(b > a ? b : a)", "a"),
     "min": _Reducer("INFINITY", "(b < a ? b : a)", "a"),
 }
+VALUE_REDUCTIONS = (*_VALUE_REDUCERS, "logsumexp")
+"""The value reductions :func:`reduction_source` writes (logsumexp: the row's maximum, then the sum
+of exponentials about it)."""
 _INDEX_REDUCERS = {"argmax": ">", "argmin": "<"}
 _SPELLINGS = {
     "sum": "sum",
@@ -117,7 +121,7 @@ class ReductionRecipe:
         if op in _INDEX_REDUCERS:
             cpp = _index_source(_INDEX_REDUCERS[op], simd=simd, parallel=parallel, accumulators=accumulators)
         else:
-            cpp = _value_source(_VALUE_REDUCERS[op], simd=simd, parallel=parallel, accumulators=accumulators)
+            cpp = reduction_source(op, simd=simd, parallel=parallel, accumulators=accumulators)
         kept = "(1,) + " if facts["keepdim"] else ""
         forward = "\n".join(
             [
@@ -148,7 +152,49 @@ def _strided_parallel(parallel: bool) -> str:
     return "#pragma omp parallel for collapse(2) schedule(static)" if parallel else ""
 
 
-def _value_source(reducer: _Reducer, *, simd: bool, parallel: bool, accumulators: int) -> str:
+def reduction_source(
+    op: str, *, simd: bool, parallel: bool, accumulators: int, prefix: str = "", tail: Tail | None = None
+) -> str:
+    """The C++ entry point ``{prefix}reduce(out, x, outer, n, inner)`` of a value reduction
+    (:data:`VALUE_REDUCTIONS`) over the middle of ``(outer, n, inner)``; a ``tail``
+    (:mod:`._tails`) is applied to each block of outputs as it is finished."""
+    if op == "logsumexp":
+        return _logsumexp_source(simd=simd, parallel=parallel, accumulators=accumulators, prefix=prefix, tail=tail)
+    return _value_source(
+        _VALUE_REDUCERS[op], simd=simd, parallel=parallel, accumulators=accumulators, prefix=prefix, tail=tail
+    )
+
+
+_ROWS_PER_TAIL = 256
+"""Outputs of a row reduction (``inner == 1``) written before the tail runs over them."""
+
+
+def _row_outputs(parallel: bool, value: str, tail: Tail | None) -> str:
+    """The loop writing ``out[o] = value`` for every row ``o`` (``a``: the row's folded value), the
+    tail applied per block of rows."""
+    outer_pragma = "#pragma omp parallel for schedule(static)" if parallel else ""
+    if tail is None:
+        return f"""{outer_pragma}
+        for (int64_t o = 0; o < outer; ++o) {{
+            {value}
+        }}"""
+    return f"""{outer_pragma}
+        for (int64_t o0 = 0; o0 < outer; o0 += {_ROWS_PER_TAIL}) {{
+            const int64_t o1 = o0 + {_ROWS_PER_TAIL} < outer ? o0 + {_ROWS_PER_TAIL} : outer;
+            for (int64_t o = o0; o < o1; ++o) {{
+                {value}
+            }}
+            {tail.call("out + o0", "o0", "o1 - o0")}
+        }}"""
+
+
+def _finish_tile(tail: Tail | None, tile: str) -> str:
+    return "" if tail is None else "\n            " + tail.call(tile, "o * inner + start", "width")
+
+
+def _value_source(
+    reducer: _Reducer, *, simd: bool, parallel: bool, accumulators: int, prefix: str = "", tail: Tail | None = None
+) -> str:
     outer_pragma, simd_pragma = _pragmas(simd, parallel)
     lanes = accumulators * (_VECTOR_LANES if simd else 1)
     combine = reducer.combine
@@ -176,14 +222,11 @@ static inline float reduce_row(const float* __restrict__ row, int64_t n) {{
     return a;
 }}
 
-extern "C" void reduce(float* __restrict__ out, const float* __restrict__ x,
-                       int64_t outer, int64_t n, int64_t inner) {{
+{tail_definition(tail)}
+extern "C" void {prefix}reduce(float* __restrict__ out, const float* __restrict__ x,
+                       int64_t outer, int64_t n, int64_t inner{tail_parameters(tail)}) {{
     if (inner == 1) {{
-        {outer_pragma}
-        for (int64_t o = 0; o < outer; ++o) {{
-            const float a = reduce_row(x + o * n, n);
-            out[o] = {reducer.finish};
-        }}
+        {_row_outputs(parallel, f"const float a = reduce_row(x + o * n, n); out[o] = {reducer.finish};", tail)}
         return;
     }}
     const int64_t tiles = (inner + {_TILE} - 1) / {_TILE};
@@ -214,7 +257,77 @@ extern "C" void reduce(float* __restrict__ out, const float* __restrict__ x,
             for (int64_t k = 0; k < width; ++k) {{
                 const float a = acc[k];
                 acc[k] = {reducer.finish};
+            }}{_finish_tile(tail, "acc")}
+        }}
+    }}
+}}
+"""
+
+
+def _logsumexp_source(*, simd: bool, parallel: bool, accumulators: int, prefix: str, tail: Tail | None) -> str:
+    """``log(sum(exp(x)))`` over the reduced dim, as torch computes it: the maximum ``m`` first, then
+    ``m + log(sum(exp(x - m)))`` (``m`` itself where it is infinite)."""
+    _outer_pragma, simd_pragma = _pragmas(simd, parallel)
+    lanes = accumulators * (_VECTOR_LANES if simd else 1)
+    return f"""
+#include <cmath>
+#include <cstdint>
+
+// The maximum of one contiguous row, then the sum of exp(x - m) over it, each over {lanes} lanes.
+static inline float row_logsumexp(const float* __restrict__ row, int64_t n) {{
+    float lane[{lanes}];
+    for (int l = 0; l < {lanes}; ++l) lane[l] = -INFINITY;
+    const int64_t blocks = n / {lanes};
+    for (int64_t b = 0; b < blocks; ++b) {{
+        const float* __restrict__ p = row + b * {lanes};
+        {simd_pragma}
+        for (int l = 0; l < {lanes}; ++l) lane[l] = p[l] > lane[l] ? p[l] : lane[l];
+    }}
+    float m = -INFINITY;
+    for (int l = 0; l < {lanes}; ++l) m = lane[l] > m ? lane[l] : m;
+    for (int64_t i = blocks * {lanes}; i < n; ++i) m = row[i] > m ? row[i] : m;
+    if (std::isinf(m)) return m;
+    for (int l = 0; l < {lanes}; ++l) lane[l] = 0.0f;
+    for (int64_t b = 0; b < blocks; ++b) {{
+        const float* __restrict__ p = row + b * {lanes};
+        {simd_pragma}
+        for (int l = 0; l < {lanes}; ++l) lane[l] += std::exp(p[l] - m);
+    }}
+    float s = 0.0f;
+    for (int l = 0; l < {lanes}; ++l) s += lane[l];
+    for (int64_t i = blocks * {lanes}; i < n; ++i) s += std::exp(row[i] - m);
+    return m + std::log(s);
+}}
+{tail_definition(tail)}
+extern "C" void {prefix}reduce(float* __restrict__ out, const float* __restrict__ x,
+                       int64_t outer, int64_t n, int64_t inner{tail_parameters(tail)}) {{
+    if (inner == 1) {{
+        {_row_outputs(parallel, "out[o] = row_logsumexp(x + o * n, n);", tail)}
+        return;
+    }}
+    const int64_t tiles = (inner + {_TILE} - 1) / {_TILE};
+    {_strided_parallel(parallel)}
+    for (int64_t o = 0; o < outer; ++o) {{
+        for (int64_t t = 0; t < tiles; ++t) {{
+            const int64_t start = t * {_TILE};
+            const int64_t width = inner - start < {_TILE} ? inner - start : {_TILE};
+            float* __restrict__ acc = out + o * inner + start;
+            const float* __restrict__ base = x + o * n * inner + start;
+            float sum[{_TILE}];
+            {simd_pragma}
+            for (int64_t k = 0; k < width; ++k) {{ acc[k] = -INFINITY; sum[k] = 0.0f; }}
+            for (int64_t r = 0; r < n; ++r) {{
+                const float* __restrict__ p = base + r * inner;
+                {simd_pragma}
+                for (int64_t k = 0; k < width; ++k) acc[k] = p[k] > acc[k] ? p[k] : acc[k];
             }}
+            for (int64_t r = 0; r < n; ++r) {{
+                const float* __restrict__ p = base + r * inner;
+                {simd_pragma}
+                for (int64_t k = 0; k < width; ++k) sum[k] += std::isinf(acc[k]) ? 0.0f : std::exp(p[k] - acc[k]);
+            }}
+            {simd_pragma}
+            for (int64_t k = 0; k < width; ++k) acc[k] = std::isinf(acc[k]) ? acc[k] : acc[k] + std::log(sum[k]);{_finish_tile(tail, "acc")}
         }}
     }}
 }}

@@ -15,9 +15,10 @@ from typing import Any
 from ..graph import OpGraph, Ref
 from ..modules import candidate_module, forward_argument
 from ..recipe import GenerationContext, Knob, Match
+from ._tails import Tail, tail_call, tail_definition, tail_parameters
 from .reduction import reduced_dim
 
-__all__ = ["SoftmaxRecipe"]
+__all__ = ["SoftmaxRecipe", "softmax_source"]
 
 _VECTOR_LANES = 16
 """Floats per accumulator of the row maximum when the loop is written for the vectorizer."""
@@ -61,7 +62,7 @@ class SoftmaxRecipe:
         facts = match.facts
         dim, name = facts["dim"], forward_argument(context, 0)
         simd, fast = bool(knobs["simd"]), bool(knobs["fast_math"])
-        cpp = _source(
+        cpp = softmax_source(
             log=facts["op"] == "log_softmax",
             simd=simd,
             parallel=bool(knobs["parallel"]),
@@ -80,7 +81,11 @@ class SoftmaxRecipe:
         return candidate_module(match=match, knobs=knobs, context=context, cpp=cpp, forward_body=forward, flags=flags)
 
 
-def _source(*, log: bool, simd: bool, parallel: bool, accumulators: int) -> str:
+def softmax_source(
+    *, log: bool, simd: bool, parallel: bool, accumulators: int, prefix: str = "", tail: Tail | None = None
+) -> str:
+    """The C++ entry point ``{prefix}softmax(out, x, outer, n, inner)``; a ``tail`` (:mod:`._tails`)
+    is applied to each row (or each row of a tile) of the output as it is finished."""
     simd_pragma = "#pragma omp simd" if simd else ""
     sum_pragma = "#pragma omp simd reduction(+:total)" if simd else ""
     row_pragma = "#pragma omp parallel for schedule(static)" if parallel else ""
@@ -88,7 +93,7 @@ def _source(*, log: bool, simd: bool, parallel: bool, accumulators: int) -> str:
     lanes = accumulators * (_VECTOR_LANES if simd else 1)
     if log:
         row_sum = "total += std::exp(row[i] - top);"
-        row_finish = f"""const float shift = top + std::log(total);
+        row_finish = f"""const float shift = top + (float)std::log(total);
     {simd_pragma}
     for (int64_t i = 0; i < n; ++i) dst[i] = row[i] - shift;"""
         tile_sum = "sum[k] += std::exp(p[k] - top[k]);"
@@ -103,7 +108,7 @@ def _source(*, log: bool, simd: bool, parallel: bool, accumulators: int) -> str:
             }}"""
     else:
         row_sum = "const float e = std::exp(row[i] - top); dst[i] = e; total += e;"
-        row_finish = f"""const float scale = 1.0f / total;
+        row_finish = f"""const float scale = (float)(1.0 / total);
     {simd_pragma}
     for (int64_t i = 0; i < n; ++i) dst[i] *= scale;"""
         tile_sum = "const float e = std::exp(p[k] - top[k]); q[k] = e; sum[k] += e;"
@@ -135,20 +140,24 @@ static inline float row_max(const float* __restrict__ row, int64_t n) {{
     return top;
 }}
 
+{tail_definition(tail)}
 // One contiguous row: maximum, sum of exponentials, then the normalized values.
 static inline void softmax_row(float* __restrict__ dst, const float* __restrict__ row, int64_t n) {{
     const float top = row_max(row, n);
-    float total = 0.0f;
+    double total = 0.0;  // a long row's sum in float drifts by more than the tolerance
     {sum_pragma}
     for (int64_t i = 0; i < n; ++i) {{ {row_sum} }}
     {row_finish}
 }}
 
-extern "C" void softmax(float* __restrict__ out, const float* __restrict__ x,
-                        int64_t outer, int64_t n, int64_t inner) {{
+extern "C" void {prefix}softmax(float* __restrict__ out, const float* __restrict__ x,
+                        int64_t outer, int64_t n, int64_t inner{tail_parameters(tail)}) {{
     if (inner == 1) {{
         {row_pragma}
-        for (int64_t o = 0; o < outer; ++o) softmax_row(out + o * n, x + o * n, n);
+        for (int64_t o = 0; o < outer; ++o) {{
+            softmax_row(out + o * n, x + o * n, n);
+            {tail_call(tail, "out + o * n", "o * n", "n")}
+        }}
         return;
     }}
     const int64_t tiles = (inner + {_TILE} - 1) / {_TILE};
@@ -173,8 +182,17 @@ extern "C" void softmax(float* __restrict__ out, const float* __restrict__ x,
                 {simd_pragma}
                 for (int64_t k = 0; k < width; ++k) {{ {tile_sum} }}
             }}
-            {tile_finish}
+            {tile_finish}{_finish_tile(tail)}
         }}
     }}
 }}
 """
+
+
+def _finish_tile(tail: Tail | None) -> str:
+    if tail is None:
+        return ""
+    return f"""
+            for (int64_t r = 0; r < n; ++r) {{
+                {tail.call("dst + r * inner", "(o * n + r) * inner + start", "width")}
+            }}"""
