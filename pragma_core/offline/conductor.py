@@ -5,7 +5,7 @@ answers in the same JSON a model would.
 The base of a move is the best attempt (the current one when it just became best, or when its
 median is 1.5 times the best's and only timing noise keeps it from replacing it). A move never
 repeats a knob setting already tried. Without profiles, moves follow a fixed order (parallelize,
-vectorize, fast math, method, accumulators, unroll, block, branchless, vector width, chunk). With
+vectorize, fast math, method, fusion, accumulators, unroll, block, branchless, vector width, chunk). With
 profiles, the evidence reorders them: instructions per element spent outside the kernel (scalar libm
 calls) ask for fast math with vectorization together; many kernel instructions per element ask for
 vectorization; a high D1 miss rate asks for tiling, or for a smaller tile where the loop already
@@ -15,7 +15,9 @@ convolution's method); mispredicted branches for selects. A move the evidence sp
 library calls and a vectorized loop) goes last. A numeric knob (or the method) may also step back
 one value (a smaller tile, fewer accumulators, direct loops): the family's starting shape is a
 guess for a multicore CPU at large sizes, and a move only forward could never question it;
-step-backs rank after the forward moves nothing speaks against.
+step-backs rank after the forward moves nothing speaks against. A level-2 chain starts with its
+elementwise ops in the kernels' stores (``fusion=epilogue``); its step back, every chain a pass of
+its own, undoes the fusion plan if a measurement says so.
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ LADDER = (
     "simd",
     "fast_math",
     "method",
+    "fusion",
     "accumulators",
     "unroll",
     "block",
