@@ -20,7 +20,9 @@ task timed on inputs just written can find that much in cache, no more).
 The peaks are cached per machine kind and thread count and measured again, never silently reused,
 when the machine booted again, the CPU or torch changed, the file cannot be read, or the first
 quick copy check in a process reads :data:`QUICK_CHECK_LIMIT` above the recorded bandwidth; the
-record says why it was measured (``remeasured_because``).
+record says why it was measured (``remeasured_because``). A check another process made of the same
+record less than :data:`QUICK_CHECK_SHARED_S` ago stands for this process's own
+(:mod:`.quick_checks`).
 """
 
 from __future__ import annotations
@@ -57,6 +59,7 @@ from .physical_peaks import (
     quick_copy_gbs,
     timing_cpus,
 )
+from .quick_checks import keep_check, recent_check
 from .timing_slot import timing_slot
 
 __all__ = [
@@ -64,6 +67,7 @@ __all__ = [
     "DEFAULT_GEMM_N",
     "DEFAULT_REPEATS",
     "QUICK_CHECK_LIMIT",
+    "QUICK_CHECK_SHARED_S",
     "MachinePeaks",
     "RooflineFloor",
     "measure_peaks",
@@ -90,6 +94,11 @@ QUICK_CHECK_LIMIT = 0.15
 bandwidth measures the peaks again (the machine can do more than recorded; the higher figures are
 kept). Memory bandwidth on a VM moves this much and more; a reading below is a busy moment and is
 not a reason: a peak is a ceiling."""
+QUICK_CHECK_SHARED_S = 60.0
+"""A quick check that another pragma process made on this boot, of the same record, less than this
+long ago stands for this process's own: the bandwidth it reads moves over minutes (a neighbour's
+burst lasted about one), and touching the check's 2 GB for the first time took a VM's process 2-2.6 s
+(:mod:`.quick_checks`)."""
 
 _FLOAT32_BYTES = 4
 _BOOT_ID = Path("/proc/sys/kernel/random/boot_id")
@@ -124,8 +133,9 @@ class MachinePeaks:
     ``library_copy_bytes`` buffers. GB/s are 10^9 bytes read plus written.
 
     ``boot_id`` is the boot they were measured in, ``remeasured_because`` why they were measured,
-    ``quick_check_gbs`` the copy bandwidth this process's quick check read (None in a fresh
-    measurement), ``elapsed_s`` how long measuring took.
+    ``quick_check_gbs`` the copy bandwidth the quick check this process relies on read (its own, or
+    another process's less than :data:`QUICK_CHECK_SHARED_S` before; None in a fresh measurement),
+    ``elapsed_s`` how long measuring took.
     """
 
     threads: int = attrs.field(validator=_positive_int)
@@ -374,7 +384,8 @@ def machine_peaks(threads: int, *, refresh: bool = False, quick_check: bool = Tr
     The cache is ``roofline/`` in pragma's cache folder (:func:`pragma_core.paths.cache_dir`), one
     file per machine kind and thread count. The peaks are measured again, and the record says why,
     when there are none, the file cannot be read, the machine booted since, the CPU, torch or the
-    measurement's sizes differ, or (``quick_check``, once per process) a quick copy reads
+    measurement's sizes differ, or (``quick_check``, once per process, unless another process
+    checked the same record less than :data:`QUICK_CHECK_SHARED_S` ago) a quick copy reads
     :data:`QUICK_CHECK_LIMIT` above the recorded copy bandwidth: then the higher of each figure is
     kept. ``refresh`` measures again regardless (say, after measuring on a busy machine).
     """
@@ -386,21 +397,28 @@ def machine_peaks(threads: int, *, refresh: bool = False, quick_check: bool = Tr
     if not refresh:
         cached, reason = _cached_or_why_not(path, hardware, threads)
     if cached is not None and quick_check and path not in _quick_checked:
-        with timing_slot():
-            reading = quick_copy_gbs(
-                timing_cpus(threads),
-                hardware,
-                cached.dram_stream.array_bytes,
-                nontemporal=cached.dram_stream.copy_nt_gbs is not None
-                and cached.dram_stream.copy_nt_gbs >= cached.dram_stream.copy_gbs,
-            )
-        _quick_checked[path] = reading
-        recorded = cached.dram_stream.best_copy_gbs
-        if reading > recorded * (1 + QUICK_CHECK_LIMIT):
-            reason = (
-                f"a quick copy read {reading:.1f} GB/s, {reading / recorded - 1:.0%} above the recorded "
-                f"{recorded:.1f} GB/s (limit {QUICK_CHECK_LIMIT:.0%}): measured again, the higher figures kept"
-            )
+        boot = boot_id()
+        shared = recent_check(path, cached.measured_at, boot, within_s=QUICK_CHECK_SHARED_S)
+        if shared is not None:
+            _quick_checked[path] = shared
+        else:
+            with timing_slot():
+                reading = quick_copy_gbs(
+                    timing_cpus(threads),
+                    hardware,
+                    cached.dram_stream.array_bytes,
+                    nontemporal=cached.dram_stream.copy_nt_gbs is not None
+                    and cached.dram_stream.copy_nt_gbs >= cached.dram_stream.copy_gbs,
+                )
+            _quick_checked[path] = reading
+            recorded = cached.dram_stream.best_copy_gbs
+            if reading > recorded * (1 + QUICK_CHECK_LIMIT):
+                reason = (
+                    f"a quick copy read {reading:.1f} GB/s, {reading / recorded - 1:.0%} above the recorded "
+                    f"{recorded:.1f} GB/s (limit {QUICK_CHECK_LIMIT:.0%}): measured again, the higher figures kept"
+                )
+            else:
+                keep_check(path, cached.measured_at, boot, reading)
     if cached is not None and reason is None:
         return attrs.evolve(cached, quick_check_gbs=_quick_checked.get(path))
     assert reason is not None
@@ -555,7 +573,9 @@ def roofline_table(task: Task, peaks: MachinePeaks, *, reference_ms: float | Non
         f"peaks measured {peaks.measured_at}: {peaks.remeasured_because}"
     ]
     if peaks.quick_check_gbs is not None:
-        notes.append(f"quick copy check in this process: {peaks.quick_check_gbs:.1f} GB/s")
+        notes.append(
+            f"quick copy check (this process's, or one less than a minute old): {peaks.quick_check_gbs:.1f} GB/s"
+        )
     if not analysis.flops:
         notes.append("FLOPs count matrix products, convolutions and attention only")
     cache = last_level_cache_bytes(peaks.hardware)
