@@ -108,10 +108,15 @@ lint: $(STAMP)
 # Two at a time (pytest-xdist), then alone the tests marked serial: those that time something or
 # load the machine on purpose, which a neighbouring test would disturb. --dist loadgroup hands out
 # the tests one by one as --dist load does, but a module marked xdist_group goes whole to one
-# worker, so its module-scoped fixture is made once, not once per worker.
+# worker, so its module-scoped fixture is made once, not once per worker. Both runs use one pragma
+# cache, emptied first (tests/conftest.py): the serial run finds the machine's peaks, measured
+# before the first test of the other, and the kernels it built.
+TEST_CACHE := $(CURDIR)/build/test-cache
+
 test-core: $(STAMP)
-	$(BIN)/python -m pytest -n 2 --dist loadgroup -m "not serial and not release" --durations=20
-	$(BIN)/python -m pytest -m "serial and not release" --durations=5
+	rm -rf $(TEST_CACHE)
+	PRAGMA_TEST_CACHE_DIR=$(TEST_CACHE) $(BIN)/python -m pytest -n 2 --dist loadgroup -m "not serial and not release" --durations=20
+	PRAGMA_TEST_CACHE_DIR=$(TEST_CACHE) $(BIN)/python -m pytest -m "serial and not release" --durations=5
 
 # Before a release, after `make test`: the tests marked release, long end-to-end runs whose
 # behaviour a faster test checks in CI (the list, and which test covers each: docs/install.md).

@@ -46,27 +46,39 @@ def pytest_collection_modifyitems(config, items):
             item._id = NodeId.parse(item.nodeid + suffix)
 
 
+def _run_folder(tmp_path_factory) -> Path:
+    """The test run's own folder: each xdist worker's base folder sits in it."""
+    run_folder = tmp_path_factory.getbasetemp()
+    return run_folder.parent if os.environ.get("PYTEST_XDIST_WORKER") else run_folder
+
+
+TEST_CACHE_VARIABLE = "PRAGMA_TEST_CACHE_DIR"
+"""A folder for the run's pragma cache instead of one in the run's own folder: ``make test-core``
+gives its two runs (the tests two at a time, then the serial ones) one, emptied first."""
+
+
 @pytest.fixture(scope="session", autouse=True)
 def _one_cache_per_run(tmp_path_factory):
     """One pragma cache folder for the whole run, child processes and both xdist workers included,
     never the user's: a kernel built by one test is reused by every later one, and the machine's
     peaks are measured once per thread count (before the first test, or on first need:
     ``_machine_peaks_measured_first``), not once per test, module or worker. The workers share it
-    as two pragma processes share a user's cache (its writers lock and rename). Tests about the
-    cache itself give themselves a folder of their own."""
+    as two pragma processes share a user's cache (its writers lock and rename). With
+    ``$PRAGMA_TEST_CACHE_DIR`` the folder is that one, which ``make test-core`` empties and hands
+    to both of its runs: the serial tests, run alone after the others, find the peaks measured and
+    the kernels built (measuring the peaks took 44 s of their 167 on a loaded machine). Tests about
+    the cache itself give themselves a folder of their own."""
     patch = pytest.MonkeyPatch()
-    run_folder = tmp_path_factory.getbasetemp()
-    if os.environ.get("PYTEST_XDIST_WORKER"):
-        run_folder = run_folder.parent  # each worker's base folder sits in the run's own folder
-    cache = run_folder / "pragma-cache"
-    cache.mkdir(exist_ok=True)
+    shared = os.environ.get(TEST_CACHE_VARIABLE)
+    cache = Path(shared) if shared else _run_folder(tmp_path_factory) / "pragma-cache"
+    cache.mkdir(parents=True, exist_ok=True)
     patch.setenv("PRAGMA_CACHE_DIR", str(cache))
     yield cache
     patch.undo()
 
 
 @pytest.fixture(scope="session", autouse=True)
-def _machine_peaks_measured_first(_one_cache_per_run, _one_timing_slot_per_test_process):
+def _machine_peaks_measured_first(tmp_path_factory, _one_cache_per_run, _one_timing_slot_per_test_process):
     """With two test workers (``-n 2``), the machine's peaks at one thread and at all of them are
     measured into the run's cache before any test, by the first worker while the other waits for
     it: on a quiet machine. Measured on first need instead, they were measured beside the other
@@ -77,15 +89,13 @@ def _machine_peaks_measured_first(_one_cache_per_run, _one_timing_slot_per_test_
         return
     import fcntl
 
-    from pragma_core.machine.roofline import machine_peaks
+    from pragma_core.machine.roofline import machine_peaks, peaks_cache_path
 
-    done = _one_cache_per_run.parent / "peaks-measured-first"  # beside the cache, not in it
-    with open(done.with_suffix(".lock"), "w") as lock:
+    with open(_run_folder(tmp_path_factory) / "peaks-measured-first.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
-        if not done.exists():
-            for threads in sorted({1, len(os.sched_getaffinity(0))}):
+        for threads in sorted({1, len(os.sched_getaffinity(0))}):
+            if not peaks_cache_path(threads).exists():  # measured by the other worker meanwhile
                 machine_peaks(threads)
-            done.touch()
 
 
 @pytest.fixture(scope="session", autouse=True)
