@@ -135,7 +135,7 @@ def test_a_task_no_recipe_knows_asks_for_a_model_and_writes_nothing(tmp_path):
     done = pragma("optimize", str(unknown_chain(tmp_path)), "--runs-dir", str(tmp_path / "runs"), cwd=tmp_path)
     assert done.returncode == 2
     assert len(done.stderr.strip().splitlines()) == 1
-    assert "conv_then_relu" in done.stderr and "conv2d, relu" in done.stderr and "--model" in done.stderr
+    assert "conv_then_sort" in done.stderr and "sort (sort)" in done.stderr and "--model" in done.stderr
     assert not (tmp_path / "runs").exists()
 
 
