@@ -15,7 +15,7 @@ from ..graph import Node, OpGraph, Ref
 from ..modules import candidate_module, forward_argument
 from ..recipe import GenerationContext, Knob, Match, compiler_flags
 
-__all__ = ["ElementwiseRecipe", "UNARY", "ELEMENTWISE_OPS", "c_float", "elementwise_expression"]
+__all__ = ["ElementwiseRecipe", "UNARY", "ELEMENTWISE_OPS", "c_float", "elementwise_expression", "larger", "smaller"]
 
 
 def c_float(value: float) -> str:
@@ -23,6 +23,19 @@ def c_float(value: float) -> str:
     if math.isinf(value):
         return "INFINITY" if value > 0 else "-INFINITY"
     return f"{float(value)!r}f"
+
+
+def larger(a: str, b: str) -> str:
+    """``max(a, b)`` as a select, NaN in ``a`` kept as torch keeps it. ``std::fmax`` vectorizes only
+    under fast math: without it GCC calls ``fmaxf`` per element (ten times the loop's time seen on a
+    convolution's ReLU); a select vectorizes either way. ``b`` is read twice: a literal, or an
+    expression without calls."""
+    return f"({a} < {b} ? {b} : {a})"
+
+
+def smaller(a: str, b: str) -> str:
+    """``min(a, b)`` as a select (see :func:`larger`)."""
+    return f"({a} > {b} ? {b} : {a})"
 
 
 def _gelu(v: str, node: Node, fast: bool) -> str:
@@ -48,8 +61,8 @@ _SELU_ALPHA, _SELU_SCALE = 1.6732632423543772, 1.0507009873554805
 
 # op -> C expression of the input expression ``v`` (a float), the node, and whether fast_math is on.
 UNARY: dict[str, Callable[[str, Node, bool], str]] = {
-    "relu": lambda v, n, f: f"std::fmax({v}, 0.0f)",
-    "relu6": lambda v, n, f: f"std::fmin(std::fmax({v}, 0.0f), 6.0f)",
+    "relu": lambda v, n, f: larger(v, "0.0f"),
+    "relu6": lambda v, n, f: smaller(larger(v, "0.0f"), "6.0f"),
     "leaky_relu": lambda v, n, f: (lambda s: f"({v} > 0.0f ? {v} : {s} * {v})")(
         c_float(n.arg(1, "negative_slope", 0.01))
     ),
@@ -62,14 +75,14 @@ UNARY: dict[str, Callable[[str, Node, bool], str]] = {
     "softsign": lambda v, n, f: f"({v} / (1.0f + std::fabs({v})))",
     "elu": lambda v, n, f: (lambda a: f"({v} > 0.0f ? {v} : {a} * {_expm1(v, f)})")(c_float(n.arg(1, "alpha", 1.0))),
     "selu": lambda v, n, f: f"({c_float(_SELU_SCALE)} * ({v} > 0.0f ? {v} : {c_float(_SELU_ALPHA)} * {_expm1(v, f)}))",
-    "celu": lambda v, n, f: (lambda a: f"(std::fmax({v}, 0.0f) + std::fmin(0.0f, {a} * {_expm1(f'{v} / {a}', f)}))")(
+    "celu": lambda v, n, f: (lambda a: f"({larger(v, '0.0f')} + std::fmin(0.0f, {a} * {_expm1(f'{v} / {a}', f)}))")(
         c_float(n.arg(1, "alpha", 1.0))
     ),
     "hardtanh": lambda v, n, f: (
-        f"std::fmin(std::fmax({v}, {c_float(n.arg(1, 'min_val', -1.0))}), {c_float(n.arg(2, 'max_val', 1.0))})"
+        smaller(larger(v, c_float(n.arg(1, "min_val", -1.0))), c_float(n.arg(2, "max_val", 1.0)))
     ),
-    "hardsigmoid": lambda v, n, f: f"std::fmin(std::fmax({v} / 6.0f + 0.5f, 0.0f), 1.0f)",
-    "hardswish": lambda v, n, f: f"({v} * std::fmin(std::fmax({v} + 3.0f, 0.0f), 6.0f) / 6.0f)",
+    "hardsigmoid": lambda v, n, f: smaller(larger(f"({v} / 6.0f + 0.5f)", "0.0f"), "1.0f"),
+    "hardswish": lambda v, n, f: f"({v} * {smaller(larger(f'({v} + 3.0f)', '0.0f'), '6.0f')} / 6.0f)",
     "tanhshrink": lambda v, n, f: f"({v} - std::tanh({v}))",
     "softshrink": lambda v, n, f: (lambda lam: f"({v} > {lam} ? {v} - {lam} : ({v} < -{lam} ? {v} + {lam} : 0.0f))")(
         c_float(n.arg(1, "lambd", 0.5))
@@ -77,7 +90,7 @@ UNARY: dict[str, Callable[[str, Node, bool], str]] = {
     "hardshrink": lambda v, n, f: (lambda lam: f"(std::fabs({v}) > {lam} ? {v} : 0.0f)")(
         c_float(n.arg(1, "lambd", 0.5))
     ),
-    "logsigmoid": lambda v, n, f: f"(std::fmin({v}, 0.0f) - std::log1p(std::exp(-std::fabs({v}))))",
+    "logsigmoid": lambda v, n, f: f"({smaller(v, '0.0f')} - std::log1p(std::exp(-std::fabs({v}))))",
     "exp": lambda v, n, f: f"std::exp({v})",
     "expm1": lambda v, n, f: _expm1(v, f),
     "log": lambda v, n, f: f"std::log({v})",
@@ -100,9 +113,9 @@ UNARY: dict[str, Callable[[str, Node, bool], str]] = {
 def _clamp(v: str, low: Any, high: Any) -> str:
     expression = v
     if low is not None:
-        expression = f"std::fmax({expression}, {c_float(low)})"
+        expression = larger(expression, c_float(low))
     if high is not None:
-        expression = f"std::fmin({expression}, {c_float(high)})"
+        expression = smaller(expression, c_float(high))
     return expression
 
 
@@ -137,7 +150,7 @@ def elementwise_expression(node: Node, operands: list[str], fast: bool) -> str |
     if op == "pow" and len(operands) >= 2 and isinstance(node.args[1], (int, float)):
         return _pow(operands[0], node.args[1])
     if op in ("maximum", "minimum") and len(operands) >= 2:
-        return f"std::f{'max' if op == 'maximum' else 'min'}({operands[0]}, {operands[1]})"
+        return (larger if op == "maximum" else smaller)(operands[0], operands[1])
     return None
 
 
