@@ -78,8 +78,8 @@ UNARY: dict[str, Callable[[str, Node, bool], str]] = {
     "celu": lambda v, n, f: (lambda a: f"({larger(v, '0.0f')} + std::fmin(0.0f, {a} * {_expm1(f'{v} / {a}', f)}))")(
         c_float(n.arg(1, "alpha", 1.0))
     ),
-    "hardtanh": lambda v, n, f: (
-        smaller(larger(v, c_float(n.arg(1, "min_val", -1.0))), c_float(n.arg(2, "max_val", 1.0)))
+    "hardtanh": lambda v, n, f: smaller(
+        larger(v, c_float(n.arg(1, "min_val", -1.0))), c_float(n.arg(2, "max_val", 1.0))
     ),
     "hardsigmoid": lambda v, n, f: smaller(larger(f"({v} / 6.0f + 0.5f)", "0.0f"), "1.0f"),
     "hardswish": lambda v, n, f: f"({v} * {smaller(larger(f'({v} + 3.0f)', '0.0f'), '6.0f')} / 6.0f)",
