@@ -83,7 +83,9 @@ class FusedRecipe:
         main = plan.main
         if main is None or main.kind != self.main:
             return None
-        start = {"method": "gemm" if gemm_first(main.facts) else "direct"} if main.kind == "convolution" else {}
+        start: dict[str, Any] = (
+            {"method": "gemm" if gemm_first(main.facts) else "direct"} if main.kind == "convolution" else {}
+        )
         if _transcendental(plan):
             start["fast_math"] = True
         return Match(
