@@ -44,6 +44,7 @@ from rich.table import Table
 
 from pragma_core import PragmaError, load_task
 from pragma_core.offline.coder import recognized
+from pragma_core.present.speedup_axis import speedup_scale
 from pragma_core.records import BoundClass
 from pragma_core.sizes.fitting import fit_task
 from pragma_core.sizes.shrinking import shrink_task
@@ -331,7 +332,11 @@ def _plot(rows: list[dict[str, Any]], path: Path, level: str) -> None:
         if row.get("vs_compile") is not None:
             axis.plot(index, value / row["vs_compile"], "k_", markersize=9)  # torch.compile's speedup over eager
     axis.axhline(1.0, color="black", linewidth=0.8)
-    axis.set_yscale("log")
+    drawn = [row["speedup_low"] for row in rows if row.get("success")] + [
+        row["speedup_high"] for row in rows if row.get("success")
+    ]
+    drawn += [row["speedup"] / row["vs_compile"] for row in rows if row.get("success") and row.get("vs_compile")]
+    speedup_scale(axis, "y", drawn)
     axis.set_xticks(
         range(len(rows)), [row["task"].split("/")[-1][:22] for row in rows], rotation=60, ha="right", fontsize=7
     )
@@ -351,11 +356,11 @@ def _plot_families(summaries: dict[str, dict[str, dict[str, Any]]], path: Path) 
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    from matplotlib.ticker import FuncFormatter, LogLocator
 
     families = sorted({family for summary in summaries.values() for family in summary}, key=lambda f: (f == "all", f))
     figure, axis = plt.subplots(figsize=(max(6, len(families) * 0.9), 4.5))
     width = 0.8 / max(1, len(summaries))
+    drawn: list[float] = []  # the interval ends, for the axis
     for offset, (mode, summary) in enumerate(summaries.items()):
         for index, family in enumerate(families):
             values = summary.get(family)
@@ -364,6 +369,7 @@ def _plot_families(summaries: dict[str, dict[str, dict[str, Any]]], path: Path) 
             value = values["geomean vs eager"]
             low, high = values["geomean vs eager, interval"]
             x = index + (offset - (len(summaries) - 1) / 2) * width
+            drawn += [low, high]
             axis.bar(
                 x,
                 value,
@@ -376,10 +382,7 @@ def _plot_families(summaries: dict[str, dict[str, dict[str, Any]]], path: Path) 
             if values["geomean vs torch.compile"]:
                 axis.plot(x, value / values["geomean vs torch.compile"], "k_", markersize=10)
     axis.axhline(1.0, color="black", linewidth=0.8)
-    axis.set_yscale("log")
-    axis.yaxis.set_major_locator(LogLocator(base=2))
-    axis.yaxis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:g}x"))
-    axis.yaxis.set_minor_formatter(FuncFormatter(lambda *_: ""))
+    speedup_scale(axis, "y", [float(value) for line in axis.get_lines() for value in line.get_ydata()] + drawn)
     counts = {
         family: max(summary.get(family, {}).get("tasks", 0) for summary in summaries.values()) for family in families
     }

@@ -34,6 +34,7 @@ from pragma_core import PragmaError, VerifySettings, load_tasks, parse_size_assi
 from pragma_core.loop.optimizer import optimize
 from pragma_core.loop.settings import OptimizeSettings
 from pragma_core.offline.provider import prepare
+from pragma_core.present.speedup_axis import speedup_scale
 from pragma_core.records import BoundClass, Task
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -230,6 +231,7 @@ def _plot(rows: list[dict[str, Any]], path: Path) -> None:
     tasks = list(dict.fromkeys(row["task"] for row in rows))
     figure, axis = plt.subplots(figsize=(max(6, len(tasks) * 0.8), 4.5))
     width = 0.38
+    drawn: list[float] = []  # the interval ends, for the axis
     for index, mode in enumerate(MODES):
         values, errors = [], [[], []]
         for task in tasks:
@@ -238,10 +240,11 @@ def _plot(rows: list[dict[str, Any]], path: Path) -> None:
             values.append(value)
             errors[0].append(value - row.get("speedup_low", value) if value else 0.0)
             errors[1].append(row.get("speedup_high", value) - value if value else 0.0)
+            drawn += [row.get("speedup_low", value), row.get("speedup_high", value)] if value else []
         positions = [i + (index - 0.5) * width for i in range(len(tasks))]
         axis.bar(positions, values, width, yerr=errors, capsize=3, label=mode)
     axis.axhline(1.0, color="black", linewidth=0.8)
-    axis.set_yscale("log")
+    speedup_scale(axis, "y", drawn)
     axis.set_xticks(range(len(tasks)), [t.split("/")[-1] for t in tasks], rotation=45, ha="right")
     axis.set_ylabel("speedup over eager PyTorch (95% CI)")
     axis.set_title("offline agents: best candidate per task")

@@ -8,6 +8,7 @@ import statistics
 from pathlib import Path
 from typing import Any
 
+from ..present.speedup_axis import speedup_scale
 from .summary import VARIANTS, rows_of
 
 __all__ = ["write_plots"]
@@ -76,7 +77,7 @@ def _by_category(plt: Any, document: dict[str, Any], variants: list[str]) -> Any
             )
             axis.scatter([x] * len(values), values, s=10, color=_COLOURS.get(variant, "grey"), zorder=3)
     axis.axhline(1.0, color="black", linewidth=0.8)
-    _speedup_scale(axis, "y", [value for rows in per_variant.values() for value in _speedups(rows).values()])
+    speedup_scale(axis, "y", [value for rows in per_variant.values() for value in _speedups(rows).values()])
     axis.set_xticks(range(len(categories)), categories, rotation=20)
     axis.set_xlim(-0.6, len(categories) - 0.4)
     axis.set_ylabel("speedup over eager PyTorch (correct tasks)")
@@ -87,23 +88,6 @@ def _by_category(plt: Any, document: dict[str, Any], variants: list[str]) -> Any
         fontsize=8,
     )
     return figure
-
-
-def _speedup_scale(axes: Any, which: str, values: list[float]) -> None:
-    """A log scale for speedups on ``axes``' ``which`` axis ("x" or "y") that a reader takes in at
-    a glance: ticks at powers of two from below the smallest value to above the largest (and 1x),
-    all in view, labelled 0.5x, 1x, 2x..., no minor ticks."""
-    from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator
-
-    positive = [value for value in values if value > 0] + [1.0]
-    low = math.floor(math.log2(min(positive)))
-    high = math.ceil(math.log2(max(positive)))
-    (axes.set_xscale if which == "x" else axes.set_yscale)("log")
-    axis = axes.xaxis if which == "x" else axes.yaxis
-    axis.set_major_locator(FixedLocator([2.0**power for power in range(low, high + 1)]))
-    axis.set_major_formatter(FuncFormatter(lambda value, _position: f"{value:g}x"))
-    axis.set_minor_locator(NullLocator())
-    (axes.set_xlim if which == "x" else axes.set_ylim)(2.0**low / 1.15, 2.0**high * 1.15)  # every tick in view
 
 
 def _curve(rows: dict[str, dict[str, Any]]) -> tuple[list[int], list[float], list[float]]:
@@ -142,7 +126,7 @@ def _by_attempt(plt: Any, document: dict[str, Any], variants: list[str]) -> Any:
     from matplotlib.ticker import MaxNLocator
 
     left.axhline(1.0, color="black", linewidth=0.8)
-    _speedup_scale(left, "y", [float(value) for line in left.get_lines() for value in line.get_ydata()])
+    speedup_scale(left, "y", [float(value) for line in left.get_lines() for value in line.get_ydata()])
     left.set_xlabel("attempt")
     left.set_ylabel("geomean of the best speedup so far")
     right.set_xlabel("attempt")
@@ -170,8 +154,8 @@ def _ablation(plt: Any, document: dict[str, Any], variants: list[str]) -> Any:
     figure, axis = plt.subplots(figsize=(5.5, 5))
     axis.scatter(xs, ys, s=18)
     axis.plot([1e-3, 1e3], [1e-3, 1e3], color="black", linewidth=0.8)  # the diagonal, cut by the limits below
-    _speedup_scale(axis, "x", xs + ys)
-    _speedup_scale(axis, "y", xs + ys)
+    speedup_scale(axis, "x", xs + ys)
+    speedup_scale(axis, "y", xs + ys)
     axis.set_xlabel("speedup without profiling (--no-profile)")
     axis.set_ylabel("speedup with profiling")
     above = sum(y > x for x, y in zip(xs, ys))
