@@ -62,3 +62,13 @@ def test_the_cli_fits_and_shows_the_sizes(kernelbench, capsys):
     assert "pragma: fitted 23_Softmax.py (1/1, " in err  # off a terminal, a line per fitted file, not silence
     code, _out, err = run(capsys, "tasks", str(kernelbench / "level1" / "23_Softmax.py"), "--fit-ms", "0")
     assert code == 2 and "--fit-ms" in err
+
+
+def test_sizes_that_round_onto_ones_timed_are_split_between_the_two_that_bracket_the_target():
+    # A 3-D convolution's five constants, each on a multiple of 8, at 0.25 and 0.5 of their own ran
+    # 7 ms and 218 ms: the step toward 20 ms rounded back onto 0.25's sizes and the fit stopped there.
+    from pragma_core.sizes.fitting import _between
+
+    tried = [(0.25, None, 7.0), (0.5, None, 218.0), (1.0, None, 1700.0)]
+    assert _between(tried, 20.0) == pytest.approx(0.25**0.5 * 0.5**0.5)
+    assert _between(tried[:1], 20.0) is None  # nothing timed over the target yet: no bracket

@@ -17,7 +17,8 @@ each was). The factor is first chosen from the meta-device trace (bytes moved an
 CPU rates), then corrected by timing the reference for real, in this process as at load time, with
 the verifier's threads: a few rounds, each scaling by the measured ratio to the target along the
 measured growth of time with the factor, until the time is within :data:`TOLERANCE` of the target
-or the sizes stop changing. Sizes whose data would not fit in a quarter of the free memory are never run.
+or the sizes stop changing (a step that rounds onto sizes already timed is replaced by the middle
+of the two factors that bracket the target). Sizes whose data would not fit in a quarter of the free memory are never run.
 """
 
 from __future__ import annotations
@@ -47,6 +48,10 @@ size is chosen with them; every later one follows measured times."""
 
 _LARGEST_FACTOR = 64.0
 """A task is never scaled above this multiple of its own sizes."""
+
+_STEEPEST_GROWTH = 6.0
+"""The largest power of the factor the time is taken to grow with: a 3-D convolution scales five
+constants (batch, channels, depth, height, width), so its time grows with the fifth power or more."""
 
 
 @attrs.frozen(kw_only=True)
@@ -89,8 +94,15 @@ def fit_task(task: Task, target_ms: float, *, threads: int | None = None) -> Fit
     for _round in range(ROUNDS):
         sizes = scaled_by(scaled, factor, own)
         key = repr(sorted(sizes.items()))
-        if key in tried:
-            break
+        if key in tried:  # rounded onto sizes already timed: try between the two that bracket the target
+            middle = _between(list(tried.values()), target_ms)
+            if middle is None:
+                break
+            factor = middle
+            sizes = scaled_by(scaled, factor, own)
+            key = repr(sorted(sizes.items()))
+            if key in tried:
+                break
         resized = at_sizes(task, sizes)
         if resized is None or resized.analysis is None:
             factor = math.sqrt(factor)  # a size the task rejects is too small (a kernel larger than its input)
@@ -145,16 +157,28 @@ def _first_guess(
 
 def _next_factor(tried: list[tuple[float, Task, float]], target_ms: float, *, largest_factor: float) -> float:
     """The factor the measurements so far point to: the last one scaled by the ratio to the target,
-    along the growth of time with the factor measured between the last two (a power from 1/2 to 4;
-    2 before there are two)."""
+    along the growth of time with the factor measured between the last two (a power from 1/2 to
+    :data:`_STEEPEST_GROWTH`; 2 before there are two)."""
     factor, _task, ms = tried[-1]
     growth = 2.0
     if len(tried) >= 2:
         previous_factor, _previous, previous_ms = tried[-2]
         if previous_factor != factor and previous_ms > 0 and ms > 0:
-            growth = min(4.0, max(0.5, math.log(ms / previous_ms) / math.log(factor / previous_factor)))
+            growth = min(_STEEPEST_GROWTH, max(0.5, math.log(ms / previous_ms) / math.log(factor / previous_factor)))
     step = (target_ms / max(ms, 1e-6)) ** (1 / growth)
     return min(largest_factor, factor * min(32.0, max(1 / 32, step)))
+
+
+def _between(tried: list[tuple[float, Task, float]], target_ms: float) -> float | None:
+    """The geometric middle of the largest factor timed under the target and the smallest timed
+    over it, or None while the target is not bracketed. Sizes rounded to their multiples of 8 make a
+    coarse grid: a 3-D convolution's five constants at 0.25 and 0.5 of their own ran 7 ms and 218 ms,
+    and the step between them rounded back onto the first."""
+    under = [factor for factor, _task, ms in tried if ms < target_ms]
+    over = [factor for factor, _task, ms in tried if ms > target_ms]
+    if not under or not over:
+        return None
+    return math.sqrt(max(under) * min(over))
 
 
 def _reference_ms(task: Task, threads: int) -> float:
