@@ -17,6 +17,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
+import attrs
+
 from ..graph import NotRecognized, OpGraph, Ref
 from ..knobs import starting
 from ..modules import candidate_module, forward_argument, param_expr
@@ -213,7 +215,7 @@ class _Writer:
         tail = tail_source(stage.tail.steps, stage.tail.extras, self.graph, fast)
         arguments = self._tail_arguments(index, stage)
         x = self.source(stage.source)
-        cpp, lines = _KERNELS[stage.kind](self, stage, knobs, prefix, tail, x, target, arguments)
+        cpp, lines = _KERNELS[stage.kind](_StageCall(self, stage, knobs, prefix, tail, x, target, arguments))
         at = next(i for i, line in enumerate(lines) if line.startswith(f"{target} = ")) + 1
         self.lines += [*lines[:at], *self._extra_lines(index, stage), *lines[at:]]
         return cpp
@@ -282,170 +284,124 @@ class _Writer:
 
 # -- each family's kernel and forward lines --------------------------------------------------------
 
-_Kernel = Callable[..., tuple[str, list[str]]]
-"""``(writer, stage, knobs, prefix, tail, x, target, tail_arguments) -> (C++, forward lines)``: a
-family's kernel for a stage reading the tensor ``x`` into ``target``; the lines allocate
-``target`` in one line starting ``{target} = ``, after which the tail's tensors are prepared."""
+
+@attrs.frozen
+class _StageCall:
+    """What a family's kernel writer is given for one stage: the module's writer, the stage and its
+    knobs, its entry points' prefix, its tail (None: it stores plain), the tensor ``x`` it reads,
+    the name ``target`` of its output, and the tail's arguments to the kernel call."""
+
+    writer: _Writer
+    stage: Stage
+    knobs: Mapping[str, Any]
+    prefix: str
+    tail: Tail | None
+    x: str
+    target: str
+    arguments: str
 
 
-def _convolution(
-    writer: _Writer,
-    stage: Stage,
-    knobs: Mapping[str, Any],
-    prefix: str,
-    tail: Tail | None,
-    x: str,
-    target: str,
-    arguments: str,
-) -> tuple[str, list[str]]:
-    layer = stage.facts
-    gemm = calls_gemm([layer], knobs["method"])
+_Kernel = Callable[[_StageCall], tuple[str, list[str]]]
+"""A family's kernel for a stage, ``(C++, forward lines)``: the lines allocate ``call.target`` in one
+line starting ``{target} = ``, after which the tail's tensors are prepared."""
+
+
+def _convolution(call: _StageCall) -> tuple[str, list[str]]:
+    layer = call.stage.facts
+    gemm = calls_gemm([layer], call.knobs["method"])
     cpp = conv_kernel_source(
-        parallel=bool(knobs["parallel"]),
-        simd=bool(knobs["simd"]),
-        channels=int(knobs["accumulators"]),
-        block=int(knobs["block"]),
-        vector_bits=int(knobs["vector_width"]),
+        parallel=bool(call.knobs["parallel"]),
+        simd=bool(call.knobs["simd"]),
+        channels=int(call.knobs["accumulators"]),
+        block=int(call.knobs["block"]),
+        vector_bits=int(call.knobs["vector_width"]),
         gemm=gemm,
-        prefix=prefix,
-        tail=tail,
+        prefix=call.prefix,
+        tail=call.tail,
     )
-    return cpp, layer_lines(layer, x, target, writer.arguments, gemm=gemm, prefix=prefix, tail_arguments=arguments)
+    return cpp, layer_lines(
+        layer, call.x, call.target, call.writer.arguments, gemm=gemm, prefix=call.prefix, tail_arguments=call.arguments
+    )
 
 
-def _conv_transposed(
-    writer: _Writer,
-    stage: Stage,
-    knobs: Mapping[str, Any],
-    prefix: str,
-    tail: Tail | None,
-    x: str,
-    target: str,
-    arguments: str,
-) -> tuple[str, list[str]]:
+def _conv_transposed(call: _StageCall) -> tuple[str, list[str]]:
     cpp = conv_transposed_kernel(
-        knobs["parallel"],
-        knobs["simd"],
-        knobs["accumulators"],
-        knobs["block"],
-        knobs["vector_width"],
-        prefix=prefix,
-        tail=tail,
+        call.knobs["parallel"],
+        call.knobs["simd"],
+        call.knobs["accumulators"],
+        call.knobs["block"],
+        call.knobs["vector_width"],
+        prefix=call.prefix,
+        tail=call.tail,
     )
-    return cpp, transposed_lines(stage.facts, x, target, writer.arguments, prefix=prefix, tail_arguments=arguments)
+    return cpp, transposed_lines(
+        call.stage.facts, call.x, call.target, call.writer.arguments, prefix=call.prefix, tail_arguments=call.arguments
+    )
 
 
-def _pool(
-    writer: _Writer,
-    stage: Stage,
-    knobs: Mapping[str, Any],
-    prefix: str,
-    tail: Tail | None,
-    x: str,
-    target: str,
-    arguments: str,
-) -> tuple[str, list[str]]:
-    writer.pools = True
-    facts = {**stage.facts, "tile": int(knobs["block"])}
-    cpp = pooling_kernel_source(facts, knobs, prefix=prefix, tail=tail)
-    return cpp, pool_lines(facts, x, target, prefix=prefix, tail_arguments=arguments)
+def _pool(call: _StageCall) -> tuple[str, list[str]]:
+    call.writer.pools = True
+    facts = {**call.stage.facts, "tile": int(call.knobs["block"])}
+    cpp = pooling_kernel_source(facts, call.knobs, prefix=call.prefix, tail=call.tail)
+    return cpp, pool_lines(facts, call.x, call.target, prefix=call.prefix, tail_arguments=call.arguments)
 
 
-def _reduction(
-    writer: _Writer,
-    stage: Stage,
-    knobs: Mapping[str, Any],
-    prefix: str,
-    tail: Tail | None,
-    x: str,
-    target: str,
-    arguments: str,
-) -> tuple[str, list[str]]:
-    facts = stage.facts
+def _reduction(call: _StageCall) -> tuple[str, list[str]]:
+    facts = call.stage.facts
     first, last = facts["dims"]
     cpp = reduction_source(
         facts["op"],
-        simd=bool(knobs["simd"]),
-        parallel=bool(knobs["parallel"]),
-        accumulators=int(knobs["accumulators"]),
-        prefix=prefix,
-        tail=tail,
+        simd=bool(call.knobs["simd"]),
+        parallel=bool(call.knobs["parallel"]),
+        accumulators=int(call.knobs["accumulators"]),
+        prefix=call.prefix,
+        tail=call.tail,
     )
     kept = f" + (1,) * {last - first}" if facts["keepdim"] else ""
     return cpp, [
-        f"shape = {x}.shape",
-        f"{target} = torch.empty(shape[:{first}]{kept} + shape[{last}:], dtype=torch.float32)",
-        f"lib.{prefix}reduce({target}, {x}, shape[:{first}].numel(), shape[{first}:{last}].numel(), "
-        f"shape[{last}:].numel(){arguments})",
+        f"shape = {call.x}.shape",
+        f"{call.target} = torch.empty(shape[:{first}]{kept} + shape[{last}:], dtype=torch.float32)",
+        f"lib.{call.prefix}reduce({call.target}, {call.x}, shape[:{first}].numel(), shape[{first}:{last}].numel(), "
+        f"shape[{last}:].numel(){call.arguments})",
     ]
 
 
-def _softmax(
-    writer: _Writer,
-    stage: Stage,
-    knobs: Mapping[str, Any],
-    prefix: str,
-    tail: Tail | None,
-    x: str,
-    target: str,
-    arguments: str,
-) -> tuple[str, list[str]]:
-    dim = stage.facts["dims"][0]
+def _softmax(call: _StageCall) -> tuple[str, list[str]]:
+    dim = call.stage.facts["dims"][0]
     cpp = softmax_source(
-        log=stage.facts["op"] == "log_softmax",
-        simd=bool(knobs["simd"]),
-        parallel=bool(knobs["parallel"]),
-        accumulators=int(knobs["accumulators"]),
-        prefix=prefix,
-        tail=tail,
+        log=call.stage.facts["op"] == "log_softmax",
+        simd=bool(call.knobs["simd"]),
+        parallel=bool(call.knobs["parallel"]),
+        accumulators=int(call.knobs["accumulators"]),
+        prefix=call.prefix,
+        tail=call.tail,
     )
     return cpp, [
-        f"shape = {x}.shape",
-        f"{target} = torch.empty_like({x})",
-        f"lib.{prefix}softmax({target}, {x}, shape[:{dim}].numel(), shape[{dim}], shape[{dim + 1}:].numel(){arguments})",
+        f"shape = {call.x}.shape",
+        f"{call.target} = torch.empty_like({call.x})",
+        f"lib.{call.prefix}softmax({call.target}, {call.x}, shape[:{dim}].numel(), shape[{dim}], shape[{dim + 1}:].numel(){call.arguments})",
     ]
 
 
-def _norm(
-    writer: _Writer,
-    stage: Stage,
-    knobs: Mapping[str, Any],
-    prefix: str,
-    tail: Tail | None,
-    x: str,
-    target: str,
-    arguments: str,
-) -> tuple[str, list[str]]:
-    cpp = norm_kernel_source(stage.facts, knobs, prefix=prefix, tail=tail)
-    return cpp, norm_lines(stage.facts, x, target, len(stage.shape), prefix=prefix, tail_arguments=arguments)
+def _norm(call: _StageCall) -> tuple[str, list[str]]:
+    cpp = norm_kernel_source(call.stage.facts, call.knobs, prefix=call.prefix, tail=call.tail)
+    return cpp, norm_lines(
+        call.stage.facts, call.x, call.target, len(call.stage.shape), prefix=call.prefix, tail_arguments=call.arguments
+    )
 
 
-def _channel_norm(
-    writer: _Writer,
-    stage: Stage,
-    knobs: Mapping[str, Any],
-    prefix: str,
-    tail: Tail | None,
-    x: str,
-    target: str,
-    arguments: str,
-) -> tuple[str, list[str]]:
-    cpp = channel_norm_source(stage.facts, knobs, prefix=prefix, tail=tail)
-    return cpp, channel_norm_lines(stage.facts, x, target, prefix=prefix, tail_arguments=arguments)
+def _channel_norm(call: _StageCall) -> tuple[str, list[str]]:
+    cpp = channel_norm_source(call.stage.facts, call.knobs, prefix=call.prefix, tail=call.tail)
+    return cpp, channel_norm_lines(
+        call.stage.facts, call.x, call.target, prefix=call.prefix, tail_arguments=call.arguments
+    )
 
 
-def _pointwise(
-    writer: _Writer,
-    stage: Stage,
-    knobs: Mapping[str, Any],
-    prefix: str,
-    tail: Tail | None,
-    x: str,
-    target: str,
-    arguments: str,
-) -> tuple[str, list[str]]:
+def _pointwise(call: _StageCall) -> tuple[str, list[str]]:
     """An elementwise chain as a pass of its own: the source read (broadcast where it is smaller)
     into the output in chunks, the chain applied to each chunk in place while it is in L1."""
+    writer, stage, knobs, prefix, tail = call.writer, call.stage, call.knobs, call.prefix, call.tail
+    x, target, arguments = call.x, call.target, call.arguments  # the names its C++ template reads
     assert tail is not None  # a pointwise stage starts with its first step
     parallel = "#pragma omp parallel for schedule(static)" if knobs["parallel"] else ""
     broadcast = stage.facts["broadcast"]
