@@ -149,7 +149,9 @@ def test_compile_error_fix_slow_then_fast(scripted, plugin_site, tmp_path):
         ).read_text()
     )
     statuses = [a.verdict.status.value for a in result.attempts]
-    assert statuses == ["compile_error", "correct", "correct", "compile_error"]
+    assert statuses == ["compile_error", "correct", "correct", "compile_error"], [
+        a.verdict.message for a in result.attempts
+    ]
     assert result.best_attempt == 3 and result.best.verdict.speedup.low > result.attempts[1].verdict.speedup.high
     assert "RateLimitError" not in str(result)  # retried, not an attempt
     assert script.with_name("script.conductor.count").read_text() == "6"  # the rate-limited call was retried

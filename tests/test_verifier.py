@@ -8,6 +8,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import attrs
@@ -190,6 +191,33 @@ def test_a_child_clock_that_reads_less_than_the_parents_is_forged_timing(monkeyp
     assert verdict.failed_check == "forged-timing", verdict.message
     assert "never less than" in verdict.message
     assert any("more were timed before judging" in note for note in verdict.notes)
+
+
+def test_a_machine_that_slows_every_round_trip_after_the_calibration_is_no_forged_clock(monkeypatch):
+    """A parent that waits 2 ms for a CPU on every request once the timing began (a hypervisor
+    taking the machine's CPUs after the dozen idle round trips were measured): every call's gap
+    exceeds that calibration by more than the allowance, but not the idle trips asked beside the
+    calls, and an honest candidate stays correct."""
+    from pragma_core.verifier._conversation import Conversation
+
+    calibrate, ask = timing._TimedRepetitions._round_trips, Conversation.ask
+    slowed = []
+
+    def calibrated(self):
+        trips = calibrate(self)
+        slowed.append(True)
+        return trips
+
+    def slow_ask(self, op, expect, **fields):
+        message = ask(self, op, expect, **fields)
+        if slowed and op in ("call", "idle"):
+            time.sleep(0.002)
+        return message
+
+    monkeypatch.setattr(timing._TimedRepetitions, "_round_trips", calibrated)
+    monkeypatch.setattr(Conversation, "ask", slow_ask)
+    verdict = check("gelu_correct_fast")
+    assert verdict.status is VerdictStatus.CORRECT, verdict.message
 
 
 @pytest.mark.serial  # the timing's own clock checks come first, and a neighbour's load can trip them

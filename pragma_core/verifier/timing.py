@@ -67,6 +67,7 @@ class Timings:
     samples: dict[str, list[float]]  # the child's clock, ms per call
     parent_samples: dict[str, list[float]]  # the parent's clock around the same calls
     calibration: dict[str, list[float]]  # cost of asking, ms per idle round trip, "plain" and "profiled"
+    trips: dict[str, list[float]]  # the same, one of each kind per repetition, asked between its calls
     # the machine before and after, and the calibration kernel's times before and after
     machine: tuple[Snapshot, Snapshot, list[float], list[float]]
     memory_probe: tuple[list[float], list[float]]  # the memory probe's times before and after, ms
@@ -118,6 +119,7 @@ class _TimedRepetitions:
         self.slots = settings.input_sets or 2
         self.samples: dict[str, list[float]] = {who: [] for who in self.contenders}
         self.parent_samples: dict[str, list[float]] = {who: [] for who in self.contenders}
+        self.trips: dict[str, list[float]] = {"plain": [], "profiled": []}
         self.uncalled = 0
         self.forced = 0
 
@@ -148,7 +150,7 @@ class _TimedRepetitions:
             if outrun:
                 self.notes.append(f"timing stopped after {reps} repetitions: {outrun}")
                 break
-        forged = _forged_timing(samples, parent_samples, calibration)
+        forged = _forged_timing(samples, parent_samples, calibration, self.trips)
         if forged:
             # A forged clock disagrees on every call; a busy machine's scheduling delay comes and goes.
             for rep in range(reps, reps + _CONFIRMING_REPS):
@@ -157,12 +159,13 @@ class _TimedRepetitions:
                 f"the child's clock disagreed with the parent's over {reps} repetitions; "
                 f"{_CONFIRMING_REPS} more were timed before judging"
             )
-            forged = _forged_timing(samples, parent_samples, calibration)
+            forged = _forged_timing(samples, parent_samples, calibration, self.trips)
         machine_after = snapshot(child)
         return Timings(
             samples=samples,
             parent_samples=parent_samples,
             calibration=calibration,
+            trips=self.trips,
             machine=(machine_before, machine_after, calibrated_before, self._calibrate()),
             memory_probe=(probed_before, self._probe_memory(probe_bytes)),
             memory_probe_bytes=probe_bytes,
@@ -176,10 +179,15 @@ class _TimedRepetitions:
         self.child.where = "timing"
         for _ in range(_CALIBRATION_ROUNDS):
             for kind in ("plain", "profiled"):
-                start = time.perf_counter()
-                message = self.child.ask("idle", "idle", profiled=kind == "profiled")
-                calibration[kind].append((time.perf_counter() - start) * 1e3 - _number(message, "ms"))
+                calibration[kind].append(self._round_trip(kind))
         return calibration
+
+    def _round_trip(self, kind: str) -> float:
+        """One idle round trip of ``kind`` ("plain", or "profiled": with the operator recorder), ms
+        beyond what the child's clock read."""
+        start = time.perf_counter()
+        message = self.child.ask("idle", "idle", profiled=kind == "profiled")
+        return (time.perf_counter() - start) * 1e3 - _number(message, "ms")
 
     def _warm_up(self, seed: int) -> None:
         if "compile" in self.contenders:
@@ -200,6 +208,10 @@ class _TimedRepetitions:
     def _repetition(self, rep: int, seeds: random.Random) -> None:
         seed, slot = seeds.randrange(2**31), rep % self.slots
         order = self.orders[rep % len(self.orders)]
+        # The cost of asking in this repetition's conditions, beside its calls: a machine that
+        # slows every round trip for a while slows these as much (see _forged_timing).
+        for kind in ("plain", "profiled"):
+            self.trips[kind].append(self._round_trip(kind))
         for who in order:
             parent_ms, child_ms, message = self._one_call(who, slot, seed)
             self.parent_samples[who].append(parent_ms)
@@ -320,7 +332,10 @@ def _precise_enough(samples: dict[str, list[float]], reps: int, precision: float
 
 
 def _forged_timing(
-    samples: dict[str, list[float]], parent_samples: dict[str, list[float]], calibration: dict[str, list[float]]
+    samples: dict[str, list[float]],
+    parent_samples: dict[str, list[float]],
+    calibration: dict[str, list[float]],
+    trips: dict[str, list[float]],
 ) -> str | None:
     """Whether the child's clock readings disagree with the parent's clock around the same calls.
 
@@ -328,11 +343,15 @@ def _forged_timing(
     trips, with and without the operator recorder) plus however long the parent waited for a CPU
     to read the answer, which on a busy machine can be milliseconds. So the smallest gap over all
     calls is compared, not the typical one: a child that reports less time than its calls took
-    leaves every gap larger, the smallest included. One that reports more leaves gaps smaller than
-    a round trip with nothing in it can be. The loop's best, timed beside the candidate, is not
-    judged here: its clock is the same harness clock, checked when it was verified itself, and on a
-    busy machine its calls wait for a CPU like any other's (a false "forged" there would reject an
-    honest candidate for its best's scheduling).
+    leaves every gap larger, the smallest included. A machine can also slow every round trip for a
+    while (a hypervisor taking its CPUs, a neighbour's work): then the calls' gaps are compared
+    with idle round trips (``trips``) asked in the same repetitions, one each, and their typical
+    difference must exceed the allowance too: a forged clock's hidden time is in every call's gap
+    and in no idle trip. One that reports more leaves gaps smaller than a round trip with nothing
+    in it can be. The loop's best, timed beside the candidate, is not judged here: its clock is the
+    same harness clock, checked when it was verified itself, and on a busy machine its calls wait
+    for a CPU like any other's (a false "forged" there would reject an honest candidate for its
+    best's scheduling).
     """
     for who in samples:
         if who == "best":
@@ -340,14 +359,16 @@ def _forged_timing(
         kind = "profiled" if who == "candidate" else "plain"
         fastest_trip = min(calibration[kind])
         gaps = [parent - child for parent, child in zip(parent_samples[who], samples[who])]
+        beside = [gap - trip for gap, trip in zip(gaps, trips[kind])]
         child = statistics.median(samples[who])
         allowance = _FORGERY_SLACK_MS + 0.25 * child
-        if min(gaps) > fastest_trip + allowance:
+        if min(gaps) > fastest_trip + allowance and (not beside or statistics.median(beside) > allowance):
             seen = statistics.median(parent_samples[who])
             return (
                 f"the {who}'s own clock read a median {child:.4g} ms per call, but the parent's clock saw "
                 f"{seen:.4g} ms around the same calls, never less than {min(gaps):.3g} ms more "
-                f"(asking costs {fastest_trip:.3g} ms)"
+                f"(asking costs {fastest_trip:.3g} ms"
+                + (f", typically {statistics.median(trips[kind]):.3g} ms beside these calls)" if beside else ")")
             )
         if statistics.median(gaps) < fastest_trip - allowance:
             return f"the {who}'s own clock read more time per call than the parent's clock saw around it"
