@@ -348,10 +348,10 @@ def _forged_timing(
     with idle round trips (``trips``) asked in the same repetitions, one each, and their typical
     difference must exceed the allowance too: a forged clock's hidden time is in every call's gap
     and in no idle trip. One that reports more leaves gaps smaller than a round trip with nothing
-    in it can be. The loop's best, timed beside the candidate, is not judged here: its clock is the
-    same harness clock, checked when it was verified itself, and on a busy machine its calls wait
-    for a CPU like any other's (a false "forged" there would reject an honest candidate for its
-    best's scheduling).
+    in it can be (the fastest of all, before the timing and beside its calls). The loop's best,
+    timed beside the candidate, is not judged here: its clock is the same harness clock, checked
+    when it was verified itself, and on a busy machine its calls wait for a CPU like any other's (a
+    false "forged" there would reject an honest candidate for its best's scheduling).
     """
     for who in samples:
         if who == "best":
@@ -370,7 +370,7 @@ def _forged_timing(
                 f"(asking costs {fastest_trip:.3g} ms"
                 + (f", typically {statistics.median(trips[kind]):.3g} ms beside these calls)" if beside else ")")
             )
-        if statistics.median(gaps) < fastest_trip - allowance:
+        if statistics.median(gaps) < min(calibration[kind] + trips[kind]) - allowance:
             return f"the {who}'s own clock read more time per call than the parent's clock saw around it"
     return None
 
