@@ -332,10 +332,9 @@ def _plot(rows: list[dict[str, Any]], path: Path, level: str) -> None:
         if row.get("vs_compile") is not None:
             axis.plot(index, value / row["vs_compile"], "k_", markersize=9)  # torch.compile's speedup over eager
     axis.axhline(1.0, color="black", linewidth=0.8)
-    drawn = [row["speedup_low"] for row in rows if row.get("success")] + [
-        row["speedup_high"] for row in rows if row.get("success")
-    ]
-    drawn += [row["speedup"] / row["vs_compile"] for row in rows if row.get("success") and row.get("vs_compile")]
+    correct = [row for row in rows if row.get("success")]
+    drawn = [row[end] for row in correct for end in ("speedup_low", "speedup_high")]
+    drawn += [row["speedup"] / row["vs_compile"] for row in correct if row.get("vs_compile")]
     speedup_scale(axis, "y", drawn)
     axis.set_xticks(
         range(len(rows)), [row["task"].split("/")[-1][:22] for row in rows], rotation=60, ha="right", fontsize=7

@@ -362,13 +362,12 @@ def _forged_timing(
         beside = [gap - trip for gap, trip in zip(gaps, trips[kind])]
         child = statistics.median(samples[who])
         allowance = _FORGERY_SLACK_MS + 0.25 * child
-        if min(gaps) > fastest_trip + allowance and (not beside or statistics.median(beside) > allowance):
+        if min(gaps) > fastest_trip + allowance and statistics.median(beside) > allowance:
             seen = statistics.median(parent_samples[who])
             return (
                 f"the {who}'s own clock read a median {child:.4g} ms per call, but the parent's clock saw "
                 f"{seen:.4g} ms around the same calls, never less than {min(gaps):.3g} ms more "
-                f"(asking costs {fastest_trip:.3g} ms"
-                + (f", typically {statistics.median(trips[kind]):.3g} ms beside these calls)" if beside else ")")
+                f"(asking costs {fastest_trip:.3g} ms, typically {statistics.median(trips[kind]):.3g} ms beside these calls)"
             )
         if statistics.median(gaps) < min(calibration[kind] + trips[kind]) - allowance:
             return f"the {who}'s own clock read more time per call than the parent's clock saw around it"
