@@ -50,6 +50,10 @@ VARIANTS = [
         ("add", "sigmoid"),
     ),
     (TASKS / "batched_matmul_4d.py", {"batch_size": 2, "heads": 3, "M": 24, "N": 40, "K": 16}, ("batched",)),
+    # Three column tiles cut to one width, dealt unevenly to two threads: each thread takes a share
+    # of the rows; then six column tiles that deal evenly: each work item is all of M.
+    (TASKS / "matmul_odd_sizes.py", {"M": 37, "K": 45, "N": 1100}, ("mm",)),
+    (EXAMPLES / "level1" / "11_BatchedMatmul.py", {"batch_size": 3, "M": 20, "K": 24, "N": 600}, ("bmm",)),
 ]
 
 

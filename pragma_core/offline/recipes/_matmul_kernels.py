@@ -62,6 +62,12 @@ def _skips_zero_factors(facts: Mapping[str, Any]) -> bool:
     return facts.get("triangle") is not None and not (facts["steps"] or facts["bias"] or facts["extras"])
 
 
+def _finishes(facts: Mapping[str, Any]) -> bool:
+    """Whether a stored sum is changed before it is final: an epilogue or a kept triangle follows the
+    product."""
+    return facts.get("triangle") is not None or bool(facts["steps"] or facts["bias"] or facts["extras"])
+
+
 def _triangle(facts: Mapping[str, Any], parallel: bool) -> str:
     """The predicates of the kept triangle of C (all true without one) and, when the sums may skip
     zero factors, the run-time check of the factors and the K range an output block needs."""
@@ -210,7 +216,7 @@ constexpr int64_t MB = {mb}, NB = {nb}, KC = {kc};  // cache tile: rows, columns
 
 {_packing(facts)}
 
-{_tile_function(simd, extra_parameters, extra_arguments, _skips_zero_factors(facts))}
+{_tile_function(simd, extra_parameters, extra_arguments, _skips_zero_factors(facts), _finishes(facts))}
 
 {_driver(header, b_stride, parallel, extra_arguments, _skips_zero_factors(facts))}
 """
@@ -229,7 +235,9 @@ def register_columns(simd: bool) -> str:
 def micro_kernel_source(simd: bool) -> tuple[str, str]:
     """The register tile's width definitions (VW, with ``simd``) and its micro-kernel, vector or scalar:
     ``micro_kernel(ap, bp, kc, tile)`` sets the ``MR x NR`` tile (the caller defines ``MR`` and ``NR``)
-    to an A strip packed ``ap[k * MR + r]`` times a B strip packed ``bp[k * NR + q]``, k in [0, kc)."""
+    to an A strip packed ``ap[k * MR + r]`` times a B strip packed ``bp[k * NR + q]``, k in [0, kc);
+    ``micro_kernel_into(ap, bp, kc, c, ldc, add)`` writes (or with ``add`` adds) that product into
+    rows ``ldc`` floats apart, such as a whole register tile of C in place."""
     if simd:
         width = """// VW: floats in one vector register of the machine compiling this (-march=native).
 #if defined(__AVX512F__)
@@ -242,9 +250,10 @@ constexpr int64_t VW = 4, NREG = 16;
         micro = """typedef float vfloat __attribute__((vector_size(4 * VW)));
 constexpr int64_t NV = NR / VW;  // vectors per row of the register tile
 
-// tile (MR x NR) = A strip (kc x MR, packed) times B strip (kc x NR, packed), in registers.
-static inline void micro_kernel(const float* __restrict__ ap, const float* __restrict__ bp, int64_t kc,
-                                float* __restrict__ tile) {
+// Rows of ldt floats at tile (MR x NR) set to (add: increased by) an A strip (kc x MR, packed) times
+// a B strip (kc x NR, packed), summed in registers.
+static inline void micro_kernel_into(const float* __restrict__ ap, const float* __restrict__ bp, int64_t kc,
+                                     float* __restrict__ tile, int64_t ldt, bool add) {
     vfloat acc[MR][NV];
     #pragma GCC unroll 16
     for (int64_t r = 0; r < MR; ++r)
@@ -264,13 +273,22 @@ static inline void micro_kernel(const float* __restrict__ ap, const float* __res
     #pragma GCC unroll 16
     for (int64_t r = 0; r < MR; ++r)
         #pragma GCC unroll 4
-        for (int64_t v = 0; v < NV; ++v) __builtin_memcpy(tile + r * NR + v * VW, &acc[r][v], sizeof(vfloat));
+        for (int64_t v = 0; v < NV; ++v) {
+            float* __restrict__ out = tile + r * ldt + v * VW;
+            if (add) {
+                vfloat was;
+                __builtin_memcpy(&was, out, sizeof(vfloat));
+                acc[r][v] += was;
+            }
+            __builtin_memcpy(out, &acc[r][v], sizeof(vfloat));
+        }
 }"""
     else:
         width = ""
-        micro = """// tile (MR x NR) = A strip (kc x MR, packed) times B strip (kc x NR, packed), in registers.
-static inline void micro_kernel(const float* __restrict__ ap, const float* __restrict__ bp, int64_t kc,
-                                float* __restrict__ tile) {
+        micro = """// Rows of ldt floats at tile (MR x NR) set to (add: increased by) an A strip (kc x MR, packed) times
+// a B strip (kc x NR, packed), summed in registers.
+static inline void micro_kernel_into(const float* __restrict__ ap, const float* __restrict__ bp, int64_t kc,
+                                     float* __restrict__ tile, int64_t ldt, bool add) {
     float acc[MR][NR] = {};
     for (int64_t k = 0; k < kc; ++k)
         #pragma GCC unroll 16
@@ -278,7 +296,14 @@ static inline void micro_kernel(const float* __restrict__ ap, const float* __res
             #pragma GCC unroll 8
             for (int64_t q = 0; q < NR; ++q) acc[r][q] += ap[k * MR + r] * bp[k * NR + q];
     for (int64_t r = 0; r < MR; ++r)
-        for (int64_t q = 0; q < NR; ++q) tile[r * NR + q] = acc[r][q];
+        for (int64_t q = 0; q < NR; ++q) tile[r * ldt + q] = add ? tile[r * ldt + q] + acc[r][q] : acc[r][q];
+}"""
+    micro += """
+
+// tile (MR x NR, packed rows) = A strip (kc x MR, packed) times B strip (kc x NR, packed).
+static inline void micro_kernel(const float* __restrict__ ap, const float* __restrict__ bp, int64_t kc,
+                                float* __restrict__ tile) {
+    micro_kernel_into(ap, bp, kc, tile, NR, false);
 }"""
     return width, micro
 
@@ -321,26 +346,41 @@ static void pack_b(const float* __restrict__ b, int64_t N, int64_t K, int64_t j0
 }}"""
 
 
-def _tile_function(simd: bool, extra_parameters: str, extra_arguments: str, skips: bool) -> str:
-    """The function computing one cache tile of C from packed strips, the epilogue on its last panel;
-    blocks outside the kept triangle are written as zeros, and with ``skips`` (triangular factors) the
-    sums cover only the K range the block needs."""
+def _tile_function(simd: bool, extra_parameters: str, extra_arguments: str, skips: bool, finishes: bool) -> str:
+    """The function computing a column of cache tiles of C from packed strips, each K panel of B
+    packed once for all of them, the epilogue on each tile's last panel; tiles outside the kept
+    triangle are written as zeros, and with ``skips`` (triangular factors) each tile's sums cover
+    only the K range it needs. ``finishes``: the product has an epilogue or a triangle, applied to a
+    register tile summed in place once its last panel is in."""
     store_simd = "#pragma omp simd" if simd else ""
+    finish_in_place = (
+        f"""
+                        if (last)
+                            for (int64_t r = 0; r < MR; ++r) {{
+                                const int64_t i = i0 + is + r;
+                                float* __restrict__ crow = ctile + r * N;
+                                {store_simd}
+                                for (int64_t q = 0; q < NR; ++q)
+                                    crow[q] = keep(i, j0 + js + q) ? epilogue(crow[q], j0 + js + q{extra_arguments}) : 0.0f;
+                            }}"""
+        if finishes
+        else ""
+    )
     tile_range = (
         """if (structured) {
-        k_low = std::max(k_low, k_first(i0, j0));
-        k_high = std::min(k_high, k_stop(i0 + mb, j0 + nb));
-    }"""
+                k_low = std::max(k_low, k_first(i0, j0));
+                k_high = std::min(k_high, k_stop(i0 + mb, j0 + nb));
+            }"""
         if skips
         else ""
     )
     micro_range = (
         """if (structured) {
-                    const int64_t low = std::max(k0, k_first(i0 + is, j0 + js));
-                    const int64_t high = std::min(k0 + kc, k_stop(i0 + is + rows, j0 + js + cols));
-                    k_offset = std::min(kc, std::max<int64_t>(0, low - k0));
-                    k_count = std::max<int64_t>(0, high - k0 - k_offset);
-                }"""
+                        const int64_t low = std::max(k0, k_first(i0 + is, j0 + js));
+                        const int64_t high = std::min(k0 + kc, k_stop(i0 + is + rows, j0 + js + cols));
+                        k_offset = std::min(kc, std::max<int64_t>(0, low - k0));
+                        k_count = std::max<int64_t>(0, high - k0 - k_offset);
+                    }"""
         if skips
         else ""
     )
@@ -349,66 +389,95 @@ static void zero_block(float* __restrict__ c, int64_t N, int64_t i0, int64_t mb,
     for (int64_t r = 0; r < mb; ++r) std::fill(c + (i0 + r) * N + j0, c + (i0 + r) * N + j0 + nb, 0.0f);
 }}
 
-// One cache tile of C: rows [i0, i0 + MB) x columns [j0, j0 + NB), the products over K in
-// [k_begin, k_end); the epilogue is applied after the last panel when ``finish``.
-static void tile(const float* __restrict__ a, const float* __restrict__ b, float* __restrict__ c{extra_parameters},
-                 int64_t M, int64_t N, int64_t K, int64_t i0, int64_t j0, int64_t k_begin, int64_t k_end,
-                 bool finish, bool structured, float* __restrict__ ap, float* __restrict__ bp) {{
-    const int64_t mb = std::min(MB, M - i0), nb = std::min(NB, N - j0);
-    int64_t k_low = k_begin, k_high = k_end;
-    {tile_range}
-    if (!block_kept(i0, i0 + mb, j0, j0 + nb) || k_low >= k_high) {{
-        zero_block(c, N, i0, mb, j0, nb);  // outside the triangle, or a sum of zero factors only
-        return;
+// The cache tiles of C in rows [i_begin, i_end) x columns [j0, j0 + width), MB rows each, the products
+// over K in [k_begin, k_end): per K panel, B's panel is packed once and every tile passes over it
+// (a tile's A block packed for it); the epilogue is applied after a tile's last panel when ``finish``.
+static void tile_column(const float* __restrict__ a, const float* __restrict__ b, float* __restrict__ c{extra_parameters},
+                        int64_t M, int64_t N, int64_t K, int64_t i_begin, int64_t i_end, int64_t j0, int64_t width,
+                        int64_t k_begin, int64_t k_end, bool finish, bool structured, float* __restrict__ ap,
+                        float* __restrict__ bp) {{
+    const int64_t nb = std::min(width, N - j0);
+    for (int64_t i0 = i_begin; i0 < i_end; i0 += MB) {{  // tiles whose sums are all zero: written once
+        const int64_t mb = std::min(MB, i_end - i0);
+        int64_t k_low = k_begin, k_high = k_end;
+        {tile_range}
+        if (!block_kept(i0, i0 + mb, j0, j0 + nb) || k_low >= k_high) zero_block(c, N, i0, mb, j0, nb);
     }}
-    for (int64_t k0 = k_low; k0 < k_high; k0 += KC) {{
-        const int64_t kc = std::min(KC, k_high - k0);
-        const bool first = k0 == k_low, last = finish && k0 + kc >= k_high;
-        pack_b(b, N, K, j0, nb, k0, kc, bp);
-        pack_a(a, M, K, i0, mb, k0, kc, ap);
-        for (int64_t js = 0; js < nb; js += NR)
-            for (int64_t is = 0; is < mb; is += MR) {{
-                const int64_t rows = std::min(MR, mb - is), cols = std::min(NR, nb - js);
-                if (!block_kept(i0 + is, i0 + is + rows, j0 + js, j0 + js + cols)) {{
-                    if (last) zero_block(c, N, i0 + is, rows, j0 + js, cols);
-                    continue;
-                }}
-                int64_t k_offset = 0, k_count = kc;
-                {micro_range}
-                alignas(64) float acc[MR * NR];
-                micro_kernel(ap + is * kc + k_offset * MR, bp + js * kc + k_offset * NR, k_count, acc);
-                for (int64_t r = 0; r < rows; ++r) {{
-                    const int64_t i = i0 + is + r;
-                    float* __restrict__ crow = c + i * N + j0 + js;
-                    const float* __restrict__ arow = acc + r * NR;
-                    {store_simd}
-                    for (int64_t q = 0; q < cols; ++q) {{
-                        float v = first ? arow[q] : crow[q] + arow[q];
-                        crow[q] = last ? (keep(i, j0 + js + q) ? epilogue(v, j0 + js + q{extra_arguments}) : 0.0f) : v;
+    for (int64_t k0 = k_begin; k0 < k_end; k0 += KC) {{
+        const int64_t kc = std::min(KC, k_end - k0);
+        bool packed = false;
+        for (int64_t i0 = i_begin; i0 < i_end; i0 += MB) {{
+            const int64_t mb = std::min(MB, i_end - i0);
+            int64_t k_low = k_begin, k_high = k_end;
+            {tile_range}
+            if (!block_kept(i0, i0 + mb, j0, j0 + nb) || k_low >= k_high || k0 + kc <= k_low || k0 >= k_high)
+                continue;  // zero (written above), or no K in this panel
+            const bool first = k0 <= k_low, last = finish && k0 + kc >= k_high;
+            if (!packed) pack_b(b, N, K, j0, nb, k0, kc, bp);
+            packed = true;
+            pack_a(a, M, K, i0, mb, k0, kc, ap);
+            for (int64_t js = 0; js < nb; js += NR)
+                for (int64_t is = 0; is < mb; is += MR) {{
+                    const int64_t rows = std::min(MR, mb - is), cols = std::min(NR, nb - js);
+                    if (!block_kept(i0 + is, i0 + is + rows, j0 + js, j0 + js + cols)) {{
+                        if (last) zero_block(c, N, i0 + is, rows, j0 + js, cols);
+                        continue;
+                    }}
+                    int64_t k_offset = 0, k_count = kc;
+                    {micro_range}
+                    if (rows == MR && cols == NR) {{  // a whole register tile: summed into C in place
+                        float* __restrict__ ctile = c + (i0 + is) * N + j0 + js;
+                        micro_kernel_into(ap + is * kc + k_offset * MR, bp + js * kc + k_offset * NR, k_count, ctile,
+                                          N, !first);{finish_in_place}
+                        continue;
+                    }}
+                    alignas(64) float acc[MR * NR];
+                    micro_kernel(ap + is * kc + k_offset * MR, bp + js * kc + k_offset * NR, k_count, acc);
+                    for (int64_t r = 0; r < rows; ++r) {{
+                        const int64_t i = i0 + is + r;
+                        float* __restrict__ crow = c + i * N + j0 + js;
+                        const float* __restrict__ arow = acc + r * NR;
+                        {store_simd}
+                        for (int64_t q = 0; q < cols; ++q) {{
+                            float v = first ? arow[q] : crow[q] + arow[q];
+                            crow[q] = last ? (keep(i, j0 + js + q) ? epilogue(v, j0 + js + q{extra_arguments}) : 0.0f) : v;
+                        }}
                     }}
                 }}
-            }}
+        }}
     }}
 }}"""
 
 
 def _driver(header: str, b_stride: str, parallel: bool, extra_arguments: str, skips: bool) -> str:
-    """The kernel's entry: tiles (and, when too few, splits of K) shared among the threads."""
+    """The kernel's entry: columns of tiles (and, when too few, splits of K) shared among the threads."""
     omp_region = "#pragma omp parallel" if parallel else ""
-    omp_for = "#pragma omp for schedule(dynamic, 1)" if parallel else ""
+    omp_for = "#pragma omp for schedule(static)" if parallel else ""
     splits = (
         "tiles < 2 * omp_get_max_threads() && K >= 2 * KC ? std::min<int64_t>(omp_get_max_threads(), K / KC) : 1"
         if parallel
         else "1"
     )
     omp_for_reduce = "#pragma omp parallel for schedule(static)" if parallel else ""
+    threads = "omp_get_max_threads()" if parallel else "1"
     return f"""{header} {{
     const int64_t row_tiles = (M + MB - 1) / MB, column_tiles = (N + NB - 1) / NB;
     const int64_t tiles = batch * row_tiles * column_tiles;
+    // Column tiles of (nearly) one width: a ragged last one would leave its thread idle.
+    const int64_t column_width = std::min(NB, ((N + column_tiles - 1) / column_tiles + NR - 1) / NR * NR);
     // Too few tiles to keep the threads busy (a small C with a long K): the threads also split K into
     // whole panels, sum into private copies of C, and add the copies in a fixed order.
     const int64_t splits = {splits};
     const int64_t k_chunk = ((K + splits - 1) / splits + KC - 1) / KC * KC;
+    // A work item is a column of row tiles sharing each packed panel of B: all of M when the items
+    // (batch entries x column tiles, or the splits of K) deal evenly to the threads, else the rows
+    // cut in one share per thread (whole register strips), so every thread gets the same work.
+    const int64_t strips = (M + MR - 1) / MR, threads = {threads};
+    const bool even = splits > 1 || batch * column_tiles % threads == 0;
+    const int64_t row_groups = std::min<int64_t>(strips, even ? 1 : threads);
+    const int64_t group_rows = (strips + row_groups - 1) / row_groups * MR;
+    const int64_t groups_used = (M + group_rows - 1) / group_rows;
+    const int64_t items = batch * groups_used * column_tiles;
     const bool structured = {"triangular_factors(a, b, batch, M, N, K)" if skips else "false"};
     float* partial = splits > 1 ? static_cast<float*>(std::malloc(sizeof(float) * splits * batch * M * N)) : nullptr;
     {omp_region}
@@ -417,15 +486,16 @@ def _driver(header: str, b_stride: str, parallel: bool, extra_arguments: str, sk
         float* ap = static_cast<float*>(std::aligned_alloc(64, sizeof(float) * (MB + MR) * KC + 64));
         float* bp = static_cast<float*>(std::aligned_alloc(64, sizeof(float) * (NB + NR) * KC + 64));
         {omp_for}
-        for (int64_t t = 0; t < tiles * splits; ++t) {{
-            const int64_t split = t / tiles, bi = t % tiles / (row_tiles * column_tiles);
-            const int64_t rest = t % (row_tiles * column_tiles);
-            const int64_t i0 = (rest / column_tiles) * MB, j0 = (rest % column_tiles) * NB;
+        for (int64_t t = 0; t < items * splits; ++t) {{
+            const int64_t split = t / items, bi = t % items / (groups_used * column_tiles);
+            const int64_t rest = t % (groups_used * column_tiles);
+            const int64_t i0 = (rest / column_tiles) * group_rows, j0 = (rest % column_tiles) * column_width;
             const int64_t k_begin = std::min(K, split * k_chunk), k_end = std::min(K, k_begin + k_chunk);
             float* out = splits > 1 ? partial + split * batch * M * N : c;
             if (k_begin < k_end)
-                tile(a + bi * M * K, b + bi * {b_stride}, out + bi * M * N{extra_arguments}, M, N, K, i0, j0,
-                     k_begin, k_end, splits == 1, structured, ap, bp);
+                tile_column(a + bi * M * K, b + bi * {b_stride}, out + bi * M * N{extra_arguments}, M, N, K, i0,
+                            std::min(M, i0 + group_rows), j0, column_width, k_begin, k_end, splits == 1, structured, ap,
+                            bp);
         }}
         std::free(ap);
         std::free(bp);

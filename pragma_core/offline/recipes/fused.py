@@ -33,7 +33,7 @@ from .channel_norms import ChannelNormRecipe, channel_norm_lines
 from .conv_transposed import ConvTransposedRecipe, describe_transposed, transposed_lines
 from .convolution import ConvolutionRecipe, calls_gemm, describe_layer, gemm_first, layer_lines
 from .fusion import FusionPlan, Stage, plan_fusion
-from .matmul import MatmulRecipe, product_shape, product_sizes, product_source
+from .matmul import MatmulRecipe, product_shape, product_sizes, product_source, product_start
 from .norms import NormRecipe, norm_lines
 from .pooling import POOLED_SIZE_SOURCE, PoolingRecipe, pool_lines
 from .reduction import ReductionRecipe, reduction_source
@@ -88,6 +88,8 @@ class FusedRecipe:
         start: dict[str, Any] = (
             {"method": "gemm" if gemm_first(main.facts) else "direct"} if main.kind == "convolution" else {}
         )
+        if main.kind == "matmul":
+            start.update(product_start())
         if _transcendental(plan):
             start["fast_math"] = True
         return Match(
