@@ -220,6 +220,20 @@ def test_a_simulator_is_profiled_at_twice_its_simulated_last_level_a_counter_at_
     assert profiling_task(task, _profiler("simulator", deterministic=True)) == by_simulator
 
 
+def test_a_simulator_past_its_flops_budget_shrinks_to_the_bytes_target_alone():
+    task = load_task(MATMUL, {"M": 256, "K": 256, "N": 256})  # 768 KiB, 33.6 MFLOP
+    simulator, counter = _profiler("simulator", deterministic=True), _profiler("counter", deterministic=False)
+    keeping = profiling_task(task, simulator, working_set_bytes=64 * KiB)
+    assert keeping.sizes == {"M": 192}  # 25 MFLOP: within the default budget, the ratio is kept
+    light = profiling_task(task, simulator, working_set_bytes=64 * KiB, flops_budget=10_000_000)
+    assert light.task.analysis.flops < 10_000_000 and light.bytes >= 64 * KiB
+    assert light.note.endswith(
+        "FLOPs per byte not kept: the size keeping them would replay 0.025 GFLOP in the simulator (minutes)"
+    )
+    # a profiler counting real events runs at native speed: its size keeps the ratio
+    assert profiling_task(task, counter, working_set_bytes=64 * KiB, flops_budget=10_000_000).sizes == {"M": 192}
+
+
 # -- a candidate that is right only at the task's own sizes ------------------------------------------
 
 

@@ -14,10 +14,17 @@ dimensions first, the innermost kept). That last level is the profiler's own cho
   core's own; its target is twice that (:func:`simulated_working_set_bytes`). It never sees the
   shared L3, so the replay it runs 20 to 100 times slower than native stays small.
 
+A shrunk task keeps most of its FLOPs per byte (a matrix product's tiles show other miss rates at
+a lower ratio, :func:`~pragma_core.sizes.shrinking.shrink_task`), which can hold a product or a
+convolution near its full size; for a simulator that would cost minutes per profile, so past
+:data:`SIMULATED_FLOPS_BUDGET` the ratio gives way and the task shrinks to the bytes target alone.
+
 GPU tasks are profiled at their own size.
 """
 
 from __future__ import annotations
+
+import attrs
 
 from ..machine.hardware import describe_cpu
 from ..plugin_api.components import Profiler
@@ -27,6 +34,7 @@ from .shrinking import ShrunkTask, format_bytes, shrink_task
 
 __all__ = [
     "LLC_MULTIPLE",
+    "SIMULATED_FLOPS_BUDGET",
     "FALLBACK_LLC_BYTES",
     "machine_working_set_bytes",
     "simulated_working_set_bytes",
@@ -40,6 +48,11 @@ LLC_MULTIPLE = 2
 """Data of one forward this many times the last-level cache streams through it on every
 repetition: from 1.5x a simulated LRU cache (cachegrind) misses every line again (measured); twice
 is the rule the verifier's roofline floor uses too, for real caches' adaptive replacement."""
+
+SIMULATED_FLOPS_BUDGET = 500_000_000
+"""The most FLOPs a simulated profile replays to keep a task's FLOPs per byte: cachegrind replayed the
+level-1 square product at N = 1336 (4.8 GFLOP, the least size keeping 90% of its ratio) in 82 s per
+attempt, 95% of the loop's time, on a 2-core Xeon (2026-12-02); half a GFLOP takes about 9 s."""
 
 FALLBACK_LLC_BYTES = 32 * 2**20
 """The last-level cache assumed when this machine does not say (a large desktop or server L3)."""
@@ -73,18 +86,35 @@ def profiling_size(task: Task, *, device: str = "cpu", working_set_bytes: int | 
 
 
 def profiling_task(
-    task: Task, profiler: Profiler, *, full_size: bool = False, working_set_bytes: int | None = None
+    task: Task,
+    profiler: Profiler,
+    *,
+    full_size: bool = False,
+    working_set_bytes: int | None = None,
+    flops_budget: int = SIMULATED_FLOPS_BUDGET,
 ) -> ShrunkTask:
     """The task ``profiler`` profiles: ``task`` shrunk to ``working_set_bytes`` of data (default
-    :func:`profiler_working_set_bytes`) when it holds more; ``task`` itself for a GPU
-    profiler or with ``full_size``. The same task and profiler always give the same sizes; a run
+    :func:`profiler_working_set_bytes`) when it holds more, for a simulator below ``flops_budget``
+    where keeping the FLOPs per byte would not; ``task`` itself for a GPU profiler or with ``full_size``. The same task and profiler always give the same sizes; a run
     derives them once (:class:`~pragma_core.profiling.session.ProfilingSession`), and its
     verifier records the candidate's kernel calls ahead at the sizes its profiles will use."""
     device = profiler.devices[0]
     if full_size or device != "cpu":
         return ShrunkTask(task=task)
     target = working_set_bytes if working_set_bytes is not None else profiler_working_set_bytes(profiler)
-    return profiling_size(task, device=device, working_set_bytes=target)
+    shrunk = profiling_size(task, device=device, working_set_bytes=target)
+    if not profiler.deterministic or _flops(shrunk.task) <= flops_budget:
+        return shrunk
+    lighter = shrink_task(task, target, intensity_kept=0.0)  # the bytes target alone
+    if _flops(lighter.task) >= _flops(shrunk.task):
+        return shrunk
+    kept = f"{_flops(shrunk.task) / 1e9:.2g} GFLOP"
+    why = f"; FLOPs per byte not kept: the size keeping them would replay {kept} in the simulator (minutes)"
+    return attrs.evolve(lighter, note=lighter.note + why)
+
+
+def _flops(task: Task) -> int:
+    return task.analysis.flops if task.analysis is not None else 0
 
 
 def size_note(shrunk: ShrunkTask, working_set_bytes: int | None = None, *, simulated: bool | None = None) -> str:
