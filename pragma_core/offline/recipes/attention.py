@@ -19,7 +19,7 @@ from typing import Any
 from ..graph import Node, OpGraph, Ref
 from ..modules import candidate_module, forward_argument
 from ..recipe import GenerationContext, Knob, Match
-from ._matmul_kernels import micro_kernel_source, register_columns
+from ._matmul_kernels import micro_kernel_source, register_columns, register_rows_start
 
 __all__ = ["AttentionRecipe"]
 
@@ -69,7 +69,7 @@ class AttentionRecipe:
             "scale": None if scale is None else float(scale),
         }
         summary = f"scaled dot-product attention (L={sq[-2]}, S={sk[-2]}, E={sq[-1]}, Ev={sv[-1]})"
-        return Match(family=self.family, summary=summary, facts=facts)
+        return Match(family=self.family, summary=summary, facts=facts, start=register_rows_start())
 
     def generate(self, match: Match, knobs: Mapping[str, Any], context: GenerationContext) -> str:
         parallel, simd, fast = bool(knobs["parallel"]), bool(knobs["simd"]), bool(knobs["fast_math"])

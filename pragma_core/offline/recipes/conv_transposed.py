@@ -29,6 +29,7 @@ from ..graph import Node, OpGraph, Ref
 from ..modules import candidate_module, forward_argument, param_expr
 from ..recipe import GenerationContext, Knob, Match, compiler_flags
 from ._conv_transposed_kernels import conv_transposed_kernel
+from ._matmul_kernels import register_rows_start
 
 __all__ = ["ConvTransposedRecipe", "transposed_facts", "transposed_lines", "describe_transposed"]
 
@@ -46,7 +47,7 @@ class ConvTransposedRecipe:
         "parallel": Knob(default=False, values=(False, True), start=True),
         "simd": Knob(default=False, values=(False, True), start=True),
         # Output channels per register tile: 6 x 2 vectors keeps 12 accumulators, two loads of x
-        # and a broadcast in the 16 vector registers of AVX2 (8 rows fit AVX-512's 32).
+        # and a broadcast in the 16 vector registers of AVX2 (8 rows, AVX-512's start, fit its 32).
         "accumulators": Knob(default=1, values=(1, 2, 4, 6, 8), start=6),
         # Positions per stride phase in one work item: the item's slice of x (input channels x
         # kernel rows x block) stays in L2 while every output channel block reads it.
@@ -71,7 +72,7 @@ class ConvTransposedRecipe:
         operands = [facts[name] for name in ("weight", "bias") if facts[name] is not None]
         if len(graph.inputs) != 1 + sum("input" in operand for operand in operands):
             return None
-        return Match(family=self.family, summary=describe_transposed(facts), facts=facts)
+        return Match(family=self.family, summary=describe_transposed(facts), facts=facts, start=register_rows_start())
 
     def generate(self, match: Match, knobs: Mapping[str, Any], context: GenerationContext) -> str:
         x = forward_argument(context, 0)

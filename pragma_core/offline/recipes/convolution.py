@@ -27,6 +27,7 @@ from ..graph import Node, OpGraph, Ref
 from ..modules import candidate_module, forward_argument, param_expr
 from ..recipe import GenerationContext, Knob, Match, compiler_flags
 from ._conv_kernels import conv_kernel_source
+from ._matmul_kernels import register_rows_start
 
 __all__ = [
     "ConvolutionRecipe",
@@ -117,7 +118,8 @@ class ConvolutionRecipe:
     knobs: Mapping[str, Knob] = {
         "parallel": Knob(default=False, values=(False, True), start=True),
         "simd": Knob(default=False, values=(False, True), start=True),
-        # Output channels per register tile: 6 x 2 AVX2 vectors of columns fill 12 of 16 registers.
+        # Output channels per register tile: 6 x 2 AVX2 vectors of columns fill 12 of 16 registers
+        # (8 to start with AVX-512's 32: register_rows_start).
         "accumulators": Knob(default=1, values=(1, 2, 4, 6, 8), start=6),
         # Output columns per work item: the input slab they read stays in L2 for every channel block.
         "block": Knob(default=128, values=(32, 64, 128, 256, 512), start=128),
@@ -154,7 +156,7 @@ class ConvolutionRecipe:
             family=self.family,
             summary=summary,
             facts={"input": graph.inputs.index(source.name), "layers": layers},
-            start={"method": "gemm" if wide else "direct"},
+            start={"method": "gemm" if wide else "direct", **register_rows_start()},
         )
 
     def _layer(self, graph: OpGraph, node: Node, previous: Node | None) -> dict[str, Any] | None:

@@ -26,6 +26,7 @@ from ..recipe import GenerationContext, Knob, Match, compiler_flags
 from ._channel_norm_kernels import channel_norm_source
 from ._conv_kernels import conv_kernel_source
 from ._conv_transposed_kernels import conv_transposed_kernel
+from ._matmul_kernels import register_rows_start
 from ._norm_kernels import norm_kernel_source
 from ._pooling_kernels import pooling_kernel_source
 from ._tails import Tail, tail_source
@@ -33,7 +34,7 @@ from .channel_norms import ChannelNormRecipe, channel_norm_lines
 from .conv_transposed import ConvTransposedRecipe, describe_transposed, transposed_lines
 from .convolution import ConvolutionRecipe, calls_gemm, describe_layer, gemm_first, layer_lines
 from .fusion import FusionPlan, Stage, plan_fusion
-from .matmul import MatmulRecipe, product_shape, product_sizes, product_source, product_start
+from .matmul import MatmulRecipe, product_shape, product_sizes, product_source
 from .norms import NormRecipe, norm_lines
 from .pooling import POOLED_SIZE_SOURCE, PoolingRecipe, pool_lines
 from .reduction import ReductionRecipe, reduction_source
@@ -88,8 +89,7 @@ class FusedRecipe:
         start: dict[str, Any] = (
             {"method": "gemm" if gemm_first(main.facts) else "direct"} if main.kind == "convolution" else {}
         )
-        if main.kind == "matmul":
-            start.update(product_start())
+        start.update(register_rows_start())  # the main operator's register tile
         if _transcendental(plan):
             start["fast_math"] = True
         return Match(

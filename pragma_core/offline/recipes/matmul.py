@@ -10,7 +10,7 @@ vectors). The transposes are never materialized: the generated loads read the st
 The blocked kernel packs a ``kc``-deep panel of B (``NR``-wide strips) once for a column of cache
 tiles and a block of A (``MR``-tall strips) per tile, and a register-blocked micro-kernel keeps an
 ``MR x NR`` tile of accumulators, added into C in place: ``MR`` is the accumulators knob (8 to start
-with AVX-512's 32 registers, 6 otherwise), ``NR`` two vector registers of the compiling machine when
+with AVX-512's 32 registers, 6 otherwise: :func:`._matmul_kernels.register_rows_start`), ``NR`` two vector registers of the compiling machine when
 ``simd`` (16 floats with AVX-512, 8 with AVX, 4 otherwise, chosen by the preprocessor: a tile
 written for wider registers than the machine has spills, 30x slower). A work item for OpenMP is a
 batch entry's column of tiles: all of M when the items deal evenly to the threads, else one share
@@ -36,11 +36,10 @@ from typing import Any, TypeGuard
 
 import attrs
 
-from ...machine.hardware import describe_cpu
 from ..graph import Node, OpGraph, Ref
 from ..modules import candidate_module, forward_argument, param_expr
 from ..recipe import GenerationContext, Knob, Match
-from ._matmul_kernels import matmul_kernel
+from ._matmul_kernels import matmul_kernel, register_rows_start
 from .elementwise import c_float, elementwise_expression
 
 __all__ = [
@@ -51,7 +50,6 @@ __all__ = [
     "product_source",
     "product_sizes",
     "product_shape",
-    "product_start",
     "operand_expression",
 ]
 
@@ -175,14 +173,6 @@ def _c_operands(
             broadcast = extras[index]["broadcast"] if index < len(extras) else "scalar"
             expressions.append(f"e{index}[{_EXTRA_INDEX[broadcast]}]")
     return expressions
-
-
-def product_start() -> dict[str, Any]:
-    """The blocked kernel's starting register tile on this machine, where it differs from the
-    family's: 8 rows of two vectors with AVX-512's 32 registers (16 accumulators: measured 1.07x-1.15x
-    faster than 6 rows on three level-1 products on a 2-core Xeon with AVX-512); AVX2's 16 registers
-    keep the family's 6 rows (two vectors each; 8 rows would fit one)."""
-    return {"accumulators": 8} if "avx512f" in describe_cpu().features else {}
 
 
 def saved_value(step: int) -> str:
@@ -421,7 +411,7 @@ class MatmulRecipe:
         if triangle is not None:
             details.append(f"{'upper' if triangle['upper'] else 'lower'} triangle of the result")
         summary = f"{kind} ({product.op}{'; ' + '; '.join(details) if details else ''})"
-        return Match(family=self.family, summary=summary, facts=facts, start=product_start())
+        return Match(family=self.family, summary=summary, facts=facts, start=register_rows_start())
 
     def _epilogue(
         self, graph: OpGraph, product: Node, n: int
