@@ -52,7 +52,7 @@ is the rule the verifier's roofline floor uses too, for real caches' adaptive re
 SIMULATED_FLOPS_BUDGET = 500_000_000
 """The most FLOPs a simulated profile replays to keep a task's FLOPs per byte: cachegrind replayed the
 level-1 square product at N = 1336 (4.8 GFLOP, the least size keeping 90% of its ratio) in 82 s per
-attempt, 95% of the loop's time, on a 2-core Xeon (2026-12-02); half a GFLOP takes about 9 s."""
+attempt, 95% of the loop's time, on a 2-core Xeon (2026-12-02); at that rate half a GFLOP takes about 9 s."""
 
 FALLBACK_LLC_BYTES = 32 * 2**20
 """The last-level cache assumed when this machine does not say (a large desktop or server L3)."""
