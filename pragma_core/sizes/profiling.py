@@ -52,7 +52,8 @@ is the rule the verifier's roofline floor uses too, for real caches' adaptive re
 SIMULATED_FLOPS_BUDGET = 500_000_000
 """The most FLOPs a simulated profile replays to keep a task's FLOPs per byte: cachegrind replayed the
 level-1 square product at N = 1336 (4.8 GFLOP, the least size keeping 90% of its ratio) in 82 s per
-attempt, 95% of the loop's time, on a 2-core Xeon (2026-12-02); at that rate half a GFLOP takes about 9 s."""
+attempt, 95% of the loop's time, on a 2-core Xeon (2026-12-02); at that rate half a GFLOP takes
+about 9 s."""
 
 FALLBACK_LLC_BYTES = 32 * 2**20
 """The last-level cache assumed when this machine does not say (a large desktop or server L3)."""
@@ -95,8 +96,8 @@ def profiling_task(
 ) -> ShrunkTask:
     """The task ``profiler`` profiles: ``task`` shrunk to ``working_set_bytes`` of data (default
     :func:`profiler_working_set_bytes`) when it holds more, for a simulator below ``flops_budget``
-    where keeping the FLOPs per byte would not; ``task`` itself for a GPU profiler or with ``full_size``. The same task and profiler always give the same sizes; a run
-    derives them once (:class:`~pragma_core.profiling.session.ProfilingSession`), and its
+    where keeping the FLOPs per byte would not; ``task`` itself for a GPU profiler or with
+    ``full_size``. The same task and profiler always give the same sizes; a run derives them once (:class:`~pragma_core.profiling.session.ProfilingSession`), and its
     verifier records the candidate's kernel calls ahead at the sizes its profiles will use."""
     device = profiler.devices[0]
     if full_size or device != "cpu":

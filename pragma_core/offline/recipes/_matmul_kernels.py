@@ -61,13 +61,18 @@ def matmul_kernel(
 def _skips_zero_factors(facts: Mapping[str, Any]) -> bool:
     """Whether the sums may skip where a triangular factor is zero: only the triangle follows the
     product (an epilogue of a zero sum need not be zero)."""
-    return facts.get("triangle") is not None and not (facts["steps"] or facts["bias"] or facts["extras"])
+    return facts.get("triangle") is not None and not _has_epilogue(facts)
+
+
+def _has_epilogue(facts: Mapping[str, Any]) -> bool:
+    """Whether elementwise steps (a bias, a chain, extra operands) follow the product."""
+    return bool(facts["steps"] or facts["bias"] or facts["extras"])
 
 
 def _finishes(facts: Mapping[str, Any]) -> bool:
     """Whether a stored sum is changed before it is final: an epilogue or a kept triangle follows the
     product."""
-    return facts.get("triangle") is not None or bool(facts["steps"] or facts["bias"] or facts["extras"])
+    return facts.get("triangle") is not None or _has_epilogue(facts)
 
 
 def _triangle(facts: Mapping[str, Any], parallel: bool) -> str:

@@ -10,15 +10,15 @@ vectors). The transposes are never materialized: the generated loads read the st
 The blocked kernel packs a ``kc``-deep panel of B (``NR``-wide strips) once for a column of cache
 tiles and a block of A (``MR``-tall strips) per tile, and a register-blocked micro-kernel keeps an
 ``MR x NR`` tile of accumulators, added into C in place: ``MR`` is the accumulators knob (8 to start
-with AVX-512's 32 registers, 6 otherwise: :func:`._matmul_kernels.register_rows_start`), ``NR`` two vector registers of the compiling machine when
-``simd`` (16 floats with AVX-512, 8 with AVX, 4 otherwise, chosen by the preprocessor: a tile
-written for wider registers than the machine has spills, 30x slower). A work item for OpenMP is a
-batch entry's column of tiles: all of M when the items deal evenly to the threads, else one share
-of the rows per thread, the column tiles cut to one width (a ragged last tile would idle its
-thread); when there are too few tiles for the threads (a small C with a long K), the threads also
-split K into whole panels and sum private copies of C in a fixed order. The epilogue is applied
-when a tile's last K panel is stored. The
-summation over K runs in order within each panel and panels add in order, so results stay well
+with AVX-512's 32 registers, 6 otherwise: :func:`._matmul_kernels.register_rows_start`), ``NR`` two
+vector registers of the compiling machine when ``simd`` (16 floats with AVX-512, 8 with AVX, 4
+otherwise, chosen by the preprocessor: a tile written for wider registers than the machine has
+spills, 30x slower). A work item for OpenMP is a batch entry's column of tiles: all of M when the
+items deal evenly to the threads, else one share of the rows per thread, the column tiles cut to
+one width (a ragged last tile would idle its thread); when there are too few tiles for the threads
+(a small C with a long K), the threads also split K into whole panels and sum private copies of C
+in a fixed order. The epilogue is applied when a tile's last K panel is stored. The summation over
+K runs in order within each panel and panels add in order, so results stay well
 within fp32 tolerance of a BLAS sgemm. When the product has a single column (matrix-vector), a
 row-blocked dot-product kernel is generated instead.
 
