@@ -15,6 +15,7 @@ from typing import Any
 import attrs
 
 from ..tasks.python_source import parse
+from .fast_functions import with_fast_functions
 from .graph import NotRecognized
 from .recipe import RECIPE_MARKER, GenerationContext, Match
 
@@ -99,7 +100,10 @@ def candidate_module(
 ) -> str:
     """The whole candidate: ``cpp`` is compiled with ``flags`` through ``load_library`` as ``lib``;
     ``forward_body`` is the body of ``forward`` (unindented), which sees the forward's own argument
-    names and ``lib``."""
+    names and ``lib``. With ``fast_math`` on, ``exp`` and ``erf`` are the inline fast versions
+    (:mod:`~pragma_core.offline.fast_functions`)."""
+    if knobs.get("fast_math"):
+        cpp = with_fast_functions(cpp)
     standard = ("import torch", "import torch.nn as nn", "from pragma_core.native import load_library")
     frame = module_frame(match, knobs, context, standard)
     header = f'"""{match.summary}: written by pragma\'s offline recipe Coder.{chr(10) + chr(10) + notes if notes else ""}\n"""'

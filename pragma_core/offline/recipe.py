@@ -11,8 +11,8 @@ Knob names are shared across recipes so one Conductor rule works on all of them:
 
 ``parallel``      OpenMP over the outer (independent) loop: ``False`` / ``True``
 ``simd``          inner loop written for the vectorizer (``#pragma omp simd``, no branches in it)
-``fast_math``     ``-ffast-math`` (vectorized ``expf``, ``tanhf`` ... from libmvec), where the
-                  tolerance allows
+``fast_math``     ``-ffast-math`` (vectorized ``tanhf``, ``logf`` ... from libmvec; ``exp`` and
+                  ``erf`` inline: :mod:`~pragma_core.offline.fast_functions`), where the tolerance allows
 ``vector_width``  bits per vector the compiler prefers (``-mprefer-vector-width``): 256, 512
 ``unroll``        inner-loop unroll factor: 1, 2, 4, 8 (a recipe may unroll in its code, or by
                   ``compiler_flags``)
@@ -45,7 +45,7 @@ RECIPE_MARKER = "# pragma-recipe: "
 KNOB_MEANINGS = {
     "parallel": "OpenMP over the outer, independent loop",
     "simd": "inner loop written for the vectorizer (omp simd, no branches inside)",
-    "fast_math": "-ffast-math: vectorized libmvec exp/tanh/log within the tolerance",
+    "fast_math": "-ffast-math: vectorized exp/erf inline, tanh/log from libmvec, within the tolerance",
     "vector_width": "bits per vector the compiler prefers (-mprefer-vector-width)",
     "unroll": "inner-loop unroll factor",
     "accumulators": "independent partial results in a reduction",

@@ -46,7 +46,7 @@ def _gelu(v: str, node: Node, fast: bool) -> str:
 
 
 def _expm1(v: str, fast: bool) -> str:
-    """``exp(v) - 1``: with fast math through ``exp``, which libmvec vectorizes (it has no vector
+    """``exp(v) - 1``: with fast math through ``exp``, which vectorizes inline (libmvec has no vector
     ``expm1``); its absolute error near 0 is a float's rounding, far inside the tolerance."""
     return f"(std::exp({v}) - 1.0f)" if fast else f"std::expm1({v})"
 
