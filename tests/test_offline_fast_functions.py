@@ -14,6 +14,10 @@ extern "C" void exps(const float* __restrict__ x, float* __restrict__ out, int64
     #pragma omp simd
     for (int64_t i = 0; i < n; ++i) out[i] = std::exp(x[i]);
 }
+extern "C" void mishes(const float* __restrict__ x, float* __restrict__ out, int64_t n) {
+    #pragma omp simd
+    for (int64_t i = 0; i < n; ++i) out[i] = fast_mish(x[i]);
+}
 extern "C" void erfs(const float* __restrict__ x, float* __restrict__ out, int64_t n) {
     #pragma omp simd
     for (int64_t i = 0; i < n; ++i) out[i] = std::erf(x[i]);
@@ -54,6 +58,15 @@ def test_erf_is_within_the_tolerance_everywhere_and_odd():
     mirrored = torch.empty_like(x)
     lib.erfs(-x, mirrored, x.numel())
     assert torch.equal(mirrored, -out)
+
+
+def test_mish_in_one_exp_is_within_the_tolerance_everywhere():
+    lib = fast_library()
+    x = torch.linspace(-100.0, 100.0, 1_000_003)
+    out = torch.empty_like(x)
+    lib.mishes(x, out, x.numel())
+    exact = torch.nn.functional.mish(x.double())
+    assert ((out.double() - exact).abs() / (1.0 + exact.abs())).max() < 1e-6
 
 
 def test_only_the_calls_it_replaces_change():

@@ -234,3 +234,13 @@ def test_kernelbench_diagonal_product_agrees_at_start_knobs():
 def test_a_diagonal_matrix_made_with_diag_is_not_claimed(tmp_path):
     task = load_task(_product_task(tmp_path, "torch.diag(a) @ b", ((8,), (8, 5))))
     assert DIAGONAL.match(trace_reference(task)) is None
+
+
+def test_a_product_whose_epilogue_calls_libm_starts_with_fast_math(tmp_path):
+    """Per element a scalar ``tanh`` or ``exp`` costs more than the product does (a GEMM with two
+    Mish after it ran at 0.31x of eager without fast math), so such a product starts with it."""
+    calling = load_task(_product_task(tmp_path, "torch.tanh(a @ b)", ((8, 16), (16, 8))))
+    plain = load_task(_product_task(tmp_path, "torch.relu(a @ b)", ((8, 16), (16, 8))))
+    fast, plain_match = RECIPE.match(trace_reference(calling)), RECIPE.match(trace_reference(plain))
+    assert fast is not None and plain_match is not None
+    assert fast.start.get("fast_math") is True and "fast_math" not in plain_match.start

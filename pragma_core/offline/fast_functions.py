@@ -1,4 +1,4 @@
-"""The fast-math versions of ``exp`` and ``erf`` a generated kernel calls inline (``fast_math``).
+"""The fast-math versions of ``exp``, ``erf`` and Mish a generated kernel calls inline (``fast_math``).
 
 Under ``-ffast-math`` GCC sends ``std::exp`` and ``std::erf`` in a vectorized loop to libmvec's
 vector functions: a call per vector, with the loop's registers saved around it. Written inline
@@ -12,6 +12,8 @@ against 30.5 us (libmvec's ``tanh`` was as fast as an inline one, so it stays).
   would need n = 128. The input is clamped to [-87.33, 88.72], so what would underflow is
   about 1.2e-38 and what would overflow is 3.4e38, finite (``-ffast-math`` assumes no
   infinities either way).
+- ``fast_mish``: ``x * tanh(log1p(e^x))`` is ``x * n / (n + 2)`` with ``n = e^x (e^x + 2)``: one
+  ``exp`` where libm's form calls ``exp``, ``log1p`` and ``tanh`` (``x`` itself above 20, as torch).
 - ``fast_erf``: Abramowitz and Stegun 7.1.26 (1.5e-7 in exact arithmetic), absolute error 6.1e-7
   at most in floats with ``fast_exp`` inside, far within the verifier's tolerance of 1e-4.
 """
@@ -25,6 +27,9 @@ FAST_FUNCTIONS = {
     "std::erf(": "fast_erf(",
 }
 """The library calls replaced, and by what (``std::expm1(`` and ``std::exp2(`` do not match)."""
+
+_DEFINED = ("fast_exp(", "fast_erf(", "fast_mish(")
+"""The functions the definitions hold: a recipe may call ``fast_mish`` itself under fast math."""
 
 _DEFINITIONS = r"""
 #include <cmath>
@@ -54,14 +59,19 @@ static inline float fast_erf(float x) {
     const float p = ((((1.061405429f * t - 1.453152027f) * t + 1.421413741f) * t - 0.284496736f) * t + 0.254829592f) * t;
     return std::copysign(1.0f - p * fast_exp(-a * a), x);
 }
+
+static inline float fast_mish(float x) {
+    const float e = fast_exp(x), n = e * (e + 2.0f);  // tanh(log1p(e)) = n / (n + 2)
+    return x > 20.0f ? x : x * n / (n + 2.0f);
+}
 """
 
 
 def with_fast_functions(cpp: str) -> str:
-    """``cpp`` with its ``std::exp`` and ``std::erf`` calls made inline fast ones, and their
-    definitions ahead of it; unchanged when it calls neither."""
-    if not any(call in cpp for call in FAST_FUNCTIONS):
-        return cpp
+    """``cpp`` with its ``std::exp`` and ``std::erf`` calls made inline fast ones, and the
+    definitions ahead of it; unchanged when it calls none of them."""
     for call, fast in FAST_FUNCTIONS.items():
         cpp = cpp.replace(call, fast)
+    if not any(name in cpp for name in _DEFINED):
+        return cpp
     return _DEFINITIONS.strip() + "\n" + cpp

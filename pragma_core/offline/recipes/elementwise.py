@@ -15,7 +15,16 @@ from ..graph import Node, OpGraph, Ref
 from ..modules import candidate_module, forward_argument
 from ..recipe import GenerationContext, Knob, Match, compiler_flags
 
-__all__ = ["ElementwiseRecipe", "UNARY", "ELEMENTWISE_OPS", "c_float", "elementwise_expression", "larger", "smaller"]
+__all__ = [
+    "ElementwiseRecipe",
+    "UNARY",
+    "ELEMENTWISE_OPS",
+    "TRANSCENDENTAL",
+    "c_float",
+    "elementwise_expression",
+    "larger",
+    "smaller",
+]
 
 
 def c_float(value: float) -> str:
@@ -51,6 +60,13 @@ def _expm1(v: str, fast: bool) -> str:
     return f"(std::exp({v}) - 1.0f)" if fast else f"std::expm1({v})"
 
 
+def _mish(v: str, fast: bool) -> str:
+    """``v * tanh(softplus(v))``; with fast math one inline ``exp`` and a division
+    (:mod:`~pragma_core.offline.fast_functions`) where libm's form calls ``exp``, ``log1p`` and
+    ``tanh``."""
+    return f"fast_mish({v})" if fast else f"({v} * std::tanh({v} > 20.0f ? {v} : std::log1p(std::exp({v}))))"
+
+
 def _softplus(v: str, node: Node, fast: bool) -> str:
     beta, threshold = float(node.arg(1, "beta", 1.0)), float(node.arg(2, "threshold", 20.0))
     bv = f"({c_float(beta)} * {v})"
@@ -70,7 +86,7 @@ UNARY: dict[str, Callable[[str, Node, bool], str]] = {
     "sigmoid": lambda v, n, f: f"(1.0f / (1.0f + std::exp(-{v})))",
     "tanh": lambda v, n, f: f"std::tanh({v})",
     "silu": lambda v, n, f: f"({v} / (1.0f + std::exp(-{v})))",
-    "mish": lambda v, n, f: f"({v} * std::tanh({v} > 20.0f ? {v} : std::log1p(std::exp({v}))))",
+    "mish": lambda v, n, f: _mish(v, f),
     "softplus": _softplus,
     "softsign": lambda v, n, f: f"({v} / (1.0f + std::fabs({v})))",
     "elu": lambda v, n, f: (lambda a: f"({v} > 0.0f ? {v} : {a} * {_expm1(v, f)})")(c_float(n.arg(1, "alpha", 1.0))),
@@ -128,6 +144,12 @@ def _pow(base: str, exponent: Any) -> str:
         return f"std::sqrt({base})"
     return f"std::pow({base}, {c_float(exponent)})"
 
+
+TRANSCENDENTAL = frozenset(
+    "gelu sigmoid tanh silu mish softplus elu selu celu logsigmoid exp expm1 log log1p sin cos erf tanhshrink pow".split()
+)
+"""Ops whose C calls libm (exp, tanh, erf, log...): scalar calls per element unless fast math
+vectorizes them (inline or through libmvec)."""
 
 _BINARY = {"add": "+", "sub": "-", "mul": "*", "div": "/"}
 _REVERSED = {"radd": "+", "rsub": "-", "rdiv": "/"}

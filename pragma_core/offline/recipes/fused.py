@@ -33,6 +33,7 @@ from ._tails import Tail, tail_source
 from .channel_norms import ChannelNormRecipe, channel_norm_lines
 from .conv_transposed import ConvTransposedRecipe, describe_transposed, transposed_lines
 from .convolution import ConvolutionRecipe, calls_gemm, describe_layer, gemm_first, layer_lines
+from .elementwise import TRANSCENDENTAL
 from .fusion import FusionPlan, Stage, plan_fusion
 from .matmul import MatmulRecipe, product_shape, product_sizes, product_source
 from .norms import NormRecipe, norm_lines
@@ -130,13 +131,6 @@ FUSED_RECIPES = (
 """The level-2 families, one per main operator."""
 
 
-_TRANSCENDENTAL = frozenset(
-    "gelu sigmoid tanh silu mish softplus elu selu celu logsigmoid exp expm1 log log1p sin cos erf tanhshrink pow".split()
-)
-"""Ops whose C calls libm (exp, tanh, erf, log...): scalar calls per element unless fast math lets
-the compiler call the vector versions."""
-
-
 def _transcendental(plan: FusionPlan) -> bool:
     """Whether the chain calls libm per element: a transcendental op in a tail, a softmax or a
     logsumexp. Such a chain starts with ``fast_math`` (measured on ``92_Conv2d_GroupNorm_Tanh_
@@ -145,7 +139,7 @@ def _transcendental(plan: FusionPlan) -> bool:
     for stage in plan.stages:
         if stage.kind == "softmax" or stage.facts.get("op") == "logsumexp":
             return True
-        if any(step["op"] in _TRANSCENDENTAL for step in stage.tail.steps):
+        if any(step["op"] in TRANSCENDENTAL for step in stage.tail.steps):
             return True
     return False
 
