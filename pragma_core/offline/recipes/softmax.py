@@ -34,7 +34,9 @@ class SoftmaxRecipe:
         "parallel": Knob(default=False, values=(False, True), start=True),
         "simd": Knob(default=False, values=(False, True), start=True),
         "accumulators": Knob(default=1, values=(1, 2, 4, 8), start=4),
-        "fast_math": Knob(default=False, values=(False, True)),
+        # Every element calls exp: without fast math a scalar libm call each (0.48x of eager at the
+        # fitted sizes on a Zen 5, 1.05x with it).
+        "fast_math": Knob(default=False, values=(False, True), start=True),
     }
 
     def match(self, graph: OpGraph) -> Match | None:
