@@ -111,6 +111,9 @@ def _match_cross_entropy(graph: OpGraph, node: Node) -> Match | None:
             "reduction": reduction,
             "ignore_index": ignore_index,
         },
+        # Every logit calls exp: without fast math a scalar libm call each (0.35x of eager at the
+        # fitted size on a Zen 5; over 6x with it).
+        start={"fast_math": True},
     )
 
 
