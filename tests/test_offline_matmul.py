@@ -14,6 +14,7 @@ from pragma_core import load_task
 from pragma_core.offline.graph import trace_reference
 from pragma_core.offline.modules import read_marker
 from pragma_core.offline.recipe import GenerationContext
+from pragma_core.offline.recipes._matmul_kernels import skinny
 from pragma_core.offline.recipes.diagonal import DiagonalRecipe
 from pragma_core.offline.recipes.matmul import MatmulRecipe
 
@@ -244,3 +245,15 @@ def test_a_product_whose_epilogue_calls_libm_starts_with_fast_math(tmp_path):
     fast, plain_match = RECIPE.match(trace_reference(calling)), RECIPE.match(trace_reference(plain))
     assert fast is not None and plain_match is not None
     assert fast.start.get("fast_math") is True and "fast_math" not in plain_match.start
+
+
+@pytest.mark.parametrize("rows", [1, 3, 8])
+def test_a_layer_on_a_few_rows_takes_the_dot_product_path_and_agrees(rows):
+    """A batch of up to SKINNY_ROWS rows through an ``nn.Linear`` (its weight is B transposed) runs as
+    dot products over the weight's rows, the threads sharing the output features: the bias and the
+    GELU after it included, at ragged sizes, at the start and at the plain knobs."""
+    task = load_task(TASKS / "linear_gelu.py", {"batch_size": rows, "in_features": 300, "out_features": 70})
+    match = RECIPE.match(trace_reference(task))
+    assert match is not None and skinny(match.facts)
+    for knobs in (START, DEFAULT):
+        agrees_with_reference(task, generate(task, knobs))
