@@ -257,3 +257,23 @@ def test_a_layer_on_a_few_rows_takes_the_dot_product_path_and_agrees(rows):
     assert match is not None and skinny(match.facts)
     for knobs in (START, DEFAULT):
         agrees_with_reference(task, generate(task, knobs))
+
+
+@pytest.mark.parametrize(
+    "body, shapes",
+    [
+        ("torch.relu(a @ b)", ((3, 300), (300, 70))),
+        ("torch.bmm(a, b)", ((2, 5, 131), (2, 131, 70))),
+        ("a.T @ b", ((302, 8), (302, 45))),
+        ("a @ b", ((1, 7), (7, 33))),
+    ],
+    ids=["epilogue", "batched", "transposed-a", "k-below-a-block"],
+)
+def test_a_few_rows_against_b_stored_by_rows_stream_b_and_agree(tmp_path, body, shapes):
+    """Up to SKINNY_ROWS rows of A against B stored by rows: each thread adds whole rows of B (four
+    at a time, then the rest) into its own sums over a range of K, and the sums are added after."""
+    task = load_task(_product_task(tmp_path, body, shapes))
+    match = RECIPE.match(trace_reference(task))
+    assert match is not None and skinny(match.facts) and not match.facts["b"]["transposed"]
+    for knobs in (START, DEFAULT):
+        agrees_with_reference(task, generate(task, knobs))
