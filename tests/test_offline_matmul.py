@@ -14,7 +14,7 @@ from pragma_core import load_task
 from pragma_core.offline.graph import trace_reference
 from pragma_core.offline.modules import read_marker
 from pragma_core.offline.recipe import GenerationContext
-from pragma_core.offline.recipes._matmul_kernels import skinny
+from pragma_core.offline.recipes._matmul_streamed import skinny
 from pragma_core.offline.recipes.diagonal import DiagonalRecipe
 from pragma_core.offline.recipes.matmul import MatmulRecipe
 
