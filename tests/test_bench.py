@@ -385,8 +385,9 @@ def _flaky_bench(tmp_path, plugin_site, arguments_after: tuple[str, ...]) -> tup
     return arguments, env, out, outage
 
 
-def _events(row: dict) -> list[str]:
-    return [json.loads(line)["event"] for line in (Path(row["run_dir"]) / "events.jsonl").read_text().splitlines()]
+def _events(row: dict) -> list[dict]:
+    """The events of the task's run folder, in order."""
+    return [json.loads(line) for line in (Path(row["run_dir"]) / "events.jsonl").read_text().splitlines()]
 
 
 def test_a_task_stopped_by_an_outage_resumes_and_counts_the_models_tokens_and_cost(tmp_path, plugin_site):
@@ -408,7 +409,7 @@ def test_a_task_stopped_by_an_outage_resumes_and_counts_the_models_tokens_and_co
     assert row["cost_usd"] is not None and row["cost_usd"] > 0
     assert "Model use:" in (out / "report.md").read_text()
     assert json.loads((Path(row["run_dir"]) / "run.json").read_text())["settings"]["target_attainment"] == 3
-    names = _events(row)
+    names = [event["event"] for event in _events(row)]
     assert names.count("started") == 1 and names.count("resumed") == 1
 
 
@@ -434,10 +435,9 @@ def test_a_task_killed_mid_way_resumes_with_nothing_redone(tmp_path, plugin_site
         if driver.poll() is None:
             driver.kill()
     time.sleep(1.0)  # the worker dies with the driver (parent-death signal)
+    # the killed start wrote no row (its bench.json may not even hold the variant yet)
     written = json.loads((out / "bench.json").read_text()) if (out / "bench.json").exists() else {}
-    assert key not in written.get("variants", {}).get("unprofiled", {}).get(
-        "tasks", {}
-    )  # the killed start wrote no row
+    assert key not in written.get("variants", {}).get("unprofiled", {}).get("tasks", {})
     attempts_before = _snapshot(out)
     assert attempts_before
 
@@ -447,9 +447,9 @@ def test_a_task_killed_mid_way_resumes_with_nothing_redone(tmp_path, plugin_site
     assert row["tokens"]["prompt"] > 100 and row["cost_usd"] is not None and row["cost_usd"] > 0
     snapshot = _snapshot(out)
     assert all(snapshot[path] == digest for path, digest in attempts_before.items())  # no attempt redone
-    names = _events(row)
+    events = _events(row)
+    names = [event["event"] for event in events]
     assert names.count("started") == 1 and names.count("resumed") == 1
-    events = [json.loads(line) for line in (Path(row["run_dir"]) / "events.jsonl").read_text().splitlines()]
     assert [event.get("attempt") for event in events if event["event"] == "attempt_done"] == [1, 2]
 
 
