@@ -247,12 +247,15 @@ def test_a_product_whose_epilogue_calls_libm_starts_with_fast_math(tmp_path):
     assert fast.start.get("fast_math") is True and "fast_math" not in plain_match.start
 
 
-@pytest.mark.parametrize("rows", [1, 3, 8])
-def test_a_layer_on_a_few_rows_takes_the_dot_product_path_and_agrees(rows):
-    """A batch of up to SKINNY_ROWS rows through an ``nn.Linear`` (its weight is B transposed) runs as
-    dot products over the weight's rows, the threads sharing the output features: the bias and the
-    GELU after it included, at ragged sizes, at the start and at the plain knobs."""
-    task = load_task(TASKS / "linear_gelu.py", {"batch_size": rows, "in_features": 300, "out_features": 70})
+@pytest.mark.parametrize(
+    "rows, inputs, outputs", [(1, 300, 70), (3, 300, 71), (6, 2100, 70), (13, 300, 71), (16, 1030, 9)]
+)
+def test_a_layer_on_a_few_rows_takes_the_dot_product_path_and_agrees(rows, inputs, outputs):
+    """A batch of up to SKINNY_TRANSPOSED_ROWS rows through an ``nn.Linear`` (its weight is B
+    transposed) runs as blocks of dot products over the weight's rows, the threads sharing the
+    output features: the bias and the GELU after it included, with rows and columns left over from
+    whole blocks and K over several panels, at the start and at the plain knobs."""
+    task = load_task(TASKS / "linear_gelu.py", {"batch_size": rows, "in_features": inputs, "out_features": outputs})
     match = RECIPE.match(trace_reference(task))
     assert match is not None and skinny(match.facts)
     for knobs in (START, DEFAULT):
@@ -275,5 +278,15 @@ def test_a_few_rows_against_b_stored_by_rows_stream_b_and_agree(tmp_path, body, 
     task = load_task(_product_task(tmp_path, body, shapes))
     match = RECIPE.match(trace_reference(task))
     assert match is not None and skinny(match.facts) and not match.facts["b"]["transposed"]
+    for knobs in (START, DEFAULT):
+        agrees_with_reference(task, generate(task, knobs))
+
+
+def test_a_few_rows_against_a_batched_transposed_b_take_the_dot_products_and_agree(tmp_path):
+    """Each batch entry's few rows against its own B stored transposed: the column blocks are shared
+    over batch entries too, each entry reading its own B."""
+    task = load_task(_product_task(tmp_path, "torch.bmm(a, b.transpose(1, 2))", ((3, 5, 131), (3, 70, 131))))
+    match = RECIPE.match(trace_reference(task))
+    assert match is not None and skinny(match.facts) and match.facts["b"]["transposed"] and match.facts["b_batched"]
     for knobs in (START, DEFAULT):
         agrees_with_reference(task, generate(task, knobs))

@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ...machine.hardware import describe_cpu
-from ._matmul_streamed import row_blocked_kernel, row_stream_kernel, skinny, sums_added
+from ._matmul_streamed import column_blocked_kernel, row_blocked_kernel, row_stream_kernel, skinny, sums_added
 
 __all__ = ["register_columns", "register_rows_start", "matmul_kernel", "micro_kernel_source"]
 
@@ -57,8 +57,8 @@ def matmul_kernel(
         return triangle + row_blocked_kernel(header, b_stride, parallel, simd, accumulators, extra_arguments, partial)
     if skinny(facts):
         if facts["b"]["transposed"]:
-            return triangle + row_blocked_kernel(
-                header, b_stride, parallel, simd, 1, extra_arguments, "float", columns_outer=True
+            return triangle + column_blocked_kernel(
+                header, b_stride, parallel, simd, facts["m"], accumulators, extra_arguments
             )
         return triangle + row_stream_kernel(header, b_stride, parallel, simd, extra_arguments)
     return triangle + _blocked_kernel(
