@@ -290,10 +290,16 @@ def _packing(facts: Mapping[str, Any]) -> str:
                 for (int64_t k = k1; k < std::min(k1 + 8, kc); ++k)
                     bp[s * kc + k * NR + q] = s + q < nb ? load_b(b, k0 + k, j0 + s + q, N, K) : 0.0f;"""
     else:
-        pack_b = """for (int64_t s = 0; s < nb; s += NR)
+        pack_b = """for (int64_t s = 0; s < nb; s += NR) {
+        if (s + NR <= nb) {  // a whole strip: rows of NR contiguous floats, copied as they are
+            for (int64_t k = 0; k < kc; ++k)
+                std::memcpy(bp + s * kc + k * NR, b + (k0 + k) * N + j0 + s, sizeof(float) * NR);
+            continue;
+        }
         for (int64_t k = 0; k < kc; ++k)
             for (int64_t q = 0; q < NR; ++q)
-                bp[s * kc + k * NR + q] = s + q < nb ? load_b(b, k0 + k, j0 + s + q, N, K) : 0.0f;"""
+                bp[s * kc + k * NR + q] = s + q < nb ? load_b(b, k0 + k, j0 + s + q, N, K) : 0.0f;
+    }"""
     return f"""// Pack rows [i0, i0 + mb) x K panel [k0, k0 + kc) of A into MR-tall strips (zero padded).
 static void pack_a(const float* __restrict__ a, int64_t M, int64_t K, int64_t i0, int64_t mb, int64_t k0,
                    int64_t kc, float* __restrict__ ap) {{

@@ -267,6 +267,7 @@ def product_source(
             "#include <cmath>",
             "#include <cstdint>",
             "#include <cstdlib>",
+            "#include <cstring>",
             "#include <omp.h>",
             "",
             MatmulRecipe._loads(facts),
