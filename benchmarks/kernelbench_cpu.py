@@ -15,7 +15,8 @@ task) and ``kernelbench_cpu_families.png`` (per family).
     python benchmarks/kernelbench_cpu.py --combine RESULTS.json [RESULTS.json ...] --out DIR
 
 Running it again with the same ``--out`` continues: tasks already in its ``results.json`` in the same
-mode are not run again, so a profiled run and a ``--no-profile`` run can share one ``--out``.
+mode are not run again, so a profiled run and a ``--no-profile`` run can share one ``--out``; the
+second of the two takes each task at the sizes the first was fitted to, not fitted again.
 ``--combine`` reports several runs as one; a task in more than one (in the same mode) keeps the row
 of the last file.
 
@@ -46,8 +47,8 @@ from pragma_core import PragmaError, load_task
 from pragma_core.offline.coder import recognized
 from pragma_core.present.speedup_axis import speedup_scale
 from pragma_core.records import BoundClass
-from pragma_core.sizes.fitting import fit_task
-from pragma_core.sizes.shrinking import shrink_task
+from pragma_core.sizes.fitting import FittedTask, fit_task
+from pragma_core.sizes.shrinking import at_sizes, shrink_task
 from pragma_core.tasks.loading import find_task_files
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -129,7 +130,7 @@ def main() -> None:
             try:
                 task = load_task(path)
                 family = recognized(shrink_task(task, 64 * 1024, intensity_kept=0.0).task)[0].family
-                fitted = fit_task(task, args.fit_ms)
+                fitted = _fitted(task, rows, f"{path.parent.name}/{path.stem}", args.fit_ms)
             except PragmaError as error:
                 skipped[f"{path.parent.name}/{path.stem}"] = str(error).split(": a language model")[0]
                 progress.advance(bar)
@@ -140,6 +141,19 @@ def main() -> None:
             progress.advance(bar)
             (out / "results.json").write_text(json.dumps({"rows": rows, "skipped": skipped}, indent=2) + "\n")
     _report(rows, skipped, out, console)
+
+
+def _fitted(task: Any, rows: list[dict[str, Any]], name: str, fit_ms: float) -> FittedTask:
+    """The task fitted to ``fit_ms``; or, where the other mode (profiled or ``--no-profile``) already
+    ran it into this ``--out``, at the sizes that run was fitted to: a second fit lands a few
+    percent away, often on other sizes, and the two halves of the ablation would not time the same
+    task."""
+    other = next((row for row in rows if row["task"] == name and "sizes" in row), None)
+    if other is not None:
+        resized = at_sizes(task, other["sizes"])
+        if resized is not None:
+            return FittedTask(task=resized, sizes=other["sizes"], ms=other["reference_ms"], target_ms=fit_ms)
+    return fit_task(task, fit_ms)
 
 
 def _key(row: dict[str, Any]) -> tuple[str, str]:

@@ -465,7 +465,8 @@ def test_a_missing_model_key_stops_the_bench_before_anything_runs(tmp_path, caps
 def test_a_kernelbench_level_at_fitted_sizes(kernelbench, tmp_path):
     """The real files as KernelBench ships them; a task the offline agents know no recipe for (a
     level-2 chain, until the fusion planner takes it) is a row that could not run, said in the
-    report, and counts against the success rate."""
+    report, and counts against the success rate. The profiled half run after it into the same
+    ``--out`` takes the sizes the timing-only half was fitted to."""
     out = tmp_path / "kernelbench"
     unknown = "66_Matmul_Dropout_Softmax"  # a level-2 chain no recipe takes (dropout); the planner fuses 13_ now
     names = ("19_ReLU", unknown)
@@ -480,6 +481,13 @@ def test_a_kernelbench_level_at_fitted_sizes(kernelbench, tmp_path):
     report = (out / "report.md").read_text()
     assert "Could not run:" in report and unknown in report
     assert (out / "plots" / "speedup_by_category.png").is_file() == found["level1/19_ReLU"]["correct"]
+
+    # The other half of the ablation into the same --out is not fitted again: it times the same sizes.
+    profiled = [arg for arg in settings if arg != "--no-profile"]
+    second = bench("bench", str(kernelbench), "--levels", "1", *only("19_ReLU"), *profiled, "--profilers", "perf",
+                   "--out", str(out))  # fmt: skip
+    assert "not fitted again" in second.stdout + second.stderr, second.stderr[-3000:]
+    assert rows(out, "profiled")["level1/19_ReLU"]["sizes"] == found["level1/19_ReLU"]["sizes"]
 
 
 def test_bad_choices_are_clear_errors(tmp_path):

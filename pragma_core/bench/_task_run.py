@@ -45,7 +45,10 @@ Reporter = Callable[[dict[str, Any]], None]
 class TaskJob:
     """A task to run: its key, the task as loaded (with ``--set`` sizes), the bench's settings and
     the folder its run goes in. ``confirmations`` is how many confirmations of its best the row
-    may rest on after this job: 1 for a task's run, more for a re-timing job (:func:`retime_job`)."""
+    may rest on after this job: 1 for a task's run, more for a re-timing job (:func:`retime_job`).
+    ``fitted_sizes`` are the sizes the other half of the profiling ablation fitted this task to
+    (:func:`~.store.sizes_fitted_before`): taken as they are instead of fitting again, so both
+    halves time the same sizes."""
 
     key: str
     task: Task
@@ -53,6 +56,7 @@ class TaskJob:
     settings: BenchSettings
     runs_dir: Path
     confirmations: int = attrs.field(default=1, validator=attrs.validators.ge(1))
+    fitted_sizes: dict[str, Any] | None = None
 
 
 def retime_job(key: str, row: dict[str, Any], settings: BenchSettings, runs_dir: Path) -> TaskJob:
@@ -192,7 +196,9 @@ def _interrupted(run_dir: Path) -> bool:
 
 def _taken(job: TaskJob, threads: int, report: Reporter) -> Task:
     """The task as its run starts: its provider asked first whether it can take it (so no fit is
-    spent on a task the offline agents know no recipe for), then fitted with ``--fit-ms``."""
+    spent on a task the offline agents know no recipe for), then fitted with ``--fit-ms``, or set
+    to the sizes the bench's other variant was fitted to when it ran this task (fitting again
+    would land on other sizes, and the two halves of the ablation would not time the same task)."""
     from ..loop.settings import provider_name
     from ..plugin_api.registry import get_registry
 
@@ -201,10 +207,21 @@ def _taken(job: TaskJob, threads: int, report: Reporter) -> Task:
         provider.prepare(job.task)
     if job.settings.fit_ms is None:
         return job.task
+    if job.fitted_sizes:
+        from ..sizes.shrinking import at_sizes
+
+        report({"key": job.key, "phase": "refitted", "attempt": 0, "detail": _sizes_text(job.fitted_sizes)})
+        same = at_sizes(job.task, job.fitted_sizes)
+        if same is not None:
+            return same
     from ..sizes.fitting import fit_task
 
     report({"key": job.key, "phase": "fitting", "attempt": 0, "detail": f"{job.settings.fit_ms:g} ms"})
     return fit_task(job.task, job.settings.fit_ms, threads=threads).task
+
+
+def _sizes_text(sizes: dict[str, Any]) -> str:
+    return ", ".join(f"{name}={value}" for name, value in sizes.items())
 
 
 def _progress_listener(key: str, report: Reporter) -> Callable[[Progress], None]:

@@ -32,7 +32,7 @@ from .confirmations import EXTRA_CONFIRMATIONS
 from .executors import RowHandler
 from .plan import BenchSettings, task_files, task_key
 from .report import flag_text, interval, write_report
-from .store import BenchStore, begin_variant
+from .store import BenchStore, begin_variant, sizes_fitted_before
 
 __all__ = ["Executor", "run_bench", "ENDED"]
 
@@ -198,6 +198,7 @@ def _jobs(
                     category=task.category.value,
                     settings=settings,
                     runs_dir=store.runs_dir(settings.variant, key).resolve(),
+                    fitted_sizes=sizes_fitted_before(document, settings, key),
                 )
             )
     return jobs
@@ -207,6 +208,7 @@ _PHASES: dict[str, Callable[[dict[str, Any]], str]] = {
     "starting": lambda e: "starting",
     "queued": lambda e: "queued",
     "fitting": lambda e: f"fitting its sizes to {e['detail']}",
+    "refitted": lambda e: f"at the sizes the bench's other variant was fitted to ({e['detail']})",
     "resuming": lambda e: f"resuming its run after attempt {e['attempt']}",
     "rebuilt": lambda e: "its summary made again from the run folder",
     "baseline": lambda e: "timing and profiling the reference",
@@ -228,8 +230,10 @@ _SAID: dict[str, Callable[[dict[str, Any]], str]] = {
         f"its summary.json could not be read ({e['detail']}); made again from its "
         f"{e['attempt']} attempts in the run folder"
     ),
+    "refitted": lambda e: f"not fitted again: at the sizes the bench's other variant ran it at ({e['detail']})",
 }
-"""Events a resumed bench says on a line of their own, beside the status lines that come and go."""
+"""Events a bench says on a line of their own, beside the status lines that come and go: what a
+resumed bench picked up or mended, and the sizes a second variant took over."""
 
 
 def _phase(event: dict[str, Any]) -> str:

@@ -27,7 +27,7 @@ from ..errors import PragmaError
 from ..files import atomic_write_text
 from .plan import BenchSettings
 
-__all__ = ["SCHEMA_VERSION", "BenchStore"]
+__all__ = ["SCHEMA_VERSION", "BenchStore", "begin_variant", "sizes_fitted_before"]
 
 SCHEMA_VERSION = 1
 """The version of ``bench.json``'s layout; a reader refuses a newer one."""
@@ -97,3 +97,20 @@ def begin_variant(document: dict[str, Any], settings: BenchSettings, tree: Path)
                 "same settings, or pass another --out for a new bench"
             )
     return variant
+
+
+def sizes_fitted_before(document: dict[str, Any], settings: BenchSettings, key: str) -> dict[str, Any] | None:
+    """The sizes another variant of this bench ran ``key`` at, when it fitted them to the same
+    ``--fit-ms`` with the same ``--set`` sizes: the profiled and the timing-only halves of the
+    ablation then time the same task (a second fit lands a few percent away, often on other
+    sizes). None when no other variant ran it, or fitted otherwise."""
+    if settings.fit_ms is None:
+        return None
+    for name, variant in document.get("variants", {}).items():
+        ran = variant.get("settings", {})
+        if name == settings.variant or ran.get("fit_ms") != settings.fit_ms or ran.get("sizes") != dict(settings.sizes):
+            continue
+        row = variant.get("tasks", {}).get(key) or {}
+        if row.get("status") == "finished" and row.get("sizes"):
+            return dict(row["sizes"])
+    return None
