@@ -156,6 +156,11 @@ def _fitted(task: Any, rows: list[dict[str, Any]], name: str, fit_ms: float) -> 
     return fit_task(task, fit_ms)
 
 
+def _one_kernel(a: dict[str, Any], b: dict[str, Any]) -> bool:
+    """Both loops ended with the same best kernel (rows from before ``best_kernel``: not known)."""
+    return a.get("best_kernel") is not None and a.get("best_kernel") == b.get("best_kernel")
+
+
 def _key(row: dict[str, Any]) -> tuple[str, str]:
     return row["task"], row.get("mode", MODES[False])
 
@@ -297,9 +302,21 @@ def _summary_table(
 
 def _modes_table(rows: list[dict[str, Any]]) -> Table:
     """Per family, the profiled loop against the timing-only one on the tasks both finished correct:
-    the geometric mean of the per-task ratios of their final speedups, and wins beyond the noise."""
+    the geometric mean of the per-task ratios of their final speedups, how many ended with the same
+    best kernel (their ratio is the noise between two timings of one kernel), and of the others the
+    wins and losses beyond the noise."""
     table = Table(title="profiled loop against --no-profile, same budget (tasks correct in both)", title_justify="left")
-    for column in ("family", "tasks", "profiled vs eager", "no profile vs eager", "ratio", "profiled ahead", "behind"):
+    columns = (
+        "family",
+        "tasks",
+        "profiled vs eager",
+        "no profile vs eager",
+        "ratio",
+        "same kernel",
+        "profiled ahead",
+        "behind",
+    )
+    for column in columns:
         table.add_column(column, justify="left" if column == "family" else "right")
     pairs: dict[str, list[tuple[dict[str, Any], dict[str, Any]]]] = {}
     by_key = {_key(row): row for row in rows}
@@ -315,8 +332,9 @@ def _modes_table(rows: list[dict[str, Any]]) -> Table:
             f"{_geomean([p['speedup'] for p, _ in mine]):.2f}x",
             f"{_geomean([n['speedup'] for _, n in mine]):.2f}x",
             f"{_geomean([p['speedup'] / n['speedup'] for p, n in mine]):.2f}x",
-            str(sum(p["speedup_low"] > n["speedup_high"] for p, n in mine)),
-            str(sum(n["speedup_low"] > p["speedup_high"] for p, n in mine)),
+            str(sum(_one_kernel(p, n) for p, n in mine)),
+            str(sum(p["speedup_low"] > n["speedup_high"] and not _one_kernel(p, n) for p, n in mine)),
+            str(sum(n["speedup_low"] > p["speedup_high"] and not _one_kernel(p, n) for p, n in mine)),
         )
     return table
 

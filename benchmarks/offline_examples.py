@@ -32,6 +32,7 @@ from rich.table import Table
 
 from pragma_core import PragmaError, VerifySettings, load_tasks, parse_size_assignments, verify
 from pragma_core.loop.optimizer import optimize
+from pragma_core.loop.run_summary import kernel_identity
 from pragma_core.loop.settings import OptimizeSettings
 from pragma_core.offline.provider import prepare
 from pragma_core.present.speedup_axis import speedup_scale
@@ -138,6 +139,7 @@ def _run(task: Task, mode: str, profiled: bool, args: argparse.Namespace, out: P
         "stop": result.stop_reason,
         "bound": result.baseline.bound.value if result.baseline and result.baseline.bound else None,
         "minutes": (time.monotonic() - started) / 60,
+        "best_kernel": kernel_identity(result.best),
     }
     best = result.best
     if best is None or best.candidate is None:

@@ -487,7 +487,11 @@ def test_a_kernelbench_level_at_fitted_sizes(kernelbench, tmp_path):
     second = bench("bench", str(kernelbench), "--levels", "1", *only("19_ReLU"), *profiled, "--profilers", "perf",
                    "--out", str(out))  # fmt: skip
     assert "not fitted again" in second.stdout + second.stderr, second.stderr[-3000:]
-    assert rows(out, "profiled")["level1/19_ReLU"]["sizes"] == found["level1/19_ReLU"]["sizes"]
+    profiled_row = rows(out, "profiled")["level1/19_ReLU"]
+    assert profiled_row["sizes"] == found["level1/19_ReLU"]["sizes"]
+    # One attempt each from the same starting shape: one kernel, which the ablation says, not a win.
+    assert profiled_row["best_kernel"] == found["level1/19_ReLU"]["best_kernel"] is not None
+    assert "Of the 1 tasks timed correct in both, 1 ended with the same best kernel" in (out / "report.md").read_text()
 
 
 def test_bad_choices_are_clear_errors(tmp_path):

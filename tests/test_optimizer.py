@@ -18,7 +18,7 @@ from pragma_core import RunResult, load_task, read_record
 from pragma_core.cli import main
 from pragma_core.loop.optimizer import optimize
 from pragma_core.loop.run_directory import RunDirectory
-from pragma_core.loop.run_summary import run_summary, trace_document
+from pragma_core.loop.run_summary import kernel_identity, run_summary, trace_document
 from pragma_core.loop.settings import OptimizeSettings
 from pragma_core.present.tables import trace_text
 from pragma_core.verifier import VerifySettings
@@ -193,6 +193,9 @@ def test_compile_error_fix_slow_then_fast(scripted, plugin_site, tmp_path):
     assert summary["speedup"] == {"value": speedup.value, "low": speedup.low, "high": speedup.high, "confidence": 0.95}
     assert summary["reference_ms"] == result.baseline.reference.median_ms and summary["bound"] == "memory"
     assert summary["best_candidate"] == str(run.root / "best" / "candidate.py")
+    assert (
+        summary["best_kernel"] == f"machine:{result.best.verdict.machine_code}" != kernel_identity(result.attempts[0])
+    )
     assert set(summary["skipped_profilers"]) == {"valgrind", "buggy", "absent"}
     document = json.loads(json.dumps(trace_document(result.run_id, task.key, run.baseline(), list(result.attempts))))
     assert [row["best_before"] for row in document["attempts"]] == [None, None, 2, 3]

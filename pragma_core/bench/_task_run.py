@@ -340,6 +340,7 @@ def _result_row(
             "attempts",
             "correct_attempts",
             "best_attempt",
+            "best_kernel",
             "stop_reason",
             "reference_ms",
             "provider",

@@ -80,7 +80,32 @@ def _ablation(document: dict[str, Any]) -> list[str]:
             f"| {category} | {metrics.tasks} | {metrics.correct} | {other.correct} | {_percent(metrics.fast_p[1.0])} | "
             f"{_percent(other.fast_p[1.0])} | {_interval(metrics.geomean_speedup)} | {_interval(other.geomean_speedup)} |"
         )
-    return [*lines, ""]
+    return [*lines, "", _pairs_line({k: (profiled[k], unprofiled[k]) for k in common}), ""]
+
+
+def _pairs_line(pairs: dict[str, tuple[dict[str, Any], dict[str, Any]]]) -> str:
+    """How the two halves' bests compare task by task: how many ended with one kernel (their
+    speedups differ only by the noise between two timings of it), and of the others, where the
+    profiled best is faster or slower than the unprofiled one beyond both intervals."""
+    timed = {
+        key: (a["speedup"]["eager"], b["speedup"]["eager"])
+        for key, (a, b) in pairs.items()
+        if a.get("correct") and b.get("correct") and (a.get("speedup") or {}).get("eager")
+        if (b.get("speedup") or {}).get("eager")
+    }
+    same = [key for key in timed if _one_kernel(*pairs[key])]
+    different = [key for key in timed if key not in same]
+    ahead = sum(timed[key][0]["low"] > timed[key][1]["high"] for key in different)
+    behind = sum(timed[key][1]["low"] > timed[key][0]["high"] for key in different)
+    return (
+        f"Of the {len(timed)} tasks timed correct in both, {len(same)} ended with the same best kernel in both "
+        "(their speedups differ only by the noise between two timings of it); of the other "
+        f"{len(different)}, the profiled best is faster beyond both intervals on {ahead} and slower on {behind}."
+    )
+
+
+def _one_kernel(a: dict[str, Any], b: dict[str, Any]) -> bool:
+    return a.get("best_kernel") is not None and a.get("best_kernel") == b.get("best_kernel")
 
 
 def interval(speedup: dict[str, float] | None) -> str:

@@ -9,6 +9,7 @@ The fields are documented in ``docs/loop.md``; a field is added, never renamed, 
 
 from __future__ import annotations
 
+import hashlib
 import math
 from collections.abc import Sequence
 from pathlib import Path
@@ -19,7 +20,7 @@ from ..serialization import to_dict
 from ..verifier.timing_statistics import improves_on
 from .run_directory import RunDirectory
 
-__all__ = ["run_summary", "trace_entries", "trace_document", "total_phase_seconds"]
+__all__ = ["run_summary", "trace_entries", "trace_document", "total_phase_seconds", "kernel_identity"]
 
 
 def run_summary(result: RunResult, *, run_dir: Path, model: str | None, provider: str) -> dict[str, Any]:
@@ -64,7 +65,21 @@ def run_summary(result: RunResult, *, run_dir: Path, model: str | None, provider
         "timed_s": round(sum(attempt.timed_s for attempt in result.attempts), 3),
         "phase_seconds": total_phase_seconds(result.attempts),
         "best_candidate": str(best_source) if best is not None else None,
+        "best_kernel": kernel_identity(best),
     }
+
+
+def kernel_identity(attempt: Attempt | None) -> str | None:
+    """What tells two runs' bests apart: the fingerprint of the machine code the attempt built
+    (``machine:...``), or where none was taken a hash of its source (``source:...``). Two runs
+    whose bests share it ended with one kernel, and any difference in their speedups is the noise
+    between two timings of it. None without a candidate."""
+    if attempt is None or attempt.candidate is None:
+        return None
+    code = attempt.verdict.machine_code if attempt.verdict is not None else None
+    if code:
+        return f"machine:{code}"
+    return "source:" + hashlib.sha256(attempt.candidate.source.encode()).hexdigest()[:16]
 
 
 def run_cost_usd(spent: Sequence[Attempt | Plan]) -> float | None:
