@@ -9,7 +9,7 @@ vectorize, fast math, method, fusion, accumulators, unroll, block, branchless, v
 profiles, the evidence reorders them: instructions per element spent outside the kernel (scalar libm
 calls) ask for fast math with vectorization together; many kernel instructions per element ask for
 vectorization; a high D1 miss rate asks for tiling, or for a smaller tile where the loop already
-tiles (a larger one then goes late), and for the packed implicit GEMM over direct loops (a
+tiles with a tile sized for L1 (a larger one then goes late; a tile sized for L2 it leaves alone), and for the packed implicit GEMM over direct loops (a
 convolution's method); mispredicted branches for selects. A move the evidence speaks against
 (blocking with a D1 miss rate under 1%, branchless code with no mispredicts, fast math with no
 library calls and a vectorized loop) goes last. A numeric knob (or the method) may also step back
@@ -62,7 +62,8 @@ _MISPREDICT_HIGH, _MISPREDICT_LOW = 2.0, 0.5  # %
 _STEP_BACK = 6  # a numeric knob's step back: after the neutral forward moves, before those the evidence is against
 _IDLE = 10  # a forward move of a knob an earlier move of which built the same machine code: last
 _TILE_KNOBS = frozenset({"block", "key_tile"})
-"""Knobs whose value is a tile's edge: its data should stay in L1, which the D1 miss rate says."""
+"""Knobs whose value is a tile's edge: where the tile is sized for L1 (:attr:`Knob.cache`), the D1
+miss rate says whether its data stays there."""
 _PROMISING = 1.5  # median speedup over the best's that is worth building on while the intervals still overlap
 
 
@@ -195,9 +196,10 @@ def rank_moves(
         knob = knobs.get(name)
         if knob is None:
             continue
+        l1_tile = name in _TILE_KNOBS and knob.cache == "L1"
         value = knob.after(base[name])
         if value is not None:
-            priority, reason = _judge(name, value, base, evidence, attainment, profiled)
+            priority, reason = _judge(name, value, base, evidence, attainment, profiled, l1_tile=l1_tile)
             if name in idle:
                 priority, reason = _IDLE, f"{reason}; an earlier move of {name} built the same machine code"
             options = [{name: value}]
@@ -208,7 +210,7 @@ def rank_moves(
                 moves.append((priority, order, untried[0], reason))
         back = knob.before(base[name])
         if back is not None and not isinstance(back, bool) and {**base, name: back} not in seen:
-            if _smaller_tile_fits(name, back, evidence, profiled):
+            if l1_tile and _smaller_tile_fits(back, evidence, profiled):
                 moves.append((1, order, {name: back}, _smaller_tile_reason(name, back, base[name], evidence)))
             else:
                 moves.append((_STEP_BACK, order, {name: back}, _step_back_reason(name, back, base[name])))
@@ -216,15 +218,9 @@ def rank_moves(
     return [(changes, reason) for _, _, changes, reason in moves]
 
 
-def _smaller_tile_fits(name: str, back: Any, evidence: Evidence, profiled: bool) -> bool:
-    """A tile knob already tiling whose data misses D1 often: one step smaller is the first move."""
-    return (
-        profiled
-        and name in _TILE_KNOBS
-        and back != 0
-        and evidence.d1_miss_rate is not None
-        and evidence.d1_miss_rate > _D1_HIGH
-    )
+def _smaller_tile_fits(back: Any, evidence: Evidence, profiled: bool) -> bool:
+    """An L1 tile already tiling whose data misses D1 often: one step smaller is the first move."""
+    return profiled and back != 0 and evidence.d1_miss_rate is not None and evidence.d1_miss_rate > _D1_HIGH
 
 
 def _smaller_tile_reason(name: str, value: Any, current: Any, evidence: Evidence) -> str:
@@ -244,9 +240,17 @@ def _step_back_reason(name: str, value: Any, current: Any) -> str:
 
 
 def _judge(
-    name: str, value: Any, base: Mapping[str, Any], evidence: Evidence, attainment: float | None, profiled: bool
+    name: str,
+    value: Any,
+    base: Mapping[str, Any],
+    evidence: Evidence,
+    attainment: float | None,
+    profiled: bool,
+    *,
+    l1_tile: bool,
 ) -> tuple[int, str]:
-    """(priority, reason) of setting knob ``name`` to ``value``: lower goes first; 5 is neutral."""
+    """(priority, reason) of setting knob ``name`` to ``value``: lower goes first; 5 is neutral.
+    ``l1_tile``: the knob is a tile's edge sized for L1, which the D1 miss rate speaks to."""
     meaning = KNOB_MEANINGS.get(name, name)
     plain = f"{name}={value}: {meaning}"
     if name == "parallel":
@@ -273,13 +277,14 @@ def _judge(
             f"{plain}; D1 miss rate {evidence.d1_miss_rate:.1f}% in the direct loops: packed patches and weights "
             "in K panels keep each register tile's operands in L1"
         )
-    if name in _TILE_KNOBS:
-        if evidence.d1_miss_rate is not None and evidence.d1_miss_rate > _D1_HIGH:
-            if base[name] == 0:
-                return 1, f"{plain}; D1 miss rate {evidence.d1_miss_rate:.1f}%: tiles that fit L1 reuse what they load"
-            return 7, f"{plain}; D1 miss rate {evidence.d1_miss_rate:.1f}% already: a larger tile would miss more"
-        if evidence.d1_miss_rate is not None and evidence.d1_miss_rate < _D1_LOW:
-            return 9, f"{plain}; D1 miss rate only {evidence.d1_miss_rate:.2f}%, blocking has little to fix"
+    d1 = evidence.d1_miss_rate
+    if name in _TILE_KNOBS and d1 is not None:
+        if d1 > _D1_HIGH and base[name] == 0:
+            return 1, f"{plain}; D1 miss rate {d1:.1f}%: tiles reuse what they load"
+        if l1_tile and d1 > _D1_HIGH:
+            return 7, f"{plain}; D1 miss rate {d1:.1f}% already: a larger tile would miss more"
+        if l1_tile and d1 < _D1_LOW:
+            return 9, f"{plain}; D1 miss rate only {d1:.2f}%, blocking has little to fix"
     if name == "branchless":
         if evidence.mispredict_rate is not None and evidence.mispredict_rate > _MISPREDICT_HIGH:
             return 1, f"{plain}; {evidence.mispredict_rate:.1f}% of branches mispredict: use selects"

@@ -61,11 +61,15 @@ KNOB_MEANINGS = {
 @attrs.frozen(kw_only=True)
 class Knob:
     """One tunable of a recipe: its plain default, the values a move may set (in order), and the
-    value a performance engineer starts from on a multicore CPU (``start``; the default when None)."""
+    value a performance engineer starts from on a multicore CPU (``start``; the default when None).
+    ``cache`` is, for a tile's edge, the cache its data is sized for: ``"L1"`` (the default; the
+    D1 miss rate speaks to it) or ``"L2"`` (it does not: a work item's slab or panel that D1 could
+    never hold, and cachegrind simulates only D1 and the last level)."""
 
     default: Any
     values: tuple[Any, ...] = attrs.field(converter=frozen_tuple)
     start: Any = None
+    cache: str = attrs.field(default="L1", validator=attrs.validators.in_(("L1", "L2")))
 
     def __attrs_post_init__(self) -> None:
         if self.default not in self.values:

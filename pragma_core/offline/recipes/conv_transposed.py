@@ -51,7 +51,7 @@ class ConvTransposedRecipe:
         "accumulators": Knob(default=1, values=(1, 2, 4, 6, 8), start=6),
         # Positions per stride phase in one work item: the item's slice of x (input channels x
         # kernel rows x block) stays in L2 while every output channel block reads it.
-        "block": Knob(default=0, values=(0, 64, 128, 256, 512), start=256),
+        "block": Knob(default=0, values=(0, 64, 128, 256, 512), start=256, cache="L2"),
         "vector_width": Knob(default=256, values=(256, 512), start=512),
     }
 

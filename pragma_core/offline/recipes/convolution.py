@@ -122,7 +122,7 @@ class ConvolutionRecipe:
         # (8 to start with AVX-512's 32: register_rows_start).
         "accumulators": Knob(default=1, values=(1, 2, 4, 6, 8), start=6),
         # Output columns per work item: the input slab they read stays in L2 for every channel block.
-        "block": Knob(default=128, values=(32, 64, 128, 256, 512), start=128),
+        "block": Knob(default=128, values=(32, 64, 128, 256, 512), start=128, cache="L2"),
         "vector_width": Knob(default=256, values=(256, 512), start=512),
         # The algorithm; each task's match starts it from its shapes (see _GEMM_START_GROUP_OUTPUTS).
         "method": Knob(default="direct", values=("direct", "gemm"), start="direct"),

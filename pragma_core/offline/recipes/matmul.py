@@ -367,7 +367,8 @@ class MatmulRecipe:
         "parallel": Knob(default=False, values=(False, True), start=True),
         "simd": Knob(default=False, values=(False, True), start=True),
         "accumulators": Knob(default=1, values=(1, 2, 4, 6, 8), start=6),
-        "block": Knob(default=0, values=(0, 32, 64, 128, 256), start=256),
+        # Columns per cache tile: its kc-deep panel of B (kc x block floats) stays in L2.
+        "block": Knob(default=0, values=(0, 32, 64, 128, 256), start=256, cache="L2"),
         "fast_math": Knob(default=False, values=(False, True)),
     }
 
