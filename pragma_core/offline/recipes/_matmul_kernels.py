@@ -220,6 +220,10 @@ static inline void micro_kernel_into(const float* __restrict__ ap, const float* 
     for (int64_t r = 0; r < MR; ++r)
         #pragma GCC unroll 4
         for (int64_t v = 0; v < NV; ++v) acc[r][v] = (vfloat){};
+    // Four steps of k per iteration: rolled, GCC read the first B vector from memory again for
+    // every row's FMA and the loop ran at 77% of the FMA peak (6 x 16 on a 2-core AVX2 EPYC, 1
+    // thread, operands in L1: 71.5 GFLOP/s of 93.2); unrolled, 90 (97%), 4 rows 55 to 84, 8 rows 64 to 77.
+    #pragma GCC unroll 4
     for (int64_t k = 0; k < kc; ++k) {
         vfloat bv[NV];
         #pragma GCC unroll 4
