@@ -210,9 +210,9 @@ def _taken(job: TaskJob, threads: int, report: Reporter) -> Task:
     if job.fitted_sizes:
         from ..sizes.shrinking import at_sizes
 
-        report({"key": job.key, "phase": "refitted", "attempt": 0, "detail": _sizes_text(job.fitted_sizes)})
         same = at_sizes(job.task, job.fitted_sizes)
         if same is not None:
+            report({"key": job.key, "phase": "sizes_kept", "attempt": 0, "detail": _sizes_text(job.fitted_sizes)})
             return same
     from ..sizes.fitting import fit_task
 

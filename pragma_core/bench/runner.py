@@ -208,7 +208,7 @@ _PHASES: dict[str, Callable[[dict[str, Any]], str]] = {
     "starting": lambda e: "starting",
     "queued": lambda e: "queued",
     "fitting": lambda e: f"fitting its sizes to {e['detail']}",
-    "refitted": lambda e: f"at the sizes the bench's other variant was fitted to ({e['detail']})",
+    "sizes_kept": lambda e: f"at the sizes the bench's other variant was fitted to ({e['detail']})",
     "resuming": lambda e: f"resuming its run after attempt {e['attempt']}",
     "rebuilt": lambda e: "its summary made again from the run folder",
     "baseline": lambda e: "timing and profiling the reference",
@@ -230,7 +230,7 @@ _SAID: dict[str, Callable[[dict[str, Any]], str]] = {
         f"its summary.json could not be read ({e['detail']}); made again from its "
         f"{e['attempt']} attempts in the run folder"
     ),
-    "refitted": lambda e: f"not fitted again: at the sizes the bench's other variant ran it at ({e['detail']})",
+    "sizes_kept": lambda e: f"not fitted again: at the sizes the bench's other variant ran it at ({e['detail']})",
 }
 """Events a bench says on a line of their own, beside the status lines that come and go: what a
 resumed bench picked up or mended, and the sizes a second variant took over."""
