@@ -196,6 +196,16 @@ INLINE = {
         "self.c(x)",
         "(2, 4, 6, 7, 30)",
     ),
+    "depthwise_rows_in_ragged_blocks": (  # 4096 outputs of a group per item: 32 rows of 128, 70 rows in 3 blocks
+        "self.c = nn.Conv2d(3, 3, 3, groups=3, bias=True)",
+        "self.c(x)",
+        "(2, 3, 72, 202)",
+    ),
+    "grouped_multiplier_rows_in_blocks": (  # 4 channels per group over rows of 64: 16 rows per item
+        "self.c = nn.Conv2d(4, 8, (3, 2), padding=(1, 0), dilation=(2, 1), groups=2)",
+        "self.c(x)",
+        "(1, 4, 37, 65)",
+    ),
     "three_chained": (
         "self.a = nn.Conv2d(3, 8, 3, padding=1); self.b = nn.Conv2d(8, 8, 3, groups=8); self.c = nn.Conv2d(8, 5, 1)",
         "self.c(self.b(self.a(x)))",

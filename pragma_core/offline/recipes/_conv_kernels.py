@@ -10,7 +10,9 @@ padding after it follows from the output size, so asymmetric ``'same'`` padding 
 
 The plain version (``simd`` off) sums every output element over its taps with bounds checks. The
 vector version packs the weights per call into ``[group][channel block][tap][OB]``. Work items are
-(batch, output depth, output row, block of ``block`` columns); each first copies the input rows its
+(batch, output depth, output row, block of ``block`` columns), and with groups one group's run of
+rows (about 4096 outputs of its channels, successive rows reading mostly the same input rows); each
+row first copies the input rows its
 taps read into a slab, contiguously (no cache-set conflicts between channel planes of a
 power-of-two size), zero padded (no edge cases after), and split into ``SW`` stride phases (column
 ``j`` at phase ``j % SW``), so every tap reads consecutive columns at any stride. A register tile
@@ -271,16 +273,26 @@ static void row_tiles(const Conv& p, const float* __restrict__ slab, int64_t pha
     {omp_region}
     {{
     float* slab = static_cast<float*>(std::malloc(sizeof(float) * Cg * KD * KH * SW * phase));
+    // Work items: (batch, group, output depth, block of output rows, column block). With groups, an
+    // item is one group's run of rows, about ROW_WORK outputs of its channels: successive rows read
+    // mostly the same input rows while they are in cache. (An item of one row of every group read a
+    // few rows of each channel plane, planes a power of two apart that share cache sets; an item of
+    // one row of one group was too small for its overhead.) Without groups, one row.
+    constexpr int64_t ROW_WORK = 4096;
+    const int64_t rows_per = G > 1 ? std::max<int64_t>(1, std::min<int64_t>(OH, ROW_WORK / std::max<int64_t>(1, Og * width))) : 1;
+    const int64_t row_blocks = (OH + rows_per - 1) / rows_per;
     {omp_tasks}
-    for (int64_t t = 0; t < N * OD * OH * column_blocks; ++t) {{
-        const int64_t cb = t % column_blocks, oh = t / column_blocks % OH, od = t / (column_blocks * OH) % OD;
-        const int64_t n = t / (column_blocks * OH * OD);
+    for (int64_t t = 0; t < N * G * OD * row_blocks * column_blocks; ++t) {{
+        const int64_t cb = t % column_blocks, rb = t / column_blocks % row_blocks;
+        const int64_t od = t / (column_blocks * row_blocks) % OD, g = t / (column_blocks * row_blocks * OD) % G;
+        const int64_t n = t / (column_blocks * row_blocks * OD * G);
         const int64_t c0 = cb * width, c1 = std::min(OW, c0 + width);
-        const Span span{{first_tap(od, SD, PD, DD), end_tap(od, SD, PD, DD, KD, D),
-                         first_tap(oh, SH, PH, DH), end_tap(oh, SH, PH, DH, KH, H)}};
         const int64_t start = c0 * SW - PW;  // the input column of slab column 0
         const int64_t inside0 = std::max<int64_t>(0, -start), inside1 = std::max<int64_t>(inside0, std::min(length, W - start));
-        for (int64_t g = 0; g < G; ++g) {{
+        for (int64_t oh = rb * rows_per; oh < std::min(OH, (rb + 1) * rows_per); ++oh) {{
+        const Span span{{first_tap(od, SD, PD, DD), end_tap(od, SD, PD, DD, KD, D),
+                         first_tap(oh, SH, PH, DH), end_tap(oh, SH, PH, DH, KH, H)}};
+        {{
             // The group's input rows of the taps inside, zero padded left and right.
             float* __restrict__ row = slab;
             for (int64_t ic = 0; ic < Cg; ++ic)
@@ -307,6 +319,7 @@ static void row_tiles(const Conv& p, const float* __restrict__ slab, int64_t pha
 {dispatch}
             }}
         }}{_finish_item(tail)}
+        }}
     }}
     std::free(slab);
     }}
@@ -317,11 +330,11 @@ static void row_tiles(const Conv& p, const float* __restrict__ slab, int64_t pha
 
 
 def _finish_item(tail: Tail | None) -> str:
-    """The tail applied to a work item's columns of every output channel, once all are written."""
+    """The tail applied to one output row's columns of the item's group's channels, once all are written."""
     if tail is None:
         return ""
     return f"""
-        for (int64_t oc = 0; oc < O; ++oc) {{
+        for (int64_t oc = g * Og; oc < (g + 1) * Og; ++oc) {{
             const int64_t x0 = (((n * O + oc) * OD + od) * OH + oh) * OW + c0;
             {tail.call("out + x0", "x0", "c1 - c0")}
         }}"""
