@@ -44,6 +44,7 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from pragma_core import PragmaError, load_task
+from pragma_core.loop.run_summary import same_kernel
 from pragma_core.offline.coder import recognized
 from pragma_core.present.speedup_axis import speedup_scale
 from pragma_core.records import BoundClass
@@ -154,11 +155,6 @@ def _fitted(task: Any, rows: list[dict[str, Any]], name: str, fit_ms: float) -> 
         if resized is not None:
             return FittedTask(task=resized, sizes=other["sizes"], ms=other["reference_ms"], target_ms=fit_ms)
     return fit_task(task, fit_ms)
-
-
-def _one_kernel(a: dict[str, Any], b: dict[str, Any]) -> bool:
-    """Both loops ended with the same best kernel (rows from before ``best_kernel``: not known)."""
-    return a.get("best_kernel") is not None and a.get("best_kernel") == b.get("best_kernel")
 
 
 def _key(row: dict[str, Any]) -> tuple[str, str]:
@@ -332,9 +328,9 @@ def _modes_table(rows: list[dict[str, Any]]) -> Table:
             f"{_geomean([p['speedup'] for p, _ in mine]):.2f}x",
             f"{_geomean([n['speedup'] for _, n in mine]):.2f}x",
             f"{_geomean([p['speedup'] / n['speedup'] for p, n in mine]):.2f}x",
-            str(sum(_one_kernel(p, n) for p, n in mine)),
-            str(sum(p["speedup_low"] > n["speedup_high"] and not _one_kernel(p, n) for p, n in mine)),
-            str(sum(n["speedup_low"] > p["speedup_high"] and not _one_kernel(p, n) for p, n in mine)),
+            str(sum(same_kernel(p, n) for p, n in mine)),
+            str(sum(p["speedup_low"] > n["speedup_high"] and not same_kernel(p, n) for p, n in mine)),
+            str(sum(n["speedup_low"] > p["speedup_high"] and not same_kernel(p, n) for p, n in mine)),
         )
     return table
 

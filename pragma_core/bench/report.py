@@ -12,6 +12,7 @@ from typing import Any
 from rich.table import Table
 
 from ..files import atomic_write_text
+from ..loop.run_summary import same_kernel
 from ._metrics import ALL, FAST_P_THRESHOLDS, BenchMetrics, metrics_by_category
 from ._plots import write_plots
 from .summary import VARIANTS, bench_summary, metrics_json, outcomes, rows_of, usage_summary
@@ -87,13 +88,9 @@ def _pairs_line(pairs: dict[str, tuple[dict[str, Any], dict[str, Any]]]) -> str:
     """How the two halves' bests compare task by task: how many ended with one kernel (their
     speedups differ only by the noise between two timings of it), and of the others, where the
     profiled best is faster or slower than the unprofiled one beyond both intervals."""
-    timed = {
-        key: (a["speedup"]["eager"], b["speedup"]["eager"])
-        for key, (a, b) in pairs.items()
-        if a.get("correct") and b.get("correct") and (a.get("speedup") or {}).get("eager")
-        if (b.get("speedup") or {}).get("eager")
-    }
-    same = [key for key in timed if _one_kernel(*pairs[key])]
+    eager = {key: (_eager(a), _eager(b)) for key, (a, b) in pairs.items()}
+    timed = {key: (a, b) for key, (a, b) in eager.items() if a and b}
+    same = [key for key in timed if same_kernel(*pairs[key])]
     different = [key for key in timed if key not in same]
     ahead = sum(timed[key][0]["low"] > timed[key][1]["high"] for key in different)
     behind = sum(timed[key][1]["low"] > timed[key][0]["high"] for key in different)
@@ -104,8 +101,9 @@ def _pairs_line(pairs: dict[str, tuple[dict[str, Any], dict[str, Any]]]) -> str:
     )
 
 
-def _one_kernel(a: dict[str, Any], b: dict[str, Any]) -> bool:
-    return a.get("best_kernel") is not None and a.get("best_kernel") == b.get("best_kernel")
+def _eager(row: dict[str, Any]) -> dict[str, float] | None:
+    """A correct row's confirmed speedup over eager, or None."""
+    return (row.get("speedup") or {}).get("eager") if row.get("correct") else None
 
 
 def interval(speedup: dict[str, float] | None) -> str:

@@ -20,7 +20,7 @@ from ..serialization import to_dict
 from ..verifier.timing_statistics import improves_on
 from .run_directory import RunDirectory
 
-__all__ = ["run_summary", "trace_entries", "trace_document", "total_phase_seconds", "kernel_identity"]
+__all__ = ["run_summary", "trace_entries", "trace_document", "total_phase_seconds", "kernel_identity", "same_kernel"]
 
 
 def run_summary(result: RunResult, *, run_dir: Path, model: str | None, provider: str) -> dict[str, Any]:
@@ -80,6 +80,12 @@ def kernel_identity(attempt: Attempt | None) -> str | None:
     if code:
         return f"machine:{code}"
     return "source:" + hashlib.sha256(attempt.candidate.source.encode()).hexdigest()[:16]
+
+
+def same_kernel(a: dict[str, Any], b: dict[str, Any]) -> bool:
+    """Two summaries (or rows carrying their ``best_kernel``) ended with one kernel; False where
+    either does not say (a row from before the field)."""
+    return a.get("best_kernel") is not None and a.get("best_kernel") == b.get("best_kernel")
 
 
 def run_cost_usd(spent: Sequence[Attempt | Plan]) -> float | None:

@@ -9,8 +9,8 @@ vectorize, fast math, method, fusion, accumulators, unroll, block, branchless, v
 profiles, the evidence reorders them: instructions per element spent outside the kernel (scalar libm
 calls) ask for fast math with vectorization together; many kernel instructions per element ask for
 vectorization; a high D1 miss rate asks for tiling, or for a smaller tile where the loop already
-tiles with a tile sized for L1 (a larger one then goes late; a tile sized for L2 it leaves alone), and for the packed implicit GEMM over direct loops (a
-convolution's method); mispredicted branches for selects. A move the evidence speaks against
+tiles with a tile sized for L1 (a larger one then goes late; a tile sized for L2 it leaves alone),
+and for the packed implicit GEMM over direct loops (a convolution's method); mispredicted branches for selects. A move the evidence speaks against
 (blocking with a D1 miss rate under 1%, branchless code with no mispredicts, fast math with no
 library calls and a vectorized loop) goes last. A numeric knob (or the method) may also step back
 one value (a smaller tile, fewer accumulators, direct loops): the family's starting shape is a

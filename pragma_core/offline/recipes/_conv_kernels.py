@@ -12,8 +12,7 @@ The plain version (``simd`` off) sums every output element over its taps with bo
 vector version packs the weights per call into ``[group][channel block][tap][OB]``. Work items are
 (batch, output depth, output row, block of ``block`` columns), and with groups one group's run of
 rows (about 4096 outputs of its channels, successive rows reading mostly the same input rows); each
-row first copies the input rows its
-taps read into a slab, contiguously (no cache-set conflicts between channel planes of a
+row first copies the input rows its taps read into a slab, contiguously (no cache-set conflicts between channel planes of a
 power-of-two size), zero padded (no edge cases after), and split into ``SW`` stride phases (column
 ``j`` at phase ``j % SW``), so every tap reads consecutive columns at any stride. A register tile
 of ``OB`` output channels times ``NV`` vectors of columns then loads ``NV`` vectors per tap and
@@ -290,9 +289,8 @@ static void row_tiles(const Conv& p, const float* __restrict__ slab, int64_t pha
         const int64_t start = c0 * SW - PW;  // the input column of slab column 0
         const int64_t inside0 = std::max<int64_t>(0, -start), inside1 = std::max<int64_t>(inside0, std::min(length, W - start));
         for (int64_t oh = rb * rows_per; oh < std::min(OH, (rb + 1) * rows_per); ++oh) {{
-        const Span span{{first_tap(od, SD, PD, DD), end_tap(od, SD, PD, DD, KD, D),
-                         first_tap(oh, SH, PH, DH), end_tap(oh, SH, PH, DH, KH, H)}};
-        {{
+            const Span span{{first_tap(od, SD, PD, DD), end_tap(od, SD, PD, DD, KD, D),
+                             first_tap(oh, SH, PH, DH), end_tap(oh, SH, PH, DH, KH, H)}};
             // The group's input rows of the taps inside, zero padded left and right.
             float* __restrict__ row = slab;
             for (int64_t ic = 0; ic < Cg; ++ic)
@@ -317,8 +315,7 @@ static void row_tiles(const Conv& p, const float* __restrict__ slab, int64_t pha
             const int64_t oc0 = g * Og + blk * ob, valid = std::min(ob, Og - blk * ob);
             float* __restrict__ og = out + (((n * O + oc0) * OD + od) * OH + oh) * OW;
 {dispatch}
-            }}
-        }}{_finish_item(tail)}
+            }}{_finish_item(tail)}
         }}
     }}
     std::free(slab);
@@ -334,7 +331,7 @@ def _finish_item(tail: Tail | None) -> str:
     if tail is None:
         return ""
     return f"""
-        for (int64_t oc = g * Og; oc < (g + 1) * Og; ++oc) {{
-            const int64_t x0 = (((n * O + oc) * OD + od) * OH + oh) * OW + c0;
-            {tail.call("out + x0", "x0", "c1 - c0")}
-        }}"""
+            for (int64_t oc = g * Og; oc < (g + 1) * Og; ++oc) {{
+                const int64_t x0 = (((n * O + oc) * OD + od) * OH + oh) * OW + c0;
+                {tail.call("out + x0", "x0", "c1 - c0")}
+            }}"""
