@@ -82,7 +82,7 @@ def agrees_with_reference(task: Task, source: str) -> None:
         assert all(type(t) is torch.Tensor for t in outputs), f"{label}: outputs are not plain tensors"
         return outputs
 
-    def matches(got: list[torch.Tensor], want: list[torch.Tensor], label: str, poison: float | None) -> None:
+    def matches(got: list[torch.Tensor], want: list[torch.Tensor], label: str, poison: float | None, seed: int) -> None:
         result = compare_outputs(
             got,
             want,
@@ -91,6 +91,7 @@ def agrees_with_reference(task: Task, source: str) -> None:
             relative_norm=relative_norm,
             poison=poison,
             reference_error=own_error,
+            draw_error=lambda: references.model.rounding_error(seed, want),
         )
         assert result.ok, f"{label}: {result.message}"
 
@@ -106,13 +107,13 @@ def agrees_with_reference(task: Task, source: str) -> None:
         else:
             inputs = [_copy(t) for t in fresh]
         got = outputs_on(inputs, POISON_VALUES[0], f"trial {trial}")
-        matches(got, want, f"trial {trial}", POISON_VALUES[0])
+        matches(got, want, f"trial {trial}", POISON_VALUES[0], seed)
         if trial == 0:
             first = [t.clone() for t in got]  # a copy, as the sandbox saves it
         previous = inputs
 
     again = outputs_on(make_inputs(task_ns, references.trial_seeds[0]), POISON_VALUES[1], "trial 0 repoisoned")
-    matches(again, references.trials[0], "trial 0 under a second poison", POISON_VALUES[1])
+    matches(again, references.trials[0], "trial 0 under a second poison", POISON_VALUES[1], references.trial_seeds[0])
     agree = compare_outputs(again, first, atol=settings.atol, rtol=settings.rtol)
     assert agree.ok, f"the same inputs gave other outputs when fresh memory held other values: {agree.message}"
     if references.probe is not None and references.probe_seed is not None:
@@ -122,7 +123,7 @@ def agrees_with_reference(task: Task, source: str) -> None:
             "on small-integer inputs the result must be exact"
         )
     post = outputs_on(make_inputs(task_ns, references.post_seed), POISON_VALUES[0], "a fresh draw")
-    matches(post, references.post, "a fresh draw after the trials", POISON_VALUES[0])
+    matches(post, references.post, "a fresh draw after the trials", POISON_VALUES[0], references.post_seed)
 
 
 def _same_shape(a: Any, b: Any) -> bool:

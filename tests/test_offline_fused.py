@@ -8,10 +8,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import attrs
 import pytest
 import torch
 
-from pragma_core import load_task
+from pragma_core import Candidate, VerdictStatus, load_task
 from pragma_core.errors import TaskError
 from pragma_core.offline.coder import first_knobs, recognized
 from pragma_core.offline.graph import NotRecognized, trace_reference
@@ -21,10 +22,11 @@ from pragma_core.offline.recipes.matmul import MatmulRecipe
 from pragma_core.records import Task
 from pragma_core.sizes.shrinking import shrink_task
 from pragma_core.tasks.loading import size_constants, task_namespace
+from pragma_core.verifier import verify
 from pragma_core.verifier.inputs import construct, make_inputs
 
 from .conftest import KERNELBENCH
-from .offline_support import agrees_with_reference, task_file, verified_in_sandbox
+from .offline_support import SANDBOXED, agrees_with_reference, task_file, verified_in_sandbox
 
 LEVEL2 = KERNELBENCH / "level2"
 FILES = sorted(p.name for p in LEVEL2.glob("*.py")) if LEVEL2.is_dir() else []
@@ -151,6 +153,17 @@ def test_batch_norm_updates_its_running_statistics_like_torch(kernelbench):
 def test_a_fused_candidate_passes_the_sandboxed_verifier(kernelbench, name):
     task = small(name)
     verified_in_sandbox(task, _module(task))
+
+
+def test_an_output_left_by_cancellation_on_some_draws_does_not_fail_an_honest_kernel(kernelbench):
+    """93's output at small sizes is zero but for an element or two on some draws (its minimum with
+    0 after adding 0.5), values of 1e-4 whose fourth digit is the conv's rounding. Seed 8 draws
+    such a value in trial 4 and none in trial 0: the kernel's whole-output error there was 1.2e-4 on
+    an AVX2 EPYC, over rtol, so only the reference's own error on that draw tells the honest kernel
+    from one computing in fewer bits."""
+    task = small("93_ConvTranspose2d_Add_Min_GELU_Multiply.py")
+    verdict = verify(task, Candidate(source=_module(task), backend="cpu-cpp"), attrs.evolve(SANDBOXED, seed=8))
+    assert verdict.status is VerdictStatus.CORRECT, verdict.message
 
 
 def test_a_level1_file_keeps_its_own_family_and_what_the_planner_cannot_place_is_named(kernelbench, tmp_path):

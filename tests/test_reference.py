@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 import torch
 
 from pragma_core import VerifySettings, load_task
@@ -78,3 +79,36 @@ def test_the_preflight_names_a_task_whose_output_does_not_depend_on_its_inputs(t
         task = load_task(path)
         answers[name] = preflight(task, compute_references(task, settings, seed=11), settings)
     assert answers == {"flawed": [FIXED_OUTPUT], "sound": []}
+
+
+SUM_TASK = """
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def forward(self, x):
+        return x.sum(dim=1), x.argmax(dim=1)
+
+
+def get_inputs():
+    return [torch.rand(8, 200_000)]
+
+
+def get_init_inputs():
+    return []
+"""
+
+
+def test_the_references_own_rounding_is_measured_on_the_draw_it_is_asked_about(tmp_path):
+    """A float32 sum of 200k values against the same sum in float64 on the same inputs: small but
+    not zero; the outputs of another draw are far from this draw's exact result; the integer output
+    adds nothing."""
+    path = tmp_path / "sums.py"
+    path.write_text(SUM_TASK)
+    model = ReferenceModel(load_task(path))
+    own = model.rounding_error(5, model.outputs(5))
+    exact = model.inputs(5)[0].double().sum(dim=1)
+    assert own == pytest.approx(float(torch.linalg.vector_norm(model.outputs(5)[0].double() - exact) / exact.norm()))
+    assert 0 < own < 1e-5
+    assert model.rounding_error(5, model.outputs(6)) > 1e-3

@@ -9,6 +9,7 @@ the verdict of a child that ended there.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -37,9 +38,11 @@ class Conversation:
         forward_limit: float | None,
         relative_norm: bool,
         reference_error: float,
+        rounding_error: Callable[[int, list[torch.Tensor]], float] | None = None,
     ) -> None:
         self.session, self.settings, self.forward_limit = session, settings, forward_limit
         self.relative_norm, self.reference_error = relative_norm, reference_error
+        self.rounding_error = rounding_error  # the reference's own error on a seed's draw
         self.where = "building the candidate"
 
     def ask(self, op: str, expect: str, *, limited: bool = True, **fields: Any) -> Message:
@@ -65,7 +68,12 @@ class Conversation:
             names = ", ".join(f"aten::{name} x{count}" for name, count in sorted(compute_ops.items()))
             raise Rejected(rejected("torch-fallback", f"forward ran PyTorch compute operators: {names}"))
 
-    def compare(self, got: list[torch.Tensor], want: list[torch.Tensor], *, poison: float | None) -> Comparison:
+    def compare(
+        self, got: list[torch.Tensor], want: list[torch.Tensor], *, poison: float | None, seed: int | None = None
+    ) -> Comparison:
+        """``seed``: the draw ``want`` was computed on, whose float64 run may widen the whole-output
+        bound (None for elements sampled from a call: the parent has no such draw)."""
+        rounding = self.rounding_error
         return compare_outputs(
             got,
             want,
@@ -74,6 +82,7 @@ class Conversation:
             relative_norm=self.relative_norm,
             poison=poison,
             reference_error=self.reference_error,
+            draw_error=None if seed is None or rounding is None else lambda: rounding(seed, want),
         )
 
 

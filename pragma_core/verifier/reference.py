@@ -70,6 +70,7 @@ class ReferenceModel:
         self.namespace = task_namespace(task)
         with torch.no_grad():
             self.model = construct(self.namespace, self.namespace["Model"])
+        self._exact: torch.nn.Module | None = None  # the float64 copy, built when first asked for
 
     def inputs(self, seed: int) -> list[Any]:
         return make_inputs(self.namespace, seed)
@@ -77,6 +78,29 @@ class ReferenceModel:
     def outputs(self, seed: int) -> list[torch.Tensor]:
         with torch.no_grad():
             return _run(self.model, self.inputs(seed), keep_inputs=False)
+
+    def rounding_error(self, seed: int, outputs: list[torch.Tensor]) -> float:
+        """The whole-output relative error of ``outputs`` (this model's float32 outputs on the
+        inputs of ``seed``) against the same program in float64 on those inputs: the worst over the
+        float32 outputs, 0 when the program cannot run in float64 or has none."""
+        error = 0.0
+        try:
+            with torch.no_grad():
+                if self._exact is None:
+                    self._exact = construct(self.namespace, self.namespace["Model"]).double()
+                inputs = [
+                    t.double() if isinstance(t, torch.Tensor) and t.dtype == torch.float32 else t
+                    for t in self.inputs(seed)
+                ]
+                exact = _run(self._exact, inputs, keep_inputs=False)
+            for got, want in zip(outputs, exact):
+                if got.dtype == torch.float32 and want.dtype == torch.float64 and got.shape == want.shape:
+                    scale = float(torch.linalg.vector_norm(want))
+                    if scale > 0 and math.isfinite(scale):
+                        error = max(error, float(torch.linalg.vector_norm(got.double() - want)) / scale)
+        except Exception:  # noqa: BLE001 - a program that cannot run in float64 gets no allowance
+            error = 0.0
+        return error if math.isfinite(error) else 0.0
 
     def inputs_and_outputs(self, seed: int) -> tuple[list[Any], list[torch.Tensor]]:
         """The inputs of ``seed`` as drawn, and the outputs on them, from one draw: drawing costs
@@ -178,32 +202,15 @@ def preflight(task: Task, references: References, settings: VerifySettings) -> l
 
 
 def reference_error(task: Task, references: References, settings: VerifySettings) -> float:
-    """The reference's own whole-output relative error on trial 0's inputs: its float32 outputs
-    against the same program run in float64 (cached; 0 when it cannot run in float64 or has no
-    float32 output). A float32 sum of millions of values is that far from the exact result."""
+    """The reference's own whole-output relative error on trial 0's inputs
+    (:meth:`ReferenceModel.rounding_error`, cached per task). A float32 sum of millions of values is
+    that far from the exact result."""
     path = preflight_path(task, settings).with_suffix(".rounding.json")
     try:
         return float(json.loads(path.read_text())["reference_error"])
     except (OSError, ValueError, KeyError, TypeError):
         pass
-    error = 0.0
-    namespace = references.model.namespace
-    try:
-        with torch.no_grad():
-            model = construct(namespace, namespace["Model"]).double()
-            inputs = [
-                t.double() if isinstance(t, torch.Tensor) and t.dtype == torch.float32 else t
-                for t in make_inputs(namespace, references.trial_seeds[0])
-            ]
-            exact = _run(model, inputs, keep_inputs=False)
-        for got, want in zip(references.trials[0], exact):
-            if got.dtype == torch.float32 and want.dtype == torch.float64 and got.shape == want.shape:
-                scale = float(torch.linalg.vector_norm(want))
-                if scale > 0 and math.isfinite(scale):
-                    error = max(error, float(torch.linalg.vector_norm(got.double() - want)) / scale)
-    except Exception:  # noqa: BLE001 - a program that cannot run in float64 gets no allowance
-        error = 0.0
-    error = error if math.isfinite(error) else 0.0
+    error = references.model.rounding_error(references.trial_seeds[0], references.trials[0])
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps({"task": task.key, "reference_error": error}))
     return error

@@ -277,7 +277,7 @@ class _TimedRepetitions:
         self.child.where = f"checking timed call {rep}"
         message = self.child.ask("outputs", "outputs", who="candidate")
         inputs, want = self.references.model.inputs_and_outputs(seed)
-        result = self.child.compare(list(message.tensors), want, poison=None)
+        result = self.child.compare(list(message.tensors), want, poison=None, seed=seed)
         if not result.ok:
             raise Rejected(rejected("timed-output-mismatch", f"timed call {rep}: {result.message}"))
         message = self.child.ask("inputs", "inputs", who="candidate")

@@ -44,7 +44,7 @@ from ._verdicts import (
     rejected,
     trial_errors,
 )
-from .comparison import Comparison, compare_outputs
+from .comparison import ROUNDING_FACTOR, Comparison, compare_outputs
 from .head_to_head import Incumbent, ParentCode, head_to_head
 from .inputs import trial_seeds
 from .instrumentation import POISON_VALUES, same_bits
@@ -200,7 +200,7 @@ def _check_references(
     if own_error > settings.rtol / 10:
         notes.append(
             f"the reference's own float32 result is {own_error:.2g} (whole-output relative) from the same "
-            f"program in float64; the whole-output check allows rtol plus that"
+            f"program in float64; the whole-output check allows rtol plus {ROUNDING_FACTOR:g} times that"
         )
     if trivial:
         notes.append(
@@ -276,6 +276,7 @@ class _Verification:
             forward_limit=forward_limit,
             relative_norm=relative_norm,
             reference_error=reference_error,
+            rounding_error=references.model.rounding_error,
         )
 
     def execute(self, on_phase: Callable[[str], None] | None) -> Verdict:
@@ -434,7 +435,7 @@ class _Verification:
             native_calls += count(message, "native_calls")
             child.reject_compute(message)
             got = list(message.tensors)
-            result = child.compare(got, want, poison=POISON_VALUES[0])
+            result = child.compare(got, want, poison=POISON_VALUES[0], seed=seeds[trial])
             if not result.ok:
                 if (
                     previous is not None
@@ -469,7 +470,9 @@ class _Verification:
         message = child.receive("trial", within_s=child.forward_limit)
         child.reject_compute(message)
         repoisoned = list(message.tensors)
-        result = child.compare(repoisoned, self.references.trials[0], poison=POISON_VALUES[1])
+        result = child.compare(
+            repoisoned, self.references.trials[0], poison=POISON_VALUES[1], seed=self.references.trial_seeds[0]
+        )
         if result.check == "unwritten-output":
             raise Rejected(rejected("unwritten-output", result.message))
         agree = compare_outputs(repoisoned, self.trial_outputs[0], atol=self.settings.atol, rtol=self.settings.rtol)
@@ -507,7 +510,7 @@ class _Verification:
         references = self.references
         message = child.ask("trial", "trial", seed=references.post_seed, poison=0, reuse=False, trial="post")
         child.reject_compute(message)
-        result = child.compare(list(message.tensors), references.post, poison=None)
+        result = child.compare(list(message.tensors), references.post, poison=None, seed=references.post_seed)
         if not result.ok:
             raise Rejected(rejected("drift-after-timing", f"after timing, on fresh inputs: {result.message}"))
 
