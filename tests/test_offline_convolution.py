@@ -96,6 +96,24 @@ def test_a_few_output_channels_start_direct_unless_rows_are_short(tmp_path):
     assert generated(RECIPE, short_rows, {}, START)[1].start["method"] == "gemm"
 
 
+def test_a_group_of_one_register_tile_of_channels_starts_with_whole_rows_per_work_item(tmp_path):
+    """Its slab is read once, so a work item takes the row whole (the smallest block that holds
+    it); with more channels per group the block stays the family's, sized for L2."""
+    cases = {
+        "depthwise_300": ("nn.Conv2d(8, 8, 3, groups=8)", "(1, 8, 6, 302)", 512),
+        "depthwise_100": ("nn.Conv2d(8, 8, 3, groups=8)", "(1, 8, 6, 102)", 128),
+        "depthwise_1d_long": ("nn.Conv1d(4, 4, 5, groups=4)", "(1, 4, 3000)", 512),
+        "three_per_group": ("nn.Conv2d(8, 12, 3, groups=4)", "(1, 8, 6, 70)", 128),
+        "multiplier_two_wide": ("nn.Conv2d(4, 8, 3, groups=4)", "(1, 4, 6, 250)", 256),
+        "sixteen_per_group": ("nn.Conv2d(8, 16, 3)", "(1, 8, 6, 302)", None),
+    }
+    for name, (layer, shape, block) in cases.items():
+        path = task_file(tmp_path, name, f"self.c = {layer}", "self.c(x)", shape)
+        start = generated(RECIPE, path, {}, START)[1].start
+        assert start.get("block") == block, (name, start)
+        assert start["method"] == "direct", name
+
+
 def test_under_gemm_only_layers_with_channels_to_fill_a_tile_call_it(kernelbench):
     _, _, source = generated(RECIPE, _file(kernelbench, "86"), FILES["86"], GEMM)
     depthwise, pointwise = [line for line in source.splitlines() if "lib.conv" in line]

@@ -32,7 +32,7 @@ from ._pooling_kernels import pooling_kernel_source
 from ._tails import Tail, tail_source
 from .channel_norms import ChannelNormRecipe, channel_norm_lines
 from .conv_transposed import ConvTransposedRecipe, describe_transposed, transposed_lines
-from .convolution import ConvolutionRecipe, calls_gemm, describe_layer, gemm_first, layer_lines
+from .convolution import ConvolutionRecipe, calls_gemm, conv_start, describe_layer, layer_lines
 from .elementwise import TRANSCENDENTAL
 from .fusion import FusionPlan, Stage, plan_fusion
 from .matmul import MatmulRecipe, product_shape, product_sizes, product_source
@@ -87,9 +87,7 @@ class FusedRecipe:
         main = plan.main
         if main is None or main.kind != self.main:
             return None
-        start: dict[str, Any] = (
-            {"method": "gemm" if gemm_first(main.facts) else "direct"} if main.kind == "convolution" else {}
-        )
+        start: dict[str, Any] = conv_start([main.facts]) if main.kind == "convolution" else {}
         start.update(register_rows_start())  # the main operator's register tile
         if _transcendental(plan):
             start["fast_math"] = True
