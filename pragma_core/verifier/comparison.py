@@ -58,7 +58,7 @@ ROUNDING_FACTOR = 4.0
 ``rtol``. An honest float32 kernel rounds differently from the reference, by about as much, so it can
 be up to twice that error from it, more where its sums are ordered worse; 4 covers that, and stays
 three orders of magnitude below what bf16, fp16 or TF32 arithmetic gives on the same inputs (their
-unit roundoffs are 2^13 to 2^16 times float32's)."""
+unit roundoffs are 2^13 to 2^15 times float32's)."""
 
 _JUDGED_DTYPES = frozenset({torch.float32, torch.float64, torch.complex64, torch.complex128})
 _CHUNK = 1 << 15
