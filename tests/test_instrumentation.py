@@ -7,11 +7,19 @@ import json
 import subprocess
 import sys
 import textwrap
+import threading
+import time
 
 import torch
 from torch.utils._python_dispatch import _disable_current_modes
 
-from pragma_core.verifier.instrumentation import IdentityGuard, OperatorRecorder, hooks_added
+from pragma_core.verifier.instrumentation import (
+    POISON_VALUES,
+    IdentityGuard,
+    OperatorRecorder,
+    background_activity,
+    hooks_added,
+)
 
 from .conftest import REPO
 
@@ -123,3 +131,32 @@ def test_torchs_own_wrapping_of_a_function_is_not_a_patch_but_a_lookalike_wrappe
 
     namespace["manual_seed"] = lookalike
     assert guard.changes() == ["torch.manual_seed"]
+
+
+def test_an_output_written_late_is_background_work_even_past_the_settle_window():
+    """A kernel that returns at once and fills its output from a thread the machine delays past the
+    settle window is caught writing late, not taken for one that never writes: outputs that still
+    hold the poison are watched longer."""
+    for poison in POISON_VALUES:
+        out = torch.full((1000,), poison)
+
+        def write_later(out=out):
+            time.sleep(0.15)
+            out.fill_(1.0)
+
+        writer = threading.Thread(target=write_later)
+        threads = threading.active_count()
+        writer.start()
+        found = background_activity([out], threads_before=threads, children_before=set(), settle_s=0.02, poison=poison)
+        writer.join()
+        assert found is not None and found[0] == "background-work" and "output 0 changed" in found[1], found
+
+    written = torch.ones(1000)  # finished when forward returned: nothing found
+    quiet = background_activity(
+        [written],
+        threads_before=threading.active_count(),
+        children_before=set(),
+        settle_s=0.02,
+        poison=POISON_VALUES[0],
+    )
+    assert quiet is None

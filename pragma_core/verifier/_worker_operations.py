@@ -130,6 +130,7 @@ def _trial(child: ChildState, request: dict[str, Any]) -> None:
         threads_before=threads_before,
         children_before=children_before,
         settle_s=min(0.25, max(0.02, 2 * elapsed)),
+        poison=POISON_VALUES[request.get("poison", 0)],
     )
     if activity:
         report.finding(*activity)
