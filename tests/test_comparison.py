@@ -291,11 +291,33 @@ def test_the_draws_own_rounding_is_asked_for_only_when_the_whole_output_bound_al
     assert compare_outputs([honest], [want], atol=1e-4, rtol=1e-4, draw_error=draw_error(2e-4)).ok
     assert asked == [2e-4]
     assert compare_outputs([want], [want], atol=1e-4, rtol=1e-4, draw_error=draw_error(1.0)).ok
+    assert asked == [2e-4]  # the passing comparison did not ask
     far = want.clone()
-    far[2, 0, 0, 0] = 1.0  # an element beyond atol: no float64 run would excuse it
+    far[2, 0, 0, 0] = 1.0  # an element beyond atol: not excused by the reference's rounding either
     assert not compare_outputs([far], [want], atol=1e-4, rtol=1e-4, draw_error=draw_error(1.0)).ok
-    assert asked == [2e-4]  # neither the passing comparison nor the element-wise failure asked
     off = want.clone()
     off[1, 7, 3, 5] = -1.5286726e-4 * (1 + 5e-3)  # within atol, but 25 times the draw's own rounding
     result = compare_outputs([off], [want], atol=1e-4, rtol=1e-4, draw_error=draw_error(2e-4))
     assert not result.ok and result.check == "precision-downgrade" and "4 times" in result.message
+
+
+def test_an_element_left_small_by_cancellation_is_allowed_the_references_rounding():
+    """14_Gemm_Divide_Sum_Scaling at 913 rows: one row's 8192-term sum lands near 1, where the
+    reference and an honest kernel, each rounding its terms' sums, differ by more than atol + rtol."""
+    torch.manual_seed(0)
+    terms = 100 * torch.randn(64, 8192, dtype=torch.float64)
+    terms[0] += 1 / 8192 - terms[0].mean()  # row 0 sums to 1
+    exact = terms.sum(1)
+    want = terms.float().sum(1)  # the reference's order
+    honest = terms.float().view(64, 128, 64).sum(2).sum(1)  # a kernel's blocked order
+    own = float((want.double() - exact).norm() / exact.norm())
+    assert not compare_outputs([honest], [want], atol=1e-4, rtol=1e-4).ok  # row 0 fails element-wise
+    assert compare_outputs([honest], [want], atol=1e-4, rtol=1e-4, draw_error=lambda: own).ok
+    assert compare_outputs([honest], [want], atol=1e-4, rtol=1e-4, reference_error=own).ok
+    noise = 4 * float((want.double() - exact).norm()) / 8  # 4 x the reference's RMS rounding (sqrt(64) rows)
+    wrong = honest.clone()
+    wrong[0] += 3 * noise  # beyond that allowance
+    result = compare_outputs([wrong], [want], atol=1e-4, rtol=1e-4, reference_error=own)
+    assert not result.ok and "plus 4 times the reference's own rounding" in result.message
+    half = terms[:, :4096].float().sum(1)  # half the work
+    assert not compare_outputs([half], [want], atol=1e-4, rtol=1e-4, reference_error=own).ok

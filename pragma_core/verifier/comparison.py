@@ -30,6 +30,13 @@ small values left by cancellation, as after a clamp), its own rounding is alread
 of ``||r||``. The bound is then ``rtol`` plus :data:`ROUNDING_FACTOR` times the reference's own
 whole-output error against the same program in float64: once for the task (trial 0's inputs), and,
 when only this bound fails, again on the draw being compared (``draw_error``, computed only then).
+The same holds element by element: a float32 element that cancellation leaves small (a sum of
+thousands of terms landing near 1) carries the rounding of its terms, so an honest kernel can be
+3e-4 from the reference there (measured on ``14_Gemm_Divide_Sum_Scaling``, 913 rows of 8192-term
+sums: the reference's own rounding 1.1e-4 RMS, the kernel 1.2e-4 from it). When elements fail
+``atol + rtol * |r|``, the reference's own error on the draw is measured and the elements are judged
+again with ``atol`` raised by :data:`ROUNDING_FACTOR` times that error's RMS over the output
+(``own * ||r|| / sqrt(n)``); skipped or low-precision work is off by far more.
 
 A reference whose norm is zero (all zeros) gets the element-wise check only. float16 and bfloat16
 outputs have their whole-output error reported, not judged (the reference is itself rounded to that
@@ -174,9 +181,7 @@ def _compare_values(
         )
 
     got_flat, want_flat = got.reshape(-1), want.reshape(-1)
-    errors = _Errors(got_flat, want_flat)
-    for start in range(0, want_flat.numel(), _CHUNK):
-        errors.add(start, atol=atol, rtol=rtol)
+    errors = _Errors.counted(got_flat, want_flat, atol=atol, rtol=rtol)
     max_abs, max_rel = errors.max_abs, errors.max_rel
     norm_error = errors.relative_error_norm()
     largest_at = errors.max_abs_at
@@ -197,12 +202,22 @@ def _compare_values(
                 message=f"{unwritten} of {want.numel()} output elements still hold the poison written into "
                 "fresh memory: the kernel leaves them unwritten",
             )
-        shown_got, shown_want = got_flat[largest_at].to(errors.wide), want_flat[largest_at].to(errors.wide)
-        return attrs.evolve(
-            measured,
-            message=f"{errors.failing} of {want.numel()} values differ beyond atol={atol:g}, rtol={rtol:g}; "
-            f"max abs error {max_abs:.3g} at {index} ({_shown(shown_got)} instead of {_shown(shown_want)})",
-        )
+        noise = 0.0
+        if want.dtype == torch.float32 and (allowance or draw_allowance is not None):
+            # Elements left small by cancellation: the reference's own rounding there is that of
+            # the terms, not of the result. Allow for it at its typical size over the output.
+            if draw_allowance is not None:
+                allowance = max(allowance, draw_allowance())
+            noise = ROUNDING_FACTOR * allowance * errors.reference_norm() / math.sqrt(want.numel())
+        if not noise or _Errors.counted(got_flat, want_flat, atol=atol + noise, rtol=rtol).failing:
+            shown_got, shown_want = got_flat[largest_at].to(errors.wide), want_flat[largest_at].to(errors.wide)
+            widened = f" plus {ROUNDING_FACTOR:g} times the reference's own rounding ({noise:.2g})" if noise else ""
+            return attrs.evolve(
+                measured,
+                message=f"{errors.failing} of {want.numel()} values differ beyond atol={atol:g}, rtol={rtol:g}"
+                f"{widened}; max abs error {max_abs:.3g} at {index} ({_shown(shown_got)} instead of "
+                f"{_shown(shown_want)})",
+            )
     judged = want.dtype in _JUDGED_DTYPES or relative_norm
     bound = rtol + ROUNDING_FACTOR * allowance
     if judged and rtol > 0 and norm_error is not None and norm_error > bound and draw_allowance is not None:
@@ -258,6 +273,14 @@ class _Errors:
         self._largest_start: int | None = None  # the first chunk holding the largest error
         self._error_norms: list[float] = []
         self._reference_norms: list[float] = []
+
+    @classmethod
+    def counted(cls, got: torch.Tensor, want: torch.Tensor, *, atol: float, rtol: float) -> _Errors:
+        """The errors of the flat ``got`` against ``want``, every chunk added."""
+        errors = cls(got, want)
+        for start in range(0, want.numel(), _CHUNK):
+            errors.add(start, atol=atol, rtol=rtol)
+        return errors
 
     def add(self, start: int, *, atol: float, rtol: float) -> None:
         """Add the chunk that starts at flat index ``start``."""
@@ -324,9 +347,13 @@ class _Errors:
         difference = self._widen(self._largest_start)[2]
         return self._largest_start + int(difference.argmax())
 
+    def reference_norm(self) -> float:
+        """``||r||`` over the reference's finite elements."""
+        return float(torch.linalg.vector_norm(torch.tensor(self._reference_norms, dtype=torch.float64)))
+
     def relative_error_norm(self) -> float | None:
         """``||c - r|| / ||r||`` over the reference's finite elements; None when ``||r||`` is zero."""
-        reference_norm = float(torch.linalg.vector_norm(torch.tensor(self._reference_norms, dtype=torch.float64)))
+        reference_norm = self.reference_norm()
         if reference_norm == 0.0:
             return None
         return float(torch.linalg.vector_norm(torch.tensor(self._error_norms, dtype=torch.float64))) / reference_norm
