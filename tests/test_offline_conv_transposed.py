@@ -154,12 +154,22 @@ def test_a_weight_and_bias_given_as_forward_arguments(tmp_path):
 _FUNCTIONAL = {1: F.conv_transpose1d, 2: F.conv_transpose2d, 3: F.conv_transpose3d}
 
 
-@pytest.mark.parametrize("knobs", [START, {**START, "accumulators": 1, "block": 64}], ids=["start", "narrow"])
+@pytest.mark.parametrize(
+    "knobs",
+    [START, {**START, "accumulators": 1, "block": 64}, {**START, "layout": "rows"}],
+    ids=["start", "narrow", "rows"],
+)
 def test_the_kernel_matches_torch_on_random_geometries(knobs):
     """One build, many geometries: every rank, stride, padding, output padding, dilation, group count
-    and size mix, including widths shorter than a register tile and paddings that cut off every tap."""
+    and size mix, including widths shorter than a register tile and paddings that cut off every tap;
+    half of them with stride 1 along rows and columns, which the plane layout flattens."""
     cpp = conv_transposed_kernel(
-        knobs["parallel"], knobs["simd"], knobs["accumulators"], knobs["block"], knobs["vector_width"]
+        knobs["parallel"],
+        knobs["simd"],
+        knobs["accumulators"],
+        knobs["block"],
+        knobs["vector_width"],
+        layout=knobs["layout"],
     )
     lib = load_library(cpp, flags=compiler_flags(knobs))  # the candidates' own build
     rng = random.Random(40)
@@ -169,10 +179,12 @@ def test_the_kernel_matches_torch_on_random_geometries(knobs):
         c_in, c_out, n = groups * rng.randint(1, 4), groups * rng.randint(1, 9), rng.randint(1, 2)
         kernel = [rng.randint(1, 5) for _ in range(rank)]
         stride = [rng.randint(1, 4) for _ in range(rank)]
+        if rng.random() < 0.5:
+            stride[-2:] = [1] * len(stride[-2:])
         dilation = [rng.randint(1, 3) for _ in range(rank)]
         padding = [rng.randint(0, (k - 1) * d) for k, d in zip(kernel, dilation)]
         output_padding = [rng.randint(0, max(s, d) - 1) for s, d in zip(stride, dilation)]
-        size = [rng.randint(1, 5) for _ in range(rank - 1)] + [rng.randint(1, 80)]
+        size = [rng.randint(1, 5 if rng.random() < 0.7 else 40) for _ in range(rank - 1)] + [rng.randint(1, 80)]
         outputs = [
             (i - 1) * s - 2 * p + d * (k - 1) + o + 1
             for i, s, p, d, k, o in zip(size, stride, padding, dilation, kernel, output_padding)

@@ -1,7 +1,7 @@
 """The C++ of the transposed-convolution recipe: one N-d gather over the output, with every size,
 stride, padding, dilation and group count passed at run time (one build serves every task).
 
-    cpp = conv_transposed_kernel(parallel, simd, accumulators, block, vector_width)
+    cpp = conv_transposed_kernel(parallel, simd, accumulators, block, vector_width, layout="plane")
 
 writes ``extern "C" void conv_transpose(x, w, bias, out, has_bias, N, C_in, C_out, G, ID, IH, IW,
 OD, OH, OW, KD, KH, KW, sd, sh, sw, pd, ph, pw, dd, dh, dw)``; 1-D and 2-D tasks pass size-1 leading
@@ -41,16 +41,18 @@ def conv_transposed_kernel(
     block: int,
     vector_width: int,
     *,
+    layout: str = "rows",
     prefix: str = "",
     tail: Tail | None = None,
 ) -> str:
     """The C++ source for these knobs: the plain gather without ``simd``, the register-tiled one with
-    it; the entry point is ``{prefix}conv_transpose``, and a ``tail`` (:mod:`._tails`) is applied
-    to each output row's positions as a work item finishes them."""
+    it, whose work goes by output rows, or with ``layout="plane"`` by flattened output planes where
+    rows and columns have stride 1 (:func:`_plane`); the entry point is ``{prefix}conv_transpose``,
+    and a ``tail`` (:mod:`._tails`) is applied to a work item's outputs once it has written them."""
     signature = _signature(prefix, tail)
     if not simd:
         return _plain(parallel, signature, tail)
-    return _tiled(parallel, accumulators, block, vector_width, signature, tail)
+    return _tiled(parallel, accumulators, block, vector_width, layout == "plane", signature, tail)
 
 
 def _plain(parallel: bool, signature: str, tail: Tail | None) -> str:
@@ -93,7 +95,9 @@ def _plain(parallel: bool, signature: str, tail: Tail | None) -> str:
 """
 
 
-def _tiled(parallel: bool, accumulators: int, block: int, vector_width: int, signature: str, tail: Tail | None) -> str:
+def _tiled(
+    parallel: bool, accumulators: int, block: int, vector_width: int, plane: bool, signature: str, tail: Tail | None
+) -> str:
     """Register tiles of ``accumulators`` output channels x two vectors of output positions of one
     stride phase, summed over (tap, input channel) with packed weights; work items are output rows x
     blocks of ``block`` positions per phase (0: whole rows), all output channels inside an item."""
@@ -191,6 +195,7 @@ static inline int64_t floor_div(int64_t a, int64_t b) {{ return a >= 0 ? a / b :
     const int64_t span_max = (jb + T - 1) / T * T + offhi - offlo;
     int64_t lrow = (span_max + 15) / 16 * 16;
     if ((lrow / 16) % 2 == 0) lrow += 16;
+{_plane_dispatch(parallel, accumulators, tail) if plane else ""}
     {omp_region}
     {{
         std::vector<Tap> taps(kvol);
@@ -270,21 +275,145 @@ static inline int64_t floor_div(int64_t a, int64_t b) {{ return a >= 0 ? a / b :
                                 }}
                             }}
                         }}
-                    }}{_finish_item(tail)}
+                    }}{_finish_item(tail, "oh * OW + jb0 * sw", "oh * OW + std::min(OW, jb1 * sw)")}
                 }}
     }}
 }}
 """
 
 
-def _finish_item(tail: Tail | None) -> str:
-    """The tail applied to a work item's positions of every output channel (every stride phase of
-    its block: ``[jb0 * sw, jb1 * sw)`` of the row), once all are written."""
+def _plane_dispatch(parallel: bool, accumulators: int, tail: Tail | None) -> str:
+    """Tasks the plane layout serves go there; the others (a stride along rows or columns, one row)
+    go on by rows."""
+    return f"""    if (sh == 1 && sw == 1 && OH > 1) {{
+{_plane(parallel, accumulators, tail)}
+        return;
+    }}"""
+
+
+def _plane(parallel: bool, accumulators: int, tail: Tail | None) -> str:
+    """The work of a task with stride 1 along rows and columns: each depth's output plane flattened
+    at a row pitch ``P`` of ``OW`` plus the kernel's width span, so one tap reads the packed input at
+    one offset for every position of the plane and a register tile runs on across row ends instead of
+    stopping at each row's last few columns (a 34-wide row took two full tiles' time, a 32-wide one
+    one); the ``P - OW`` columns past each row end are computed and not stored. Work items are
+    (batch, output depth, ``block`` flattened positions rounded to whole tiles; 0: one row)."""
+    omp_region = "#pragma omp parallel" if parallel else ""
+    omp_for = "#pragma omp for collapse(3) schedule(static)" if parallel else ""
+    dispatch, dispatch_tail = (
+        "\n".join(
+            f"                        case {rows}: tile_kernel<{rows}, {vectors}>"
+            "(xs.data(), wb, taps.data(), ntaps, plen, cin_g, j0, init, tile); break;"
+            for rows in range(1, accumulators + 1)
+        )
+        for vectors in ("NV", "1")
+    )
+    return f"""        const int64_t P = OW + (KW - 1) * dw;  // row pitch: a row and the columns its taps reach past it
+        const int64_t plane = (OH - 1) * P + OW;    // flattened positions up to the last one stored
+        const int64_t pb = ((JB > 0 ? JB : P) + T - 1) / T * T, nblk = (plane + pb - 1) / pb;
+        const int64_t rows_max = (pb + P - 1) / P + 1 + (KH - 1) * dh;
+        int64_t plen = rows_max * P + (KW - 1) * dw + T;  // one input channel's packed rows, with slack
+        plen = (plen + 15) / 16 * 16;
+        if ((plen / 16) % 2 == 0) plen += 16;  // an odd number of cache lines, as lrow
+        {omp_region}
+        {{
+            std::vector<Tap> taps(kvol);
+            std::vector<int64_t> plane_of(KD), kd_of(KD);
+            std::vector<float> xs(KD * cin_g * plen);
+            alignas(64) float tile[COB * T];
+            float init[COB];
+            {omp_for}
+            for (int64_t n = 0; n < N; ++n)
+                for (int64_t od = 0; od < OD; ++od)
+                    for (int64_t b = 0; b < nblk; ++b) {{
+                        const int64_t p0 = b * pb, p1 = std::min(plane, p0 + pb);
+                        const int64_t oh0 = p0 / P, oh1 = (p1 - 1) / P;  // the item's first and last rows
+                        const int64_t rows = oh1 - oh0 + 1 + (KH - 1) * dh;
+                        const int64_t ih0 = oh0 + ph - (KH - 1) * dh;  // the input row of packed row 0
+                        int64_t nplanes = 0;
+                        for (int64_t kd = 0; kd < KD; ++kd) {{
+                            const int64_t td = od + pd - kd * dd;
+                            if (td < 0 || td % sd != 0 || td / sd >= ID) continue;
+                            plane_of[nplanes] = td / sd;
+                            kd_of[nplanes++] = kd;
+                        }}
+                        for (int64_t g = 0; g < G; ++g) {{
+                            // Packed input: [depth][ci][row][column], column c holding iw = c + pw - (KW-1)*dw.
+                            const int64_t first = pw - (KW - 1) * dw;
+                            const int64_t lo = std::min(P, std::max<int64_t>(0, -first));
+                            const int64_t hi = std::max(lo, std::min(P, IW - first));
+                            for (int64_t q = 0; q < nplanes; ++q)
+                                for (int64_t ci = 0; ci < cin_g; ++ci) {{
+                                    float* __restrict__ dst = xs.data() + (q * cin_g + ci) * plen;
+                                    const float* __restrict__ src = x + ((n * C_in + g * cin_g + ci) * ID + plane_of[q]) * IH * IW;
+                                    for (int64_t r = 0; r < rows; ++r, dst += P) {{
+                                        const int64_t ih = ih0 + r;
+                                        if (ih < 0 || ih >= IH) {{
+                                            std::memset(dst, 0, sizeof(float) * P);
+                                            continue;
+                                        }}
+                                        std::memset(dst, 0, sizeof(float) * lo);
+                                        if (hi > lo) std::memcpy(dst + lo, src + ih * IW + first + lo, sizeof(float) * (hi - lo));
+                                        std::memset(dst + hi, 0, sizeof(float) * (P - hi));
+                                    }}
+                                    std::memset(dst, 0, sizeof(float) * (plen - rows * P));  // the slack
+                                }}
+                            // Taps: (kh, kw) reads packed row lr + (KH-1-kh)*dh, column ow + (KW-1-kw)*dw.
+                            int64_t ntaps = 0;
+                            for (int64_t q = 0; q < nplanes; ++q)
+                                for (int64_t kh = 0; kh < KH; ++kh) {{
+                                    const int64_t top = oh0 + ph - kh * dh, bottom = oh1 + ph - kh * dh;
+                                    if (bottom < 0 || top >= IH) continue;  // reads only zero rows
+                                    for (int64_t kw = 0; kw < KW; ++kw) {{
+                                        const int64_t left = pw - kw * dw;
+                                        if (left + OW <= 0 || left >= IW) continue;  // reads only zeros
+                                        taps[ntaps++] = {{q * cin_g * plen + (KH - 1 - kh) * dh * P + (KW - 1 - kw) * dw,
+                                                          ((kd_of[q] * KH + kh) * KW + kw) * cin_g * COB}};
+                                    }}
+                                }}
+                            const int64_t jl0 = p0 - oh0 * P, jl1 = p1 - oh0 * P;  // the item's positions, packed
+                            for (int64_t cb = 0; cb < ncb; ++cb) {{
+                                const int64_t co0 = g * cout_g + cb * COB, rows_c = std::min(COB, cout_g - cb * COB);
+                                const float* wb = wpack + (g * ncb + cb) * block_size;
+                                for (int64_t r = 0; r < COB; ++r) init[r] = has_bias && r < rows_c ? bias[co0 + r] : 0.0f;
+                                for (int64_t j0 = jl0; j0 < jl1; j0 += T) {{
+                                    const int64_t count = std::min(T, jl1 - j0);
+                                    if (count > VW) {{
+                                        switch (rows_c) {{
+{dispatch}
+                                        }}
+                                    }} else {{
+                                        switch (rows_c) {{
+{dispatch_tail}
+                                        }}
+                                    }}
+                                    // Store the tile's positions row by row, leaving the columns past OW.
+                                    for (int64_t r = 0; r < rows_c; ++r) {{
+                                        float* __restrict__ o = out + (n * C_out + co0 + r) * ospatial + od * OH * OW;
+                                        const float* __restrict__ tr = tile + r * T;
+                                        for (int64_t q = 0; q < count;) {{
+                                            const int64_t pos = oh0 * P + j0 + q, oh = pos / P, ow = pos % P;
+                                            const int64_t run = std::min(count - q, P - ow);
+                                            if (ow < OW) std::memcpy(o + oh * OW + ow, tr + q, sizeof(float) * std::min(run, OW - ow));
+                                            q += run;
+                                        }}
+                                    }}
+                                }}
+                            }}
+                        }}{_finish_item(tail, "oh0 * OW + std::min(p0 - oh0 * P, OW)", "oh1 * OW + std::min(p1 - oh1 * P, OW)")}
+                    }}
+        }}"""
+
+
+def _finish_item(tail: Tail | None, first: str, last: str) -> str:
+    """The tail applied to a work item's outputs of every output channel, once all are written: the
+    run ``[first, last)`` of the depth's output plane (row-major), which holds them all (a row item:
+    every stride phase of its block, ``[jb0 * sw, jb1 * sw)`` of the row)."""
     if tail is None:
         return ""
     return f"""
-                    const int64_t lo = jb0 * sw, hi = std::min(OW, jb1 * sw);
+                    const int64_t run_lo = {first}, run_hi = {last};
                     for (int64_t co = 0; co < C_out; ++co) {{
-                        const int64_t x0 = (n * C_out + co) * ospatial + (od * OH + oh) * OW + lo;
-                        {tail.call("out + x0", "x0", "hi - lo")}
+                        const int64_t x0 = (n * C_out + co) * ospatial + od * OH * OW + run_lo;
+                        {tail.call("out + x0", "x0", "run_hi - run_lo")}
                     }}"""

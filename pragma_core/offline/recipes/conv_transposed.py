@@ -16,8 +16,12 @@ once. An item first copies the input rows it reads (one group's channels at a ti
 padded with zeros past the input's ends, so no tile needs a bounds check, with a row pitch of an odd
 number of cache lines, so the channels' rows do not fall into the same cache sets as the input's
 power-of-two pitches would; every output channel of the item is then done while the slice is in
-cache. The plain version (the defaults) sums each output element over every tap with the checks
-inside the loop.
+cache. With ``layout="plane"`` (the start), a task with stride 1 along rows and columns is worked by
+each depth's output plane instead, flattened at a row pitch of the width plus the kernel's span
+over a zero-padded copy of the input rows at that pitch: one tap is one offset for the whole plane,
+so a register tile runs on across row ends rather than finishing each row with a short tile that
+costs as much as a full one. The plain version (the defaults) sums each output element over every
+tap with the checks inside the loop.
 """
 
 from __future__ import annotations
@@ -53,6 +57,9 @@ class ConvTransposedRecipe:
         # kernel rows x block) stays in L2 while every output channel block reads it.
         "block": Knob(default=0, values=(0, 64, 128, 256, 512), start=256, cache="L2"),
         "vector_width": Knob(default=256, values=(256, 512), start=512),
+        # Work by output rows, or (stride 1 along rows and columns) by flattened output planes, where
+        # a register tile runs on across row ends: a row of 34 took two tiles' time, one of 32 one.
+        "layout": Knob(default="rows", values=("rows", "plane"), start="plane"),
     }
 
     def match(self, graph: OpGraph) -> Match | None:
@@ -79,7 +86,12 @@ class ConvTransposedRecipe:
         arguments = [forward_argument(context, i) for i in range(len(context.graph.inputs))]
         lines = [f"{x} = {x}.contiguous()", *transposed_lines(match.facts, x, "out", arguments), "return out"]
         cpp = conv_transposed_kernel(
-            knobs["parallel"], knobs["simd"], knobs["accumulators"], knobs["block"], knobs["vector_width"]
+            knobs["parallel"],
+            knobs["simd"],
+            knobs["accumulators"],
+            knobs["block"],
+            knobs["vector_width"],
+            layout=knobs["layout"],
         )
         return candidate_module(
             match=match,

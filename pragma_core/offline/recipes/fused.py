@@ -325,6 +325,7 @@ def _conv_transposed(call: _StageCall) -> tuple[str, list[str]]:
         call.knobs["accumulators"],
         call.knobs["block"],
         call.knobs["vector_width"],
+        layout=call.knobs["layout"],
         prefix=call.prefix,
         tail=call.tail,
     )
