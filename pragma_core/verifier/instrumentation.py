@@ -152,11 +152,12 @@ POISON_VALUES = (float("nan"), -3.0e38)
 def _poison(tensor: torch.Tensor, value: float) -> None:
     if tensor.dtype == torch.bool or tensor.numel() == 0:
         return
-    if tensor.is_floating_point() or tensor.is_complex():
-        tensor.fill_(value)
-    else:
-        info = torch.iinfo(tensor.dtype)
-        tensor.fill_(info.min + (0 if value != value else 1))
+    tensor.fill_(value if tensor.is_floating_point() or tensor.is_complex() else _integer_poison(tensor.dtype, value))
+
+
+def _integer_poison(dtype: torch.dtype, value: float) -> int:
+    """What an integer tensor is poisoned with for the floating poison ``value``."""
+    return torch.iinfo(dtype).min + (0 if math.isnan(value) else 1)
 
 
 class ForwardMonitor(TorchDispatchMode):
@@ -519,8 +520,7 @@ def holds_poison(tensor: torch.Tensor, poison: float) -> bool:
         return False
     if tensor.is_floating_point():
         return bool(tensor.isnan().any()) if math.isnan(poison) else bool((tensor == poison).any())
-    info = torch.iinfo(tensor.dtype)
-    return bool((tensor == info.min + (0 if math.isnan(poison) else 1)).any())
+    return bool((tensor == _integer_poison(tensor.dtype, poison)).any())
 
 
 def background_activity(
