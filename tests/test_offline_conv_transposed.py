@@ -20,8 +20,7 @@ from pragma_core.offline.graph import trace_reference
 from pragma_core.offline.knobs import defaults, starting
 from pragma_core.offline.recipe import compiler_flags
 from pragma_core.offline.recipes import recognize
-from pragma_core.offline.recipes._conv_transposed_kernels import conv_transposed_kernel
-from pragma_core.offline.recipes.conv_transposed import ConvTransposedRecipe
+from pragma_core.offline.recipes.conv_transposed import ConvTransposedRecipe, transposed_kernel
 
 from .offline_support import agrees_with_reference, generated, task_file, verified_in_sandbox
 
@@ -163,14 +162,7 @@ def test_the_kernel_matches_torch_on_random_geometries(knobs):
     """One build, many geometries: every rank, stride, padding, output padding, dilation, group count
     and size mix, including widths shorter than a register tile and paddings that cut off every tap;
     half of them with stride 1 along rows and columns, which the plane layout flattens."""
-    cpp = conv_transposed_kernel(
-        knobs["parallel"],
-        knobs["simd"],
-        knobs["accumulators"],
-        knobs["block"],
-        knobs["vector_width"],
-        layout=knobs["layout"],
-    )
+    cpp = transposed_kernel(knobs)
     lib = load_library(cpp, flags=compiler_flags(knobs))  # the candidates' own build
     rng = random.Random(40)
     checked = 0

@@ -104,14 +104,6 @@ def _tiled(
     omp_region = "#pragma omp parallel" if parallel else ""
     omp_for = "#pragma omp for collapse(3) schedule(static)" if parallel else ""
     omp_pack = "#pragma omp parallel for collapse(2) schedule(static)" if parallel else ""
-    dispatch, dispatch_tail = (
-        "\n".join(
-            f"                                            case {rows}: tile_kernel<{rows}, {vectors}>"
-            "(xs.data(), wb, taps.data(), ntaps, lrow, cin_g, j0, init, tile); break;"
-            for rows in range(1, accumulators + 1)
-        )
-        for vectors in ("NV", "1")
-    )
     return f"""{_HEADERS}
 
 // VW: floats per vector register of the compiling machine (-march=native), at most the vector_width knob.
@@ -169,6 +161,7 @@ static inline void tile_kernel(const float* __restrict__ xs, const float* __rest
 }}
 
 static inline int64_t floor_div(int64_t a, int64_t b) {{ return a >= 0 ? a / b : -((-a + b - 1) / b); }}
+{_run_tile(accumulators)}
 {tail_definition(tail)}
 {signature} {{
     const int64_t cin_g = C_in / G, cout_g = C_out / G;
@@ -195,7 +188,7 @@ static inline int64_t floor_div(int64_t a, int64_t b) {{ return a >= 0 ? a / b :
     const int64_t span_max = (jb + T - 1) / T * T + offhi - offlo;
     int64_t lrow = (span_max + 15) / 16 * 16;
     if ((lrow / 16) % 2 == 0) lrow += 16;
-{_plane_dispatch(parallel, accumulators, tail) if plane else ""}
+{_plane(parallel, tail) if plane else ""}
     {omp_region}
     {{
         std::vector<Tap> taps(kvol);
@@ -253,15 +246,7 @@ static inline int64_t floor_div(int64_t a, int64_t b) {{ return a >= 0 ? a / b :
                                 for (int64_t r = 0; r < COB; ++r) init[r] = has_bias && r < rows ? bias[co0 + r] : 0.0f;
                                 for (int64_t j0 = jb0; j0 < jend; j0 += T) {{
                                     const int64_t count = std::min(T, jend - j0);
-                                    if (count > VW) {{
-                                        switch (rows) {{
-{dispatch}
-                                        }}
-                                    }} else {{  // a row's tail of one vector or less: half the tile
-                                        switch (rows) {{
-{dispatch_tail}
-                                        }}
-                                    }}
+                                    run_tile(rows, count, xs.data(), wb, taps.data(), ntaps, lrow, cin_g, j0, init, tile);
                                     for (int64_t r = 0; r < rows; ++r) {{
                                         float* __restrict__ o = out + (n * C_out + co0 + r) * ospatial + (od * OH + oh) * OW + rw;
                                         const float* __restrict__ tr = tile + r * T;
@@ -282,39 +267,27 @@ static inline int64_t floor_div(int64_t a, int64_t b) {{ return a >= 0 ? a / b :
 """
 
 
-def _plane_dispatch(parallel: bool, accumulators: int, tail: Tail | None) -> str:
-    """Tasks the plane layout serves go there; the others (a stride along rows or columns, one row)
-    go on by rows."""
-    return f"""    if (sh == 1 && sw == 1 && OH > 1) {{
-{_plane(parallel, accumulators, tail)}
-        return;
-    }}"""
-
-
-def _plane(parallel: bool, accumulators: int, tail: Tail | None) -> str:
+def _plane(parallel: bool, tail: Tail | None) -> str:
     """The work of a task with stride 1 along rows and columns: each depth's output plane flattened
     at a row pitch ``P`` of ``OW`` plus the kernel's width span, so one tap reads the packed input at
     one offset for every position of the plane and a register tile runs on across row ends instead of
     stopping at each row's last few columns (a 34-wide row took two full tiles' time, a 32-wide one
     one); the ``P - OW`` columns past each row end are computed and not stored. Work items are
-    (batch, output depth, ``block`` flattened positions rounded to whole tiles; 0: one row)."""
+    (batch, output depth, ``block`` flattened positions rounded to whole tiles; 0: one row). The
+    other tasks (a stride along rows or columns, a single row) go on to the row layout."""
     omp_region = "#pragma omp parallel" if parallel else ""
     omp_for = "#pragma omp for collapse(3) schedule(static)" if parallel else ""
-    dispatch, dispatch_tail = (
-        "\n".join(
-            f"                        case {rows}: tile_kernel<{rows}, {vectors}>"
-            "(xs.data(), wb, taps.data(), ntaps, plen, cin_g, j0, init, tile); break;"
-            for rows in range(1, accumulators + 1)
-        )
-        for vectors in ("NV", "1")
-    )
-    return f"""        const int64_t P = OW + (KW - 1) * dw;  // row pitch: a row and the columns its taps reach past it
+    return f"""    if (sh == 1 && sw == 1 && OH > 1) {{
+        const int64_t P = OW + (KW - 1) * dw;  // row pitch: a row and the columns its taps reach past it
         const int64_t plane = (OH - 1) * P + OW;    // flattened positions up to the last one stored
         const int64_t pb = ((JB > 0 ? JB : P) + T - 1) / T * T, nblk = (plane + pb - 1) / pb;
         const int64_t rows_max = (pb + P - 1) / P + 1 + (KH - 1) * dh;
         int64_t plen = rows_max * P + (KW - 1) * dw + T;  // one input channel's packed rows, with slack
         plen = (plen + 15) / 16 * 16;
         if ((plen / 16) % 2 == 0) plen += 16;  // an odd number of cache lines, as lrow
+        // Packed input: [depth][ci][row][column], column c holding iw = c + first; [lo, hi) in the input.
+        const int64_t first = pw - (KW - 1) * dw;
+        const int64_t lo = std::min(P, std::max<int64_t>(0, -first)), hi = std::max(lo, std::min(P, IW - first));
         {omp_region}
         {{
             std::vector<Tap> taps(kvol);
@@ -338,10 +311,6 @@ def _plane(parallel: bool, accumulators: int, tail: Tail | None) -> str:
                             kd_of[nplanes++] = kd;
                         }}
                         for (int64_t g = 0; g < G; ++g) {{
-                            // Packed input: [depth][ci][row][column], column c holding iw = c + pw - (KW-1)*dw.
-                            const int64_t first = pw - (KW - 1) * dw;
-                            const int64_t lo = std::min(P, std::max<int64_t>(0, -first));
-                            const int64_t hi = std::max(lo, std::min(P, IW - first));
                             for (int64_t q = 0; q < nplanes; ++q)
                                 for (int64_t ci = 0; ci < cin_g; ++ci) {{
                                     float* __restrict__ dst = xs.data() + (q * cin_g + ci) * plen;
@@ -378,15 +347,7 @@ def _plane(parallel: bool, accumulators: int, tail: Tail | None) -> str:
                                 for (int64_t r = 0; r < COB; ++r) init[r] = has_bias && r < rows_c ? bias[co0 + r] : 0.0f;
                                 for (int64_t j0 = jl0; j0 < jl1; j0 += T) {{
                                     const int64_t count = std::min(T, jl1 - j0);
-                                    if (count > VW) {{
-                                        switch (rows_c) {{
-{dispatch}
-                                        }}
-                                    }} else {{
-                                        switch (rows_c) {{
-{dispatch_tail}
-                                        }}
-                                    }}
+                                    run_tile(rows_c, count, xs.data(), wb, taps.data(), ntaps, plen, cin_g, j0, init, tile);
                                     // Store the tile's positions row by row, leaving the columns past OW.
                                     for (int64_t r = 0; r < rows_c; ++r) {{
                                         float* __restrict__ o = out + (n * C_out + co0 + r) * ospatial + od * OH * OW;
@@ -402,7 +363,34 @@ def _plane(parallel: bool, accumulators: int, tail: Tail | None) -> str:
                             }}
                         }}{_finish_item(tail, "oh0 * OW + std::min(p0 - oh0 * P, OW)", "oh1 * OW + std::min(p1 - oh1 * P, OW)")}
                     }}
-        }}"""
+        }}
+        return;
+    }}"""
+
+
+def _run_tile(accumulators: int) -> str:
+    """``run_tile``: the register tile for ``rows`` channels (1 to ``accumulators``) and ``count``
+    positions, the packed x ``pitch`` floats apart per input channel."""
+    cases = {
+        vectors: "\n".join(
+            f"            case {rows}: tile_kernel<{rows}, {vectors}>(xs, wb, taps, ntaps, pitch, cin_g, j0, init, tile); break;"
+            for rows in range(1, accumulators + 1)
+        )
+        for vectors in ("NV", "1")
+    }
+    return f"""static inline void run_tile(int64_t rows, int64_t count, const float* __restrict__ xs, const float* __restrict__ wb,
+                            const Tap* taps, int64_t ntaps, int64_t pitch, int64_t cin_g, int64_t j0, const float* init,
+                            float* __restrict__ tile) {{
+    if (count > VW) {{
+        switch (rows) {{
+{cases["NV"]}
+        }}
+    }} else {{  // a tail of one vector or less: half the tile
+        switch (rows) {{
+{cases["1"]}
+        }}
+    }}
+}}"""
 
 
 def _finish_item(tail: Tail | None, first: str, last: str) -> str:

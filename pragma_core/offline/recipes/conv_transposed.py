@@ -34,8 +34,9 @@ from ..modules import candidate_module, forward_argument, param_expr
 from ..recipe import GenerationContext, Knob, Match, compiler_flags
 from ._conv_transposed_kernels import conv_transposed_kernel
 from ._matmul_kernels import register_rows_start
+from ._tails import Tail
 
-__all__ = ["ConvTransposedRecipe", "transposed_facts", "transposed_lines", "describe_transposed"]
+__all__ = ["ConvTransposedRecipe", "transposed_kernel", "transposed_facts", "transposed_lines", "describe_transposed"]
 
 _FLOAT32 = "torch.float32"
 _OPS = {"conv_transpose1d": 1, "conv_transpose2d": 2, "conv_transpose3d": 3}
@@ -85,14 +86,7 @@ class ConvTransposedRecipe:
         x = forward_argument(context, 0)
         arguments = [forward_argument(context, i) for i in range(len(context.graph.inputs))]
         lines = [f"{x} = {x}.contiguous()", *transposed_lines(match.facts, x, "out", arguments), "return out"]
-        cpp = conv_transposed_kernel(
-            knobs["parallel"],
-            knobs["simd"],
-            knobs["accumulators"],
-            knobs["block"],
-            knobs["vector_width"],
-            layout=knobs["layout"],
-        )
+        cpp = transposed_kernel(knobs)
         return candidate_module(
             match=match,
             knobs=knobs,
@@ -101,6 +95,20 @@ class ConvTransposedRecipe:
             forward_body="\n".join(lines),
             flags=compiler_flags(knobs),
         )
+
+
+def transposed_kernel(knobs: Mapping[str, Any], *, prefix: str = "", tail: Tail | None = None) -> str:
+    """The kernel's C++ for the recipe's knobs (:func:`._conv_transposed_kernels.conv_transposed_kernel`)."""
+    return conv_transposed_kernel(
+        knobs["parallel"],
+        knobs["simd"],
+        knobs["accumulators"],
+        knobs["block"],
+        knobs["vector_width"],
+        layout=knobs["layout"],
+        prefix=prefix,
+        tail=tail,
+    )
 
 
 def transposed_facts(graph: OpGraph, node: Node) -> dict[str, Any] | None:

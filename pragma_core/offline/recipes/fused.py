@@ -25,13 +25,12 @@ from ..modules import candidate_module, forward_argument, param_expr
 from ..recipe import GenerationContext, Knob, Match, compiler_flags
 from ._channel_norm_kernels import channel_norm_source
 from ._conv_kernels import conv_kernel_source
-from ._conv_transposed_kernels import conv_transposed_kernel
 from ._matmul_kernels import register_rows_start
 from ._norm_kernels import norm_kernel_source
 from ._pooling_kernels import pooling_kernel_source
 from ._tails import Tail, tail_source
 from .channel_norms import ChannelNormRecipe, channel_norm_lines
-from .conv_transposed import ConvTransposedRecipe, describe_transposed, transposed_lines
+from .conv_transposed import ConvTransposedRecipe, describe_transposed, transposed_kernel, transposed_lines
 from .convolution import ConvolutionRecipe, calls_gemm, conv_start, describe_layer, layer_lines
 from .elementwise import TRANSCENDENTAL
 from .fusion import FusionPlan, Stage, plan_fusion
@@ -319,16 +318,7 @@ def _convolution(call: _StageCall) -> tuple[str, list[str]]:
 
 
 def _conv_transposed(call: _StageCall) -> tuple[str, list[str]]:
-    cpp = conv_transposed_kernel(
-        call.knobs["parallel"],
-        call.knobs["simd"],
-        call.knobs["accumulators"],
-        call.knobs["block"],
-        call.knobs["vector_width"],
-        layout=call.knobs["layout"],
-        prefix=call.prefix,
-        tail=call.tail,
-    )
+    cpp = transposed_kernel(call.knobs, prefix=call.prefix, tail=call.tail)
     return cpp, transposed_lines(
         call.stage.facts, call.x, call.target, call.writer.arguments, prefix=call.prefix, tail_arguments=call.arguments
     )
