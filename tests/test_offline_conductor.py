@@ -20,9 +20,10 @@ from pragma_core import (
     from_dict,
     load_task,
 )
-from pragma_core.offline.conductor import Evidence, advise, rank_moves, read_evidence
+from pragma_core.offline.conductor import LADDER, Evidence, advise, rank_moves, read_evidence
 from pragma_core.offline.knobs import starting
-from pragma_core.offline.recipe import Knob
+from pragma_core.offline.recipe import KNOB_MEANINGS, Knob
+from pragma_core.offline.recipes import RECIPES
 from pragma_core.offline.recipes.attention import AttentionRecipe
 from pragma_core.offline.recipes.conv_transposed import ConvTransposedRecipe
 from pragma_core.offline.recipes.convolution import ConvolutionRecipe
@@ -166,6 +167,21 @@ def test_a_numeric_knob_at_its_start_may_step_back_after_the_forward_moves_and_a
     assert {"block": 0} not in [
         c for c, _ in rank_moves(MATMUL_KNOBS, base, tried, Evidence(), attainment=0.3, profiled=False)
     ]
+
+
+@pytest.mark.parametrize("recipe", RECIPES, ids=lambda recipe: recipe.family)
+def test_every_knob_of_every_recipe_is_one_the_conductor_can_move_from_its_start(recipe):
+    """A knob the Conductor's ladder does not name would stay at its start for good: the loop could
+    never question a starting choice, such as a transposed convolution's layout (a switch started
+    on, like ``parallel``, is the one kind never turned off)."""
+    base = starting(recipe.knobs)
+    for name, knob in recipe.knobs.items():
+        assert name in LADDER and name in KNOB_MEANINGS, name
+        moved = [
+            changes for changes, _ in rank_moves(recipe.knobs, base, [base], Evidence(), attainment=0.9, profiled=False)
+        ]
+        if len(knob.values) > 1 and knob.starting is not True:
+            assert any(name in changes for changes in moved), (name, moved)
 
 
 @pytest.mark.parametrize("name", ["gelu_knobs0.valgrind.json", "matmul_naive.valgrind.json"])

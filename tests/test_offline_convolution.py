@@ -114,6 +114,16 @@ def test_a_group_of_one_register_tile_of_channels_starts_with_whole_rows_per_wor
         assert start["method"] == "direct", name
 
 
+def test_a_task_started_on_the_implicit_gemm_takes_long_work_items_written_channel_by_channel(kernelbench, tmp_path):
+    """Each channel strip runs along all of a work item's positions, so each output row is written
+    in one long run; the depthwise layer of a separable chain takes its rows whole within that block."""
+    wide = task_file(tmp_path, "grouped_wide", "self.c = nn.Conv2d(64, 128, 3, groups=2)", "self.c(x)", "(1, 64, 9, 9)")
+    for path, sizes in ((wide, {}), (_file(kernelbench, "86"), {})):  # 86 at its own sizes (generated, not run)
+        task, match, source = generated(RECIPE, path, sizes, START)
+        assert match.start["method"] == "gemm" and match.start["block"] == 1024, match.start
+        assert read_marker(source)["knobs"]["order"] == "channels"
+
+
 def test_under_gemm_only_layers_with_channels_to_fill_a_tile_call_it(kernelbench):
     _, _, source = generated(RECIPE, _file(kernelbench, "86"), FILES["86"], GEMM)
     depthwise, pointwise = [line for line in source.splitlines() if "lib.conv" in line]
@@ -273,8 +283,17 @@ def test_weight_and_bias_passed_to_forward(tmp_path):
         {**START, "accumulators": 2, "block": 512},
         {**GEMM, "accumulators": 8, "block": 32},
         {**GEMM, "accumulators": 1, "block": 512, "parallel": False},
+        {**GEMM, "accumulators": 4, "block": 64, "order": "columns"},
+        {**GEMM, "accumulators": 6, "block": 2048, "order": "columns", "parallel": False},
     ],
-    ids=["tall_tile_narrow_blocks", "short_tile_long_blocks", "gemm_narrow_blocks", "gemm_one_row_serial"],
+    ids=[
+        "tall_tile_narrow_blocks",
+        "short_tile_long_blocks",
+        "gemm_narrow_blocks",
+        "gemm_one_row_serial",
+        "gemm_column_strips_outer",
+        "gemm_column_strips_outer_long_blocks_serial",
+    ],
 )
 def test_other_tile_shapes_are_correct(tmp_path, knobs):
     for name in ("odd_everything_2d", "grouped_3d_strided_dilated_bias", "same_padding_even_kernel_1d"):
@@ -335,6 +354,7 @@ def test_knob_defaults_are_the_plain_version():
         "simd": False,
         "accumulators": 1,
         "block": 128,
+        "order": "columns",
         "vector_width": 256,
         "method": "direct",
     }

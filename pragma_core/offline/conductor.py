@@ -5,7 +5,8 @@ answers in the same JSON a model would.
 The base of a move is the best attempt (the current one when it just became best, or when its
 median is 1.5 times the best's and only timing noise keeps it from replacing it). A move never
 repeats a knob setting already tried. Without profiles, moves follow a fixed order (parallelize,
-vectorize, fast math, method, fusion, accumulators, unroll, block, branchless, vector width, chunk). With
+vectorize, fast math, method, fusion, accumulators, unroll, block, tile order, layout, key tile, branchless,
+vector width, chunk); every knob of every recipe is on it. With
 profiles, the evidence reorders them: instructions per element spent outside the kernel (scalar libm
 calls) ask for fast math with vectorization together; many kernel instructions per element ask for
 vectorization; a high D1 miss rate asks for tiling, or for a smaller tile where the loop already
@@ -47,6 +48,8 @@ LADDER = (
     "accumulators",
     "unroll",
     "block",
+    "order",
+    "layout",
     "key_tile",
     "branchless",
     "vector_width",

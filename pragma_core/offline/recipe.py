@@ -55,6 +55,8 @@ KNOB_MEANINGS = {
     "key_tile": "keys per tile of attention's running softmax (the score tile's width)",
     "method": "the algorithm: direct loops over the input, or an implicit GEMM on packed patches",
     "fusion": "where a chain runs: its own passes, or the main operator's epilogue and one pass per stage",
+    "order": "the loop over a work item's register tiles: column strips outer, or channel strips outer",
+    "layout": "what a work item covers: output rows, or a block of the flattened output plane",
 }
 
 

@@ -2,7 +2,7 @@
 whose shapes, strides, paddings, dilations and groups are kernel arguments, so one build serves
 every convolution at the same knob values.
 
-    cpp = conv_kernel_source(parallel=True, simd=True, channels=6, block=128, vector_bits=512)
+    cpp = conv_kernel_source(parallel=True, simd=True, channels=6, block=128, order="channels", vector_bits=512)
 
 writes ``extern "C" void conv(x, weight, bias, out, has_bias, N, C, D, H, W, O, OD, OH, OW, KD, KH,
 KW, SD, SH, SW, PD, PH, PW, DD, DH, DW, G)`` (``PD``/``PH``/``PW`` the padding before each dim; the
@@ -68,6 +68,7 @@ def conv_kernel_source(
     simd: bool,
     channels: int,
     block: int,
+    order: str,
     vector_bits: int,
     gemm: bool = False,
     prefix: str = "",
@@ -76,7 +77,7 @@ def conv_kernel_source(
     """The whole C++ source at these knob values: ``channels`` output channels per register tile,
     ``block`` output columns (or, with ``gemm``, flattened output positions) per work item, vectors
     of at most ``vector_bits``; with ``gemm`` also ``conv_gemm``, the implicit GEMM
-    (:mod:`._conv_gemm_kernels`), with the same arguments. The entry points are named
+    (:mod:`._conv_gemm_kernels`, its register tiles in ``order``), with the same arguments. The entry points are named
     ``{prefix}conv`` and ``{prefix}conv_gemm``; a ``tail`` (a fused level-2 chain's, :mod:`._tails`)
     is applied to each output row's columns as a work item finishes them."""
     signature = _signature(f"{prefix}conv", tail)
@@ -96,6 +97,7 @@ def conv_kernel_source(
             simd=simd,
             rows=channels,
             columns=block,
+            order=order,
             signature=_signature(f"{prefix}conv_gemm", tail),
             unpack=_UNPACK,
             tail=tail,

@@ -307,6 +307,7 @@ def _convolution(call: _StageCall) -> tuple[str, list[str]]:
         simd=bool(call.knobs["simd"]),
         channels=int(call.knobs["accumulators"]),
         block=int(call.knobs["block"]),
+        order=str(call.knobs["order"]),
         vector_bits=int(call.knobs["vector_width"]),
         gemm=gemm,
         prefix=call.prefix,
