@@ -99,6 +99,7 @@ struct Run {{ int64_t c, n, od, oh, ow, count; }};
 
 // Writes ``len`` values to the patch strips from column ``c`` of row ``k``: ``src[u * step]``, or
 // zeros when ``src`` is null.
+__attribute__((optimize("no-tree-loop-distribute-patterns")))
 static inline void put(float* __restrict__ bp, int64_t kc, int64_t k, int64_t c, int64_t len,
                        const float* __restrict__ src, int64_t step) {{
     while (len > 0) {{
@@ -110,7 +111,11 @@ static inline void put(float* __restrict__ bp, int64_t kc, int64_t k, int64_t c,
             std::memcpy(dst, src, sizeof(float) * NR);  // a whole strip row: a fixed-size copy
             src += NR;
         }} else if (step == 1) {{
-            for (int64_t u = 0; u < n; ++u) dst[u] = src[u];
+            // Part of a strip row: eight floats at a time (GCC turned the plain loop into a memcpy
+            // it inlined as 8-byte moves, a third of the packing's time on 3D convolutions).
+            int64_t u = 0;
+            for (; u + 8 <= n; u += 8) std::memcpy(dst + u, src + u, sizeof(float) * 8);
+            for (; u < n; ++u) dst[u] = src[u];
             src += n;
         }} else {{
             for (int64_t u = 0; u < n; ++u) dst[u] = src[u * step];
